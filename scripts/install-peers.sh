@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# Install the pinned real MCP peers (clients and servers) that mcpguard's
+# interoperability tests run against, into <repo>/.peers (git-ignored):
+#
+#   .peers/venv        Python venv: mcp==2.3.0, mcp-server-time, mcp-server-fetch
+#   .peers/node        npm ci of scripts/peers-npm/{package.json,package-lock.json}:
+#                      server-everything, server-filesystem, inspector
+#   .peers/paths.json  absolute command lines for each peer (read by the tests)
+#
+# Idempotent: each part carries a stamp keyed on the content hash of this script
+# (and of the npm manifest/lockfile), so a second run only checks the stamps and
+# prints the paths. Use --force to reinstall everything.
+#
+# Environment: PYTHON (interpreter for the venv, default python3), NODE (default
+# node), MCPGUARD_PEERS_DIR (install location, default <repo>/.peers).
+set -euo pipefail
+
+SCRIPT_PATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+SCRIPT_DIR=$(dirname "$SCRIPT_PATH")
+ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+PEERS=${MCPGUARD_PEERS_DIR:-$ROOT/.peers}
+NPM_SRC=$SCRIPT_DIR/peers-npm
+VENV=$PEERS/venv
+NODE_DIR=$PEERS/node
+PATHS_JSON=$PEERS/paths.json
+
+# Pinned versions.
+MCP_VERSION=2.3.0
+TIME_VERSION=2026.10.19
+FETCH_VERSION=2026.10.24
+INSPECTOR_VERSION=2.12.0
+
+FORCE=0
+for arg in "$@"; do
+    case "$arg" in
+        --force) FORCE=1 ;;
+        -h | --help)
+            sed -n '2,17p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "install-peers: unknown argument: $arg (try --help)" >&2
+            exit 2
+            ;;
+    esac
+done
+
+die() {
+    echo "install-peers: ERROR: $*" >&2
+    exit 1
+}
+log() { echo "install-peers: $*" >&2; }
+
+# Full transitive pin set for the venv (pip freeze of a clean install on
+# Python 3.11, 2026-11-29). Applied as constraints so the top-level pins above
+# stay the source of truth.
+PY_CONSTRAINTS='
+annotated-types==0.8.0
+anyio==4.16.0
+attrs==26.1.0
+beautifulsoup4==4.15.0
+certifi==2026.10.19.post1
+cffi==2.1.1
+charset-normalizer==3.5.3
+click==8.5.1
+cryptography==50.0.2
+h11==0.16.0
+html5lib==1.1
+httpcore==1.0.9
+httpcore2==2.16.2
+httpx==0.28.1
+httpx2==2.16.2
+idna==3.20
+jsonschema==4.26.0
+jsonschema-specifications==2025.9.1
+lxml==6.1.3
+markdownify==1.2.3
+mcp-types==2.3.0
+opentelemetry-api==1.45.2
+Protego==0.7.0
+pycparser==3.12
+pydantic==2.14.4
+pydantic_core==2.50.5
+PyJWT==2.15.1
+python-multipart==0.0.34
+readabilipy==0.3.0
+referencing==0.37.0
+regex==2026.11.19
+requests==2.34.2
+rpds-py==2026.9.1
+six==1.17.0
+socksio==1.0.0
+soupsieve==4.1.3
+sse-starlette==3.7.0
+starlette==1.10.0
+truststore==0.10.5
+typing-inspection==0.4.5
+typing_extensions==4.16.0
+tzdata==2026.6
+tzlocal==5.4.5
+urllib3==2.8.0
+uvicorn==0.54.0
+webencodings==0.6.1
+'
+
+PYTHON=${PYTHON:-python3}
+NODE=${NODE:-node}
+command -v "$PYTHON" >/dev/null 2>&1 || die "'$PYTHON' not found (set PYTHON=/path/to/python3.10+)"
+command -v "$NODE" >/dev/null 2>&1 || die "'$NODE' not found (Node.js 20 or newer is required)"
+command -v npm >/dev/null 2>&1 || die "'npm' not found"
+NODE_ABS=$(command -v "$NODE")
+NODE_ABS=$(readlink -f "$NODE_ABS")
+[[ -f $NPM_SRC/package.json && -f $NPM_SRC/package-lock.json ]] ||
+    die "missing $NPM_SRC/package.json or package-lock.json"
+
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+PY_KEY=$(printf '%s\n%s\n' "$(hash_of "$SCRIPT_PATH")" "$("$PYTHON" -c 'import sys; print(sys.version)')" | sha256sum | cut -d' ' -f1)
+NODE_KEY=$(printf '%s\n%s\n' "$(hash_of "$SCRIPT_PATH" "$NPM_SRC/package.json" "$NPM_SRC/package-lock.json")" \
+    "$("$NODE_ABS" --version)" | sha256sum | cut -d' ' -f1)
+PY_STAMP=$VENV/.mcpguard-peers-stamp
+NODE_STAMP=$NODE_DIR/.mcpguard-peers-stamp
+
+# Paths of every entry point (checked after install and on the fast path).
+SE_JS=$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+FS_JS=$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+INSPECTOR_JS=$NODE_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+PY_BIN=$VENV/bin/python
+TIME_BIN=$VENV/bin/mcp-server-time
+FETCH_BIN=$VENV/bin/mcp-server-fetch
+
+stamp_ok() { [[ $FORCE == 0 && -f $1 && "$(cat "$1")" == "$2" ]]; }
+
+START=$(date +%s)
+mkdir -p "$PEERS"
+changed=0
+
+# --- Python venv -------------------------------------------------------------
+if stamp_ok "$PY_STAMP" "$PY_KEY" && [[ -x $PY_BIN && -x $TIME_BIN && -x $FETCH_BIN ]]; then
+    log "python peers up to date ($VENV)"
+else
+    changed=1
+    "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' ||
+        die "$PYTHON is $("$PYTHON" --version 2>&1); mcp $MCP_VERSION needs Python >= 3.10"
+    log "creating venv $VENV with $("$PYTHON" --version 2>&1)"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+    constraints=$(mktemp)
+    trap 'rm -f "$constraints"' EXIT
+    printf '%s' "$PY_CONSTRAINTS" >"$constraints"
+    log "pip install mcp==$MCP_VERSION mcp-server-time==$TIME_VERSION mcp-server-fetch==$FETCH_VERSION"
+    if ! "$PY_BIN" -m pip install --disable-pip-version-check --no-input --quiet \
+        --timeout 30 --retries 2 -c "$constraints" \
+        "mcp==$MCP_VERSION" "mcp-server-time==$TIME_VERSION" "mcp-server-fetch==$FETCH_VERSION"; then
+        rm -rf "$VENV"
+        die "pip could not install the pinned Python peers. Is PyPI reachable from here?
+  pip index: ${PIP_INDEX_URL:-$("$PYTHON" -m pip config get global.index-url 2>/dev/null || echo 'default (https://pypi.org/simple)')}
+  Re-run this script once the registry answers."
+    fi
+    echo "$PY_KEY" >"$PY_STAMP"
+fi
+
+# --- npm peers ---------------------------------------------------------------
+if stamp_ok "$NODE_STAMP" "$NODE_KEY" && [[ -f $SE_JS && -f $FS_JS && -f $INSPECTOR_JS ]]; then
+    log "node peers up to date ($NODE_DIR)"
+else
+    changed=1
+    node_major=$("$NODE_ABS" -p 'process.versions.node.split(".")[0]')
+    ((node_major >= 20)) || die "node $("$NODE_ABS" --version) is too old; Node.js 20 or newer is required"
+    log "npm ci into $NODE_DIR (node $("$NODE_ABS" --version), npm $(npm --version))"
+    rm -rf "$NODE_DIR"
+    mkdir -p "$NODE_DIR"
+    cp "$NPM_SRC/package.json" "$NPM_SRC/package-lock.json" "$NODE_DIR/"
+    # --ignore-scripts: the only install script in the tree is the inspector's
+    # postinstall, a no-op when it is installed as a dependency. Engine warnings
+    # (inspector 2.12.0 declares node >= 22.19) are expected: its CLI works on 20.
+    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts \
+        --fetch-retries=2 --fetch-timeout=60000 --loglevel=error >&2); then
+        rm -rf "$NODE_DIR"
+        die "npm ci could not install the pinned npm peers. Is the npm registry reachable from here?
+  npm registry: $(npm config get registry 2>/dev/null || echo unknown)
+  Re-run this script once the registry answers."
+    fi
+    echo "$NODE_KEY" >"$NODE_STAMP"
+fi
+
+# --- paths.json --------------------------------------------------------------
+for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS"; do
+    [[ -e $f ]] || die "expected file missing after install: $f (re-run with --force)"
+done
+
+if [[ $changed == 1 || ! -f $PATHS_JSON ]]; then
+    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" <<'EOF'
+import json, os, sys
+out, node, py, se, fs, tm, fetch, insp = sys.argv[1:]
+paths = {
+    "python": py,
+    "node": node,
+    "server_everything": [node, se, "stdio"],
+    "server_filesystem": [node, fs],
+    "server_time": [tm, "--local-timezone", "UTC"],
+    "server_fetch": [fetch],
+    "inspector": [node, insp, "--cli"],
+}
+tmp = out + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(paths, f, indent=2, sort_keys=True)
+    f.write("\n")
+os.replace(tmp, out)
+EOF
+
+    # --- verification: every entry must actually start and speak MCP --------
+    log "verifying peers"
+    got=$("$PY_BIN" -c 'import importlib.metadata as m; print(m.version("mcp"), m.version("mcp-server-time"), m.version("mcp-server-fetch"))')
+    [[ $got == "$MCP_VERSION $TIME_VERSION $FETCH_VERSION" ]] || die "venv has unexpected versions: $got"
+    got=$("$NODE_ABS" "$INSPECTOR_JS" --cli --version 2>/dev/null | tail -n1)
+    [[ $got == "$INSPECTOR_VERSION" ]] || die "inspector --version printed '$got', expected $INSPECTOR_VERSION"
+    if ! verify_out=$("$PY_BIN" - "$PATHS_JSON" <<'EOF' 2>&1
+# Send `initialize` to each server entry and wait for its answer (10 s each).
+import json, os, select, subprocess, sys, tempfile, time
+
+paths = json.load(open(sys.argv[1]))
+tmpdir = tempfile.mkdtemp(prefix="mcpguard-peers-verify-")
+servers = {
+    "server_everything": paths["server_everything"],
+    "server_filesystem": paths["server_filesystem"] + [tmpdir],
+    "server_time": paths["server_time"],
+    "server_fetch": paths["server_fetch"],
+}
+init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "install-peers", "version": "0"}}}
+failed = False
+for key, cmd in servers.items():
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    p.stdin.write((json.dumps(init) + "\n").encode())
+    p.stdin.flush()
+    deadline, buf, info = time.monotonic() + 10, b"", None
+    while info is None and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.2)
+        if not r:
+            continue
+        chunk = os.read(p.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if msg.get("id") == 1 and "result" in msg:
+                info = msg["result"].get("serverInfo", {})
+    p.kill()
+    p.wait()
+    if info is None:
+        print(f"FAIL {key}: no initialize result within 10 s: {cmd}")
+        failed = True
+    else:
+        print(f"ok   {key}: {info.get('name')} {info.get('version')}")
+os.rmdir(tmpdir)
+sys.exit(1 if failed else 0)
+EOF
+    ); then
+        rm -f "$PATHS_JSON"
+        echo "$verify_out" >&2
+        die "peer verification failed (see above)"
+    fi
+    echo "$verify_out" | sed 's/^/install-peers: /' >&2
+fi
+
+END=$(date +%s)
+echo "peers:      $PEERS  ($((END - START)) s)"
+echo "paths.json: $PATHS_JSON"
+echo "python:     $PY_BIN (mcp $MCP_VERSION)"
+echo "time:       $TIME_BIN ($TIME_VERSION)"
+echo "fetch:      $FETCH_BIN ($FETCH_VERSION)"
+echo "everything: $SE_JS"
+echo "filesystem: $FS_JS"
+echo "inspector:  $INSPECTOR_JS ($INSPECTOR_VERSION)"

@@ -1,0 +1,105 @@
+//! Starting the MCP server as a child process and ending it cleanly.
+//!
+//! The child runs in its own process group so that signals reach the server and whatever it
+//! started, and it gets a parent-death signal so that a SIGKILLed mcpguard does not leave the
+//! server running. The parent-death signal fires when the *thread* that forked exits, so the
+//! child must be spawned from a thread that lives as long as mcpguard: the main thread.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Why the server could not be started, with the exit code a shell would use.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the MCP server `{program}`: {reason}")]
+pub struct SpawnError {
+    pub program: String,
+    pub reason: String,
+    pub exit_code: i32,
+}
+
+/// Spawns `command` with piped stdio in a new process group. Must be called from the main thread.
+pub fn spawn(command: &[OsString]) -> Result<Child, SpawnError> {
+    let program_name = command
+        .first()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some(program) = command.first() else {
+        return Err(SpawnError {
+            program: program_name,
+            reason: "no server command was given (put it after `--`)".into(),
+            exit_code: 2,
+        });
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // calls are allowed; `arm_parent_death` makes raw syscalls only (see there).
+    unsafe {
+        cmd.pre_exec(move || arm_parent_death(parent));
+    }
+    cmd.spawn().map_err(|e| {
+        let (reason, exit_code) = match e.kind() {
+            io::ErrorKind::NotFound => (
+                "no such file or command (check the path and PATH)".to_string(),
+                127,
+            ),
+            io::ErrorKind::PermissionDenied => {
+                ("permission denied (is it executable?)".to_string(), 126)
+            }
+            _ => (e.to_string(), 1),
+        };
+        SpawnError {
+            program: program_name,
+            reason,
+            exit_code,
+        }
+    })
+}
+
+/// Sends `signal` to the child's whole process group. Errors (the group is already gone) are
+/// returned for the caller to ignore or report.
+pub fn signal_group(pgid: u32, signal: Signal) -> nix::Result<()> {
+    killpg(Pid::from_raw(pgid as i32), signal)
+}
+
+/// Whether any process of the group still exists.
+pub fn group_alive(pgid: u32) -> bool {
+    killpg(Pid::from_raw(pgid as i32), None).is_ok()
+}
+
+/// Runs in the forked child between fork and exec: asks the kernel to SIGKILL the child when
+/// mcpguard's main thread dies. Only raw syscalls: no allocation, no locks, no panics
+/// (`io::Error::last_os_error` only reads errno).
+fn arm_parent_death(parent: u32) -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes integer arguments and touches no memory of ours.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // If mcpguard died between fork and prctl, the signal was never armed and the child has been
+    // re-parented already: it must not start the server at all.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } as u32 != parent {
+        // SAFETY: _exit is async-signal-safe and ends only this forked child.
+        unsafe { libc::_exit(125) };
+    }
+    Ok(())
+}
