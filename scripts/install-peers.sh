@@ -174,7 +174,8 @@ else
     # postinstall, a no-op when it is installed as a dependency. Engine warnings
     # (inspector 2.12.0 declares node >= 22.19) are expected: its CLI works on 20.
     if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts \
-        --fetch-retries=2 --fetch-timeout=60000 --loglevel=error >&2); then
+        --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
+        --fetch-timeout=60000 --loglevel=error >&2); then
         rm -rf "$NODE_DIR"
         die "npm ci could not install the pinned npm peers. Is the npm registry reachable from here?
   npm registry: $(npm config get registry 2>/dev/null || echo unknown)

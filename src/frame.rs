@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn over_long_line_is_one_item_and_the_stream_goes_on() {
-        let long = vec![b'x'; 100];
+        let long = [b'x'; 100];
         let frames = run(10, &[b"ok\n", &long[..50], &long[50..], b"\nnext\n"]);
         assert_eq!(frames.len(), 3);
         assert_eq!(frames[0], line("ok"));

@@ -24,6 +24,7 @@ use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -148,7 +149,9 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             })?;
     }
 
-    // Readers.
+    // Readers. The server reader counts what it reads, so the exit path can tell a reader
+    // that is busy relaying a large last message from one that waits on a pipe held open.
+    let server_progress = Arc::new(ReaderProgress::default());
     {
         let core = core.clone();
         let (to_host, to_server) = (to_host.clone(), to_server.clone());
@@ -176,11 +179,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         let (to_host, to_server) = (to_host.clone(), to_server.clone());
         let events = events.clone();
         let max = opts.max_message_bytes;
+        let progress = server_progress.clone();
         thread::Builder::new()
             .name("from-server".into())
             .spawn(move || {
                 read_loop(
-                    child_out,
+                    Counting(child_out, progress),
                     max,
                     |frame, out| core_lock(&core).from_server(frame, out),
                     &to_host,
@@ -282,22 +286,8 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         }
     };
 
-    // The server is gone. Drain what it wrote before exiting (bounded: a grandchild may keep
-    // the pipe open), then fail whatever the host is still waiting for.
-    let drain_until = Instant::now() + Duration::from_millis(500);
-    while !server_eof {
-        match rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())) {
-            Ok(Event::ServerEof) => server_eof = true,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    let why = describe_exit(&status);
-    let mut out = Vec::new();
-    core_lock(&core).server_closed(&why, &mut out);
-    dispatch(out, &to_host, &to_server, Route::FromServer);
-
-    // Nothing of the server's may outlive it: end the rest of its process group.
+    // The server is gone. Nothing of its may outlive it: end the rest of its process group,
+    // which also closes the last write ends of its stdout pipe.
     if child::group_alive(pgid) {
         let _ = child::signal_group(pgid, Signal::SIGTERM);
         thread::sleep(Duration::from_millis(50));
@@ -305,6 +295,29 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             let _ = child::signal_group(pgid, Signal::SIGKILL);
         }
     }
+
+    // Relay everything it wrote before exiting. The wait ends at end of file, or when the
+    // reader has made no progress for a while (a process that left the group may still hold
+    // the pipe open); a large message still being relayed keeps it going.
+    let mut last_seen = server_progress.bytes.load(Ordering::SeqCst);
+    while !server_eof {
+        match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(Event::ServerEof) => server_eof = true,
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                let now_seen = server_progress.bytes.load(Ordering::SeqCst);
+                if now_seen == last_seen && server_progress.waiting.load(Ordering::SeqCst) {
+                    break;
+                }
+                last_seen = now_seen;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let why = describe_exit(&status);
+    let mut out = Vec::new();
+    core_lock(&core).server_closed(&why, &mut out);
+    dispatch(out, &to_host, &to_server, Route::FromServer);
 
     // Flush everything owed to the host, but never hang on a host that stopped reading.
     to_host.close();
@@ -435,6 +448,28 @@ fn relay_stderr(mut src: impl Read) {
     }
     if !pending.is_empty() {
         emit(&pending);
+    }
+}
+
+/// What the server reader is doing, for the exit path.
+#[derive(Default)]
+struct ReaderProgress {
+    bytes: AtomicU64,
+    /// True while the reader waits inside `read`; false while it processes what it read.
+    waiting: AtomicBool,
+}
+
+/// A reader that reports its progress.
+struct Counting<R>(R, Arc<ReaderProgress>);
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.1.waiting.store(true, Ordering::SeqCst);
+        let n = self.0.read(buf);
+        self.1.waiting.store(false, Ordering::SeqCst);
+        let n = n?;
+        self.1.bytes.fetch_add(n as u64, Ordering::SeqCst);
+        Ok(n)
     }
 }
 

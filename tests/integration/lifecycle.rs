@@ -1,0 +1,164 @@
+//! The child's lifecycle: exit status, end of input, signals, crashes, spawn failures, and no
+//! process left behind. Servers here are small shell programs: real processes whose behaviour
+//! is obvious from one line.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{marker, process_alive, wait_gone, Peer};
+
+fn sh(script: &str) -> Vec<String> {
+    ["--grace", "300ms", "--", "sh", "-c", script]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The pid of mcpguard's child (spawned by its main thread).
+fn child_of(pid: u32) -> u32 {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+            if let Some(c) = s.split_whitespace().next() {
+                return c.parse().unwrap();
+            }
+        }
+        assert!(Instant::now() < until, "mcpguard {pid} has no child");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn exit_code_of_the_server_becomes_mcpguards() {
+    let mut p = Peer::guard(&sh("exit 7"));
+    assert_eq!(p.wait().code(), Some(7));
+}
+
+#[test]
+fn death_by_signal_is_reraised() {
+    let mut p = Peer::guard(&sh("kill -USR1 $$"));
+    assert_eq!(p.wait().signal(), Some(libc::SIGUSR1));
+}
+
+#[test]
+fn a_command_that_cannot_start_is_a_clear_error() {
+    let mut p = Peer::guard(&["--", "/nonexistent/server"]);
+    assert_eq!(p.wait().code(), Some(127));
+    assert!(
+        p.stderr()
+            .contains("cannot start the MCP server `/nonexistent/server`"),
+        "{}",
+        p.stderr()
+    );
+    let mut p = Peer::guard::<&str>(&[]);
+    assert_eq!(p.wait().code(), Some(2));
+    assert!(
+        p.stderr().contains("-- <server command...>"),
+        "{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn end_of_input_closes_the_servers_stdin() {
+    // `cat` exits on its own when its stdin closes: no signal is needed.
+    let mut p = Peer::guard(&["--grace", "10s", "--", "cat"]);
+    p.close_stdin();
+    let start = Instant::now();
+    assert_eq!(p.wait().code(), Some(0));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_server_ignoring_eof_gets_sigterm_then_one_ignoring_sigterm_gets_sigkill() {
+    let mut p = Peer::guard(&sh(
+        "trap 'echo got-term >&2; exit 4' TERM; while :; do sleep 0.05; done",
+    ));
+    p.close_stdin();
+    assert_eq!(p.wait().code(), Some(4));
+    assert!(p.stderr().contains("[server] got-term"), "{}", p.stderr());
+
+    let mut p = Peer::guard(&sh(
+        "trap '' TERM; echo started >&2; while :; do sleep 0.05; done",
+    ));
+    p.wait_stderr("[server] started");
+    p.close_stdin();
+    assert_eq!(p.wait().signal(), Some(libc::SIGKILL));
+    assert!(p.stderr().contains("sending SIGKILL"), "{}", p.stderr());
+}
+
+#[test]
+fn host_signals_are_forwarded_to_the_server() {
+    for (sig, name) in [
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGINT, "INT"),
+        (libc::SIGHUP, "HUP"),
+    ] {
+        let script = format!("trap 'echo got-{name} >&2; exit 9' {name}; echo ready >&2; while :; do sleep 0.05; done");
+        let mut p = Peer::guard(&sh(&script));
+        p.wait_stderr("[server] ready");
+        // SAFETY: plain kill(2) on the pid of a child this test owns.
+        unsafe { libc::kill(p.pid() as i32, sig) };
+        assert_eq!(p.wait().code(), Some(9), "{name}");
+        assert!(
+            p.stderr().contains(&format!("[server] got-{name}")),
+            "{}",
+            p.stderr()
+        );
+    }
+}
+
+#[test]
+fn a_crash_mid_request_fails_the_pending_requests_and_exits_with_the_crash() {
+    let mut p = Peer::guard(&sh("read line; exit 5"));
+    p.send_json(
+        &json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "x"}}),
+    );
+    let v = p.recv_json();
+    assert_eq!(v["id"], 41);
+    assert_eq!(v["error"]["code"], -31001);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 5"),
+        "{v}"
+    );
+    assert_eq!(p.wait().code(), Some(5));
+}
+
+#[test]
+fn sigkill_of_mcpguard_takes_the_server_down() {
+    let p = Peer::guard(&sh("echo ready >&2; while :; do sleep 0.05; done"));
+    p.wait_stderr("[server] ready");
+    let server = child_of(p.pid());
+    assert!(process_alive(server));
+    // SAFETY: plain kill(2) on the pid of a child this test owns.
+    unsafe { libc::kill(p.pid() as i32, libc::SIGKILL) };
+    assert!(
+        wait_gone(server, Duration::from_secs(10)),
+        "server {server} survived SIGKILL of mcpguard"
+    );
+}
+
+#[test]
+fn nothing_of_the_server_outlives_it() {
+    // The server starts a helper in its process group and exits; the helper must not stay.
+    let mut p = Peer::guard(&sh(
+        "sleep 1000 & echo grandchild-pid=$! >&2; read line; exit 0",
+    ));
+    let grandchild = marker(&p.wait_stderr("grandchild-pid="), "grandchild-pid").unwrap();
+    assert!(process_alive(grandchild));
+    p.send(r#"{"jsonrpc":"2.0","method":"bye"}"#);
+    assert_eq!(p.wait().code(), Some(0));
+    assert!(
+        wait_gone(grandchild, Duration::from_secs(5)),
+        "grandchild {grandchild} outlived the server"
+    );
+}

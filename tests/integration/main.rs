@@ -1,0 +1,7 @@
+//! One integration-test binary for mcpguard, a module per capability. Every test here drives
+//! the real `mcpguard` binary with real child processes.
+
+mod support;
+
+mod lifecycle;
+mod relay;

@@ -1,0 +1,281 @@
+//! Shared helpers: start mcpguard (or a server directly) with piped stdio and talk to it line by
+//! line with timeouts, so that a broken build fails a test instead of hanging it.
+
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The mcpguard binary under test.
+pub fn mcpguard() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcpguard"))
+}
+
+/// The in-tree fixture server (built by `cargo test` as the example `fixture_server`).
+pub fn fixture() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/integration-<hash> -> target/<profile>/examples/fixture_server
+    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let path = profile_dir.join("examples").join("fixture_server");
+    assert!(
+        path.exists(),
+        "fixture server not built at {}: run the tests with `cargo test` (it builds examples)",
+        path.display()
+    );
+    path
+}
+
+/// A running process with line-oriented access to its stdout and a capture of its stderr.
+pub struct Peer {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Vec<u8>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Peer {
+    /// Starts `program args...`.
+    pub fn start<S: AsRef<OsStr>>(program: impl AsRef<OsStr>, args: &[S]) -> Peer {
+        Self::start_with(Command::new(program).args(args))
+    }
+
+    /// Starts `mcpguard <args...>`.
+    pub fn guard<S: AsRef<OsStr>>(args: &[S]) -> Peer {
+        Self::start(mcpguard(), args)
+    }
+
+    pub fn start_with(cmd: &mut Command) -> Peer {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let stdin = child.stdin.take();
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut stderr_pipe = child.stderr.take().expect("stderr");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || loop {
+            let mut line = Vec::new();
+            match stdout.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if line.last() == Some(&b'\n') {
+                        line.pop();
+                    }
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let sink = stderr.clone();
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Peer {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }
+    }
+
+    /// Writes `bytes` followed by a newline.
+    pub fn send(&mut self, bytes: impl AsRef<[u8]>) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes.as_ref()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Writes raw bytes with no newline added.
+    pub fn send_raw(&mut self, bytes: impl AsRef<[u8]>) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes.as_ref()).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn send_json(&mut self, v: &serde_json::Value) {
+        self.send(serde_json::to_vec(v).unwrap());
+    }
+
+    /// The next stdout line, or None after `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Vec<u8>> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
+    /// The next stdout line; panics with the stderr so far if none comes in time.
+    pub fn recv(&self) -> Vec<u8> {
+        match self.lines.recv_timeout(TIMEOUT) {
+            Ok(l) => l,
+            Err(_) => panic!(
+                "no line from the process within {TIMEOUT:?}; stderr:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
+    pub fn recv_json(&self) -> serde_json::Value {
+        let line = self.recv();
+        serde_json::from_slice(&line)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&line)))
+    }
+
+    /// Receives lines until one is a response with `id`, returning it; notifications and server
+    /// requests seen on the way are returned too.
+    pub fn recv_response(
+        &self,
+        id: &serde_json::Value,
+    ) -> (serde_json::Value, Vec<serde_json::Value>) {
+        let mut other = Vec::new();
+        loop {
+            let v = self.recv_json();
+            if v.get("id") == Some(id) && v.get("method").is_none() {
+                return (v, other);
+            }
+            other.push(v);
+        }
+    }
+
+    /// Sends a request and waits for its response.
+    pub fn request(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        self.send_json(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        self.recv_response(&serde_json::json!(id)).0
+    }
+
+    /// Performs the legacy-era handshake and returns the initialize result.
+    pub fn initialize(&mut self) -> serde_json::Value {
+        let r = self.request(
+            0,
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "itest", "version": "0"}}),
+        );
+        self.send_json(
+            &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        r
+    }
+
+    /// Hands over the stdin pipe, e.g. to write a huge message from another thread.
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin open")
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Everything the process wrote on stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Waits for exit; panics if the process is still running after `timeout`.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> ExitStatus {
+        let until = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                return s;
+            }
+            if Instant::now() > until {
+                let _ = self.child.kill();
+                panic!(
+                    "process did not exit within {timeout:?}; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn wait(&mut self) -> ExitStatus {
+        self.wait_timeout(TIMEOUT)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until stderr contains `needle` and returns the stderr.
+    pub fn wait_stderr(&self, needle: &str) -> String {
+        let until = Instant::now() + TIMEOUT;
+        loop {
+            let s = self.stderr();
+            if s.contains(needle) {
+                return s;
+            }
+            assert!(
+                Instant::now() < until,
+                "stderr never contained {needle:?}:\n{s}"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a process with this pid exists (and is not a zombie).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits up to `timeout` for the process to be gone.
+pub fn wait_gone(pid: u32, timeout: Duration) -> bool {
+    let until = Instant::now() + timeout;
+    while Instant::now() < until {
+        if !process_alive(pid) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    !process_alive(pid)
+}
+
+/// Reads `key=<number>` from a stderr capture (the fixture prints `fixture-pid=N`).
+pub fn marker(stderr: &str, key: &str) -> Option<u32> {
+    let start = stderr.find(&format!("{key}="))? + key.len() + 1;
+    stderr[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
