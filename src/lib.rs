@@ -2,6 +2,7 @@
 //!
 //! The crate is laid out in data-flow order; ARCHITECTURE.md has the map and the invariants.
 
+pub mod canonical;
 pub mod child;
 pub mod cli;
 pub mod diag;
@@ -10,3 +11,4 @@ pub mod message;
 pub mod proxy;
 pub mod sanitize;
 pub mod session;
+pub mod strict;

@@ -120,9 +120,9 @@ impl InvalidReason {
     }
 }
 
-/// Deepest nesting of arrays and objects accepted in a message. It equals serde_json's own
-/// recursion limit, so every message that passes can also be parsed in full later.
-pub const MAX_DEPTH: usize = 127;
+/// Deepest nesting of arrays and objects accepted in a message: the strict parser's limit, so
+/// every message that passes can also be parsed in full later.
+pub const MAX_DEPTH: usize = crate::strict::MAX_DEPTH;
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
@@ -607,8 +607,8 @@ mod tests {
         let ok = format!(
             r#"{{"jsonrpc":"2.0","method":"n","params":{{"s":"{}","d":{}{}}}}}"#,
             "[{".repeat(500),
-            "[".repeat(120),
-            "]".repeat(120)
+            "[".repeat(90),
+            "]".repeat(90)
         );
         assert!(parse(ok.as_bytes()).is_ok());
         let esc = r#"{"jsonrpc":"2.0","method":"n","params":{"s":"\\"}}"#;
