@@ -6,12 +6,14 @@
 //! child must be spawned from a thread that lives as long as mcpguard: the main thread.
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+
+use crate::sanitize::{self, Clean};
 
 /// Why the server could not be started, with the exit code a shell would use.
 #[derive(Debug, thiserror::Error)]
@@ -102,4 +104,38 @@ fn arm_parent_death(parent: u32) -> io::Result<()> {
         unsafe { libc::_exit(125) };
     }
     Ok(())
+}
+
+/// Relays the server's stderr line by line, with terminal escapes and invisible characters made
+/// harmless, so a server cannot repaint the user's terminal or hide text in mcpguard's log.
+pub fn relay_stderr(mut src: impl Read) {
+    const MAX_LINE: usize = 16 << 10;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let emit = |line: &[u8]| {
+        let text = String::from_utf8_lossy(line);
+        let text = text.strip_suffix('\r').unwrap_or(&text);
+        let mut err = io::stderr().lock();
+        let _ = writeln!(err, "[server] {}", sanitize::clean(text, Clean::LINE));
+    };
+    loop {
+        let n = match src.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        while let Some(i) = memchr::memchr(b'\n', &pending) {
+            emit(&pending[..i]);
+            pending.drain(..=i);
+        }
+        if pending.len() > MAX_LINE {
+            emit(&pending);
+            pending.clear();
+        }
+    }
+    if !pending.is_empty() {
+        emit(&pending);
+    }
 }

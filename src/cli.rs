@@ -2,6 +2,7 @@
 //! completions are generated from these definitions.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
@@ -43,7 +44,103 @@ pub struct ProxyArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Write the RFC 8785 canonical form of a JSON document to stdout.
+    Canonicalize {
+        /// The document; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+    },
+    /// Print the lowercase SHA-256 of a JSON document's RFC 8785 canonical form.
+    Hash { file: PathBuf },
+    /// Capture a live server's tool catalogue into a new snapshot.
+    Capture {
+        /// Symbolic key of the server in the snapshot (the host config names it with --server).
+        #[arg(long)]
+        server: String,
+        /// The snapshot file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// How long the snapshot stays valid (at most the policy's maximum, 30 days by default).
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
+        expires_in: Duration,
+        /// The protocol version to initialize the server with.
+        #[arg(long, value_name = "VERSION", default_value = crate::capture::DEFAULT_PROTOCOL_VERSION)]
+        protocol_version: String,
+        /// Replace FILE if it exists (its reviews are lost).
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        live: LiveArgs,
+        /// The MCP server to capture, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+        server_command: Vec<OsString>,
+    },
+    /// Record a reviewer's assertions and input-channel classification for a tool.
+    Review {
+        /// The snapshot file (rewritten atomically).
+        file: PathBuf,
+        #[arg(long)]
+        server: String,
+        /// The tool reviewed (or use --from for many tools at once).
+        #[arg(long, required_unless_present = "from")]
+        tool: Option<String>,
+        /// Who reviewed (an e-mail address or another stable identity).
+        #[arg(long, value_name = "ID")]
+        reviewer: Option<String>,
+        /// An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false;
+        /// sideEffects = comma list (empty for none); concurrency = safe|serialize.
+        #[arg(long = "assert", value_name = "NAME=VALUE")]
+        asserts: Vec<String>,
+        /// An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority.
+        #[arg(long = "channel", value_name = "POINTER=CLASS")]
+        channels: Vec<String>,
+        /// The review time (RFC 3339); now by default.
+        #[arg(long, value_name = "INSTANT")]
+        reviewed_at: Option<String>,
+        /// A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels"])]
+        from: Option<PathBuf>,
+    },
+    /// The reviewer's view: every field the model will see, hidden characters made visible.
+    Show {
+        file: PathBuf,
+        #[arg(long)]
+        server: Option<String>,
+        #[arg(long)]
+        tool: Option<String>,
+    },
+    /// Validate a snapshot offline and, with a server command, against the live server.
+    Check {
+        file: PathBuf,
+        /// The digest the snapshot must have.
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Which server of the snapshot the command runs (needed when there are several).
+        #[arg(long)]
+        server: Option<String>,
+        #[command(flatten)]
+        live: LiveArgs,
+        /// The live server to compare with, after `--`.
+        #[arg(last = true, value_name = "SERVER_COMMAND")]
+        server_command: Vec<OsString>,
+    },
+    /// The semantic difference between two snapshots (exit 1 when they differ).
+    Diff { old: PathBuf, new: PathBuf },
+}
+
+/// Options for talking to a live server during capture and check.
+#[derive(Debug, clap::Args)]
+pub struct LiveArgs {
+    /// How long to wait for each answer of the server.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// The most tools/list pages followed before giving up.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_pages: usize,
+    /// Largest accepted message from the server, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_message_bytes: usize,
+}
 
 /// Parses `500ms`, `2s`, `3m`, `1h` or `2d`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

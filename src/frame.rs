@@ -36,6 +36,8 @@ pub struct LineDecoder {
 struct Discard {
     head: Bytes,
     len: usize,
+    /// The last discarded byte was `\r` (it belongs to the terminator if `\n` follows).
+    last_cr: bool,
 }
 
 impl LineDecoder {
@@ -56,17 +58,25 @@ impl LineDecoder {
             if let Some(discard) = self.discarding.as_mut() {
                 match memchr::memchr(b'\n', buf) {
                     Some(i) => {
+                        let cr = if i > 0 {
+                            buf[i - 1] == b'\r'
+                        } else {
+                            discard.last_cr
+                        };
                         let _ = buf.split_to(i + 1);
                         let mut d = self.discarding.take()?;
-                        // The reported length may include a final `\r`; it is only used in
-                        // diagnostics, so that imprecision is harmless.
-                        d.len += i;
+                        // A `\r` before the newline is the terminator, not content, exactly as
+                        // for lines that fit.
+                        d.len = d.len + i - usize::from(cr);
                         return Some(Frame::TooLong {
                             len: d.len,
                             head: d.head,
                         });
                     }
                     None => {
+                        if let Some(&last) = buf.last() {
+                            discard.last_cr = last == b'\r';
+                        }
                         discard.len += buf.len();
                         buf.clear();
                         return None;
@@ -105,6 +115,7 @@ impl LineDecoder {
                         self.discarding = Some(Discard {
                             head,
                             len: buf.len(),
+                            last_cr: buf.last() == Some(&b'\r'),
                         });
                         buf.clear();
                         self.scanned = 0;
@@ -124,8 +135,12 @@ impl LineDecoder {
             return Some(frame);
         }
         if let Some(d) = self.discarding.take() {
+            let cr = match buf.last() {
+                Some(&b) => b == b'\r',
+                None => d.last_cr,
+            };
             return Some(Frame::TooLong {
-                len: d.len + buf.len(),
+                len: d.len + buf.len() - usize::from(cr),
                 head: d.head,
             });
         }
@@ -247,6 +262,26 @@ mod tests {
         match dec.decode(&mut buf) {
             Some(Frame::Line(l)) => assert_eq!(l.len(), 8 << 20),
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn over_long_length_does_not_depend_on_how_input_is_split() {
+        let mut input = vec![b'q'; 40];
+        input.extend_from_slice(b"\r\n");
+        input.extend_from_slice(&[b'r'; 30]);
+        input.push(b'\r');
+        for split in 1..input.len() {
+            let chunks: Vec<&[u8]> = input.chunks(split).collect();
+            let frames = run(8, &chunks);
+            let lens: Vec<usize> = frames
+                .iter()
+                .map(|f| match f {
+                    Frame::TooLong { len, .. } => *len,
+                    Frame::Line(l) => panic!("unexpected line {l:?}"),
+                })
+                .collect();
+            assert_eq!(lens, vec![40, 30], "split {split}");
         }
     }
 

@@ -3,12 +3,19 @@
 //! The crate is laid out in data-flow order; ARCHITECTURE.md has the map and the invariants.
 
 pub mod canonical;
+pub mod capture;
 pub mod child;
 pub mod cli;
+pub mod client;
+pub mod commands;
 pub mod diag;
+pub mod diff;
 pub mod frame;
+pub mod manifest;
 pub mod message;
 pub mod proxy;
+pub mod reviewview;
 pub mod sanitize;
 pub mod session;
+pub mod sink;
 pub mod strict;

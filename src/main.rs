@@ -3,7 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use mcpguard::cli::{Cli, Command};
+use mcpguard::capture::Limits;
+use mcpguard::cli::{Cli, Command, LiveArgs};
+use mcpguard::commands;
 use mcpguard::diag;
 use mcpguard::proxy::{self, Outcome};
 use mcpguard::session::Level;
@@ -18,7 +20,78 @@ fn main() -> ExitCode {
 }
 
 fn run_command(cmd: Command) -> ExitCode {
-    match cmd {}
+    let limits = |live: &LiveArgs| Limits {
+        max_pages: live.max_pages,
+        ..Limits::default()
+    };
+    let result = match &cmd {
+        Command::Canonicalize { file } => commands::canonicalize(file.as_deref()),
+        Command::Hash { file } => commands::hash(file),
+        Command::Capture {
+            server,
+            out,
+            expires_in,
+            protocol_version,
+            force,
+            live,
+            server_command,
+        } => commands::capture(commands::CaptureArgs {
+            server,
+            out,
+            expires_in: *expires_in,
+            protocol_version,
+            force: *force,
+            limits: limits(live),
+            timeout: live.timeout,
+            max_message_bytes: live.max_message_bytes,
+            command: server_command,
+        }),
+        Command::Review {
+            file,
+            server,
+            tool,
+            reviewer,
+            asserts,
+            channels,
+            reviewed_at,
+            from,
+        } => commands::review(commands::ReviewArgs {
+            file,
+            server,
+            tool: tool.as_deref(),
+            reviewer: reviewer.as_deref(),
+            asserts,
+            channels,
+            reviewed_at: reviewed_at.as_deref(),
+            from: from.as_deref(),
+        }),
+        Command::Show { file, server, tool } => {
+            commands::show(file, server.as_deref(), tool.as_deref())
+        }
+        Command::Check {
+            file,
+            sha256,
+            server,
+            live,
+            server_command,
+        } => commands::check(commands::CheckArgs {
+            file,
+            sha256: sha256.as_deref(),
+            server: server.as_deref(),
+            command: server_command,
+            timeout: live.timeout,
+            max_message_bytes: live.max_message_bytes,
+            limits: limits(live),
+        }),
+        Command::Diff { old, new } => commands::diff(old, new),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(msg) => {
+            diag::emit(Level::Error, &msg);
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {

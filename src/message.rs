@@ -14,11 +14,49 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// A JSON-RPC request id. MCP allows strings and integers, never null.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Id {
     Int(i64),
     Str(String),
 }
+
+/// Ids are hashed with a cheap multiply-rotate hash rather than SipHash: the correlation tables
+/// sit on the message path, and hash flooding is not a concern because a peer can only fill the
+/// table it is answered from (and is bounded by its own pending requests).
+impl std::hash::Hash for Id {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Id::Int(n) => state.write_u64(*n as u64),
+            Id::Str(s) => {
+                state.write_u8(0xff);
+                state.write(s.as_bytes());
+            }
+        }
+    }
+}
+
+/// A fast, non-cryptographic hasher for [`Id`] keys (FxHash's multiply-rotate step).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A map keyed by request id.
+pub type IdMap<V> = std::collections::HashMap<Id, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 impl Id {
     /// The id as a JSON value.
@@ -186,6 +224,15 @@ pub fn parse(line: &[u8]) -> Result<Message<'_>, Invalid> {
 /// depth limit, so without this check a deeply nested message would reach the server, whose
 /// parser may recurse until its stack overflows.
 fn exceeds_depth(bytes: &[u8], max: usize) -> bool {
+    // Fast path: a line with no more opening brackets than the limit cannot nest deeper, and
+    // counting them is a vectorized search. Almost every message takes this path.
+    if memchr::memchr2_iter(b'[', b'{', bytes)
+        .take(max + 1)
+        .count()
+        <= max
+    {
+        return false;
+    }
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;

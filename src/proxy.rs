@@ -1,43 +1,37 @@
 //! The IO driver: threads that move bytes between the host, the decision core and the server.
 //!
 //! Design: one thread reads the host (stdin), one reads the server (its stdout), one relays the
-//! server's stderr, and one writer thread per destination drains a byte-budgeted queue. The main
-//! thread spawned the child (so the parent-death signal stays armed for mcpguard's whole life)
-//! and runs the lifecycle: end of input, signals, grace periods, exit status.
+//! server's stderr. Each reader decides every message of a read in the core and writes the
+//! results itself through a `Sink` per destination (one vectored write per batch; a queue and a
+//! writer thread only when the server's stdin is full). The main thread spawned the child (so
+//! the parent-death signal stays armed for mcpguard's whole life) and runs the lifecycle: end
+//! of input, signals, grace periods, exit status.
 //!
 //! Why threads and blocking IO rather than an async runtime: stdio cannot be made non-blocking
 //! safely (the host may share the file description), so async stdio runs on a blocking thread
 //! pool anyway, paying two hand-offs per read. With one thread per direction a forwarded line
-//! costs one read, one queue hand-off and one write.
-//!
-//! Why writer queues: a reader must never block on the *other* peer. If the server reader could
-//! block writing to the server's stdin while the server blocks writing its stdout (which Node
-//! does on pipes), both would wait forever. Forwarded traffic waits for room in the destination's
-//! budget (backpressure on the sender); replies mcpguard generates towards a peer only wait once
-//! a much larger hard cap is reached.
+//! costs one read and one write, as in a plain pipe relay.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
-use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use nix::sys::signal::Signal;
 
 use crate::child;
 use crate::diag;
 use crate::frame::LineDecoder;
-use crate::sanitize::{self, Clean};
 use crate::session::{Config, Era, Level, Out, Session};
+use crate::sink::Sink;
 
 /// Options of one proxy run.
 #[derive(Debug, Clone)]
@@ -64,7 +58,6 @@ enum Event {
     ServerEof,
     ChildExited(ExitStatus),
     Signal(i32),
-    HostWriterDone,
 }
 
 /// Runs the proxy until the server exits.
@@ -106,8 +99,15 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     };
 
     let budget = (4 << 20).max(opts.max_message_bytes.min(64 << 20));
-    let to_host = Arc::new(Queue::new(budget));
-    let to_server = Arc::new(Queue::new(budget));
+    let to_server = Sink::new(
+        File::from(OwnedFd::from(child_in)),
+        true,
+        budget,
+        "to-server",
+    )?;
+    // A duplicate of stdout, so that the sink owns its descriptor and never closes fd 1.
+    let stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let to_host = Sink::new(stdout, false, budget, "to-host")?;
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
@@ -116,59 +116,29 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         &nonce(),
     )));
 
-    // Writers.
-    {
-        let q = to_server.clone();
-        thread::Builder::new()
-            .name("to-server".into())
-            .spawn(move || {
-                if let Err(e) = write_loop(&q, child_in) {
-                    if e.kind() != io::ErrorKind::BrokenPipe {
-                        diag::emit(Level::Warn, &format!("writing to the server failed: {e}"));
-                    }
-                }
-                // Dropping the pipe here is what closes the server's stdin.
-                q.close();
-            })?;
-    }
-    {
-        let q = to_host.clone();
-        let events = events.clone();
-        thread::Builder::new()
-            .name("to-host".into())
-            .spawn(move || {
-                // SAFETY: fd 1 is open for the life of the process; ManuallyDrop keeps this File
-                // from closing it, so stderr-only diagnostics after exit paths stay well defined.
-                let stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
-                let result = write_loop(&q, &*stdout);
-                q.close();
-                if result.is_err() {
-                    let _ = events.send(Event::HostGone);
-                }
-                let _ = events.send(Event::HostWriterDone);
-            })?;
-    }
-
     // Readers. The server reader counts what it reads, so the exit path can tell a reader
     // that is busy relaying a large last message from one that waits on a pipe held open.
     let server_progress = Arc::new(ReaderProgress::default());
+    let sinks = |events: &mpsc::Sender<Event>| Sinks {
+        host: to_host.clone(),
+        server: to_server.clone(),
+        events: events.clone(),
+    };
     {
         let core = core.clone();
-        let (to_host, to_server) = (to_host.clone(), to_server.clone());
+        let sinks = sinks(&events);
         let events = events.clone();
         let max = opts.max_message_bytes;
+        // A duplicate of stdin, read only by this thread.
+        let stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
         thread::Builder::new()
             .name("from-host".into())
             .spawn(move || {
-                // SAFETY: fd 0 is open for the life of the process and is only read here; the
-                // ManuallyDrop wrapper keeps it from being closed.
-                let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
                 read_loop(
-                    &*stdin,
+                    stdin,
                     max,
                     |frame, out| core_lock(&core).from_host(frame, out),
-                    &to_host,
-                    &to_server,
+                    &sinks,
                     Route::FromHost,
                 );
                 let _ = events.send(Event::HostEof);
@@ -176,7 +146,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     }
     {
         let core = core.clone();
-        let (to_host, to_server) = (to_host.clone(), to_server.clone());
+        let sinks = sinks(&events);
         let events = events.clone();
         let max = opts.max_message_bytes;
         let progress = server_progress.clone();
@@ -187,16 +157,19 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                     Counting(child_out, progress),
                     max,
                     |frame, out| core_lock(&core).from_server(frame, out),
-                    &to_host,
-                    &to_server,
+                    &sinks,
                     Route::FromServer,
                 );
                 let _ = events.send(Event::ServerEof);
             })?;
     }
+    let (stderr_done, stderr_finished) = mpsc::channel::<()>();
     thread::Builder::new()
         .name("server-stderr".into())
-        .spawn(move || relay_stderr(child_err))?;
+        .spawn(move || {
+            child::relay_stderr(child_err);
+            let _ = stderr_done.send(());
+        })?;
     {
         let events = events.clone();
         thread::Builder::new().name("wait".into()).spawn(move || {
@@ -210,7 +183,8 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             let _ = events.send(Event::ChildExited(status));
         })?;
     }
-    drop(events);
+    // The exit path reports nothing further; it only needs a sender to build `Sinks`.
+    let exit_events = events;
 
     // Lifecycle.
     let mut stop_requested_at: Option<Instant> = None;
@@ -262,7 +236,6 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             }
             Some(Event::ServerEof) => server_eof = true,
             Some(Event::ChildExited(status)) => break status,
-            Some(Event::HostWriterDone) => {}
             None => {
                 if !sent_term {
                     diag::emit(
@@ -317,17 +290,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let why = describe_exit(&status);
     let mut out = Vec::new();
     core_lock(&core).server_closed(&why, &mut out);
-    dispatch(out, &to_host, &to_server, Route::FromServer);
+    sinks(&exit_events).dispatch(&mut out, Route::FromServer);
 
-    // Flush everything owed to the host, but never hang on a host that stopped reading.
+    // Everything owed to the host was written by the threads that decided it. The server's last
+    // stderr lines are still relayed (briefly bounded: a grandchild may hold the pipe).
     to_host.close();
-    let flush_until = Instant::now() + Duration::from_secs(5);
-    loop {
-        match rx.recv_timeout(flush_until.saturating_duration_since(Instant::now())) {
-            Ok(Event::HostWriterDone) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
+    let _ = stderr_finished.recv_timeout(Duration::from_millis(500));
     diag::emit(Level::Debug, &format!("the server {why}"));
     Ok(Outcome::Child(status))
 }
@@ -355,12 +323,13 @@ enum Route {
     FromServer,
 }
 
+/// Reads `src` until end of file, decides every frame of each read in the core, and writes the
+/// results as one batch per destination.
 fn read_loop(
     mut src: impl Read,
     max: usize,
     mut decide: impl FnMut(crate::frame::Frame, &mut Vec<Out>),
-    to_host: &Queue,
-    to_server: &Queue,
+    sinks: &Sinks,
     route: Route,
 ) {
     let mut decoder = LineDecoder::new(max);
@@ -380,8 +349,8 @@ fn read_loop(
         buf.extend_from_slice(&chunk[..n]);
         while let Some(frame) = decoder.decode(&mut buf) {
             decide(frame, &mut out);
-            dispatch(std::mem::take(&mut out), to_host, to_server, route);
         }
+        sinks.dispatch(&mut out, route);
         // Grow the read size with the message being assembled, so a 64 MiB line takes a few
         // hundred reads, not a thousand.
         if buf.len() > chunk.len() && chunk.len() < (1 << 20) {
@@ -390,64 +359,35 @@ fn read_loop(
     }
     while let Some(frame) = decoder.decode_eof(&mut buf) {
         decide(frame, &mut out);
-        dispatch(std::mem::take(&mut out), to_host, to_server, route);
     }
+    sinks.dispatch(&mut out, route);
 }
 
-fn dispatch(out: Vec<Out>, to_host: &Queue, to_server: &Queue, route: Route) {
-    for o in out {
-        match o {
-            Out::Host(b) => to_host.push(b, route == Route::FromServer),
-            Out::Server(b) => to_server.push(b, route == Route::FromHost),
-            Out::Diag(level, msg) => diag::emit(level, &msg),
-        }
-    }
+/// Both destinations, and where to report that the host is gone.
+struct Sinks {
+    host: Arc<Sink>,
+    server: Arc<Sink>,
+    events: mpsc::Sender<Event>,
 }
 
-fn write_loop(q: &Queue, dst: impl Write) -> io::Result<()> {
-    let mut w = BufWriter::with_capacity(64 << 10, dst);
-    let mut batch = Vec::new();
-    while q.pop_all(&mut batch) {
-        for b in batch.drain(..) {
-            w.write_all(&b)?;
-            w.write_all(b"\n")?;
+impl Sinks {
+    /// Executes the core's decisions: diagnostics now, then one batch per destination. Traffic
+    /// forwarded in the reader's own direction waits for room; replies to the sender do not.
+    fn dispatch(&self, out: &mut Vec<Out>, route: Route) {
+        let mut to_host = Vec::new();
+        let mut to_server = Vec::new();
+        for o in out.drain(..) {
+            match o {
+                Out::Host(b) => to_host.push(b),
+                Out::Server(b) => to_server.push(b),
+                Out::Diag(level, msg) => diag::emit(level, &msg),
+            }
         }
-        w.flush()?;
-    }
-    w.flush()
-}
-
-/// Relays the server's stderr line by line, with terminal escapes and invisible characters made
-/// harmless, so a server cannot repaint the user's terminal or hide text in mcpguard's log.
-fn relay_stderr(mut src: impl Read) {
-    const MAX_LINE: usize = 16 << 10;
-    let mut pending: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let emit = |line: &[u8]| {
-        let text = String::from_utf8_lossy(line);
-        let text = text.strip_suffix('\r').unwrap_or(&text);
-        let mut err = io::stderr().lock();
-        let _ = writeln!(err, "[server] {}", sanitize::clean(text, Clean::LINE));
-    };
-    loop {
-        let n = match src.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        pending.extend_from_slice(&chunk[..n]);
-        while let Some(i) = memchr::memchr(b'\n', &pending) {
-            emit(&pending[..i]);
-            pending.drain(..=i);
+        if self.host.send(to_host, route == Route::FromServer).is_err() {
+            let _ = self.events.send(Event::HostGone);
         }
-        if pending.len() > MAX_LINE {
-            emit(&pending);
-            pending.clear();
-        }
-    }
-    if !pending.is_empty() {
-        emit(&pending);
+        // A failed server stdin means the server is exiting; its exit is reported separately.
+        let _ = self.server.send(to_server, route == Route::FromHost);
     }
 }
 
@@ -485,83 +425,4 @@ fn nonce() -> String {
         bytes = t.to_le_bytes();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A queue of messages for one destination, bounded by bytes.
-struct Queue {
-    state: Mutex<QueueState>,
-    readable: Condvar,
-    writable: Condvar,
-    budget: usize,
-}
-
-struct QueueState {
-    items: VecDeque<Bytes>,
-    bytes: usize,
-    closed: bool,
-}
-
-impl Queue {
-    fn new(budget: usize) -> Self {
-        Queue {
-            state: Mutex::new(QueueState {
-                items: VecDeque::new(),
-                bytes: 0,
-                closed: false,
-            }),
-            readable: Condvar::new(),
-            writable: Condvar::new(),
-            budget,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Queues `b`. Forwarded traffic waits while the queue is over budget; replies that
-    /// mcpguard generates wait only past four times the budget. A closed queue drops silently:
-    /// it is closed only when its peer is gone, which the lifecycle reports.
-    fn push(&self, b: Bytes, forwarded: bool) {
-        let limit = if forwarded {
-            self.budget
-        } else {
-            self.budget * 4
-        };
-        let mut st = self.lock();
-        while !st.closed && !st.items.is_empty() && st.bytes + b.len() > limit {
-            st = self.writable.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-        if st.closed {
-            return;
-        }
-        st.bytes += b.len();
-        st.items.push_back(b);
-        drop(st);
-        self.readable.notify_one();
-    }
-
-    /// Moves every queued item into `into`, waiting for at least one. Returns false once the
-    /// queue is closed and empty.
-    fn pop_all(&self, into: &mut Vec<Bytes>) -> bool {
-        let mut st = self.lock();
-        while st.items.is_empty() && !st.closed {
-            st = self.readable.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-        if st.items.is_empty() {
-            return false;
-        }
-        into.extend(st.items.drain(..));
-        st.bytes = 0;
-        drop(st);
-        self.writable.notify_all();
-        true
-    }
-
-    /// No more items will be accepted; the writer drains what is queued and stops.
-    fn close(&self) {
-        self.lock().closed = true;
-        self.readable.notify_all();
-        self.writable.notify_all();
-    }
 }

@@ -22,6 +22,12 @@ pub fn is_hidden(c: char) -> bool {
         | 0x180E                           // Mongolian vowel separator
         | 0xFFF9..=0xFFFB                  // interlinear annotation controls
         | 0x00AD                           // soft hyphen
+        | 0x061C                           // Arabic letter mark (bidi)
+        | 0x2028 | 0x2029                  // line and paragraph separators
+        | 0x206A..=0x206F                  // deprecated format characters
+        | 0xFE00..=0xFE0F                  // variation selectors (used to smuggle payloads)
+        | 0xE0100..=0xE01EF                // variation selectors supplement
+        | 0x1D173..=0x1D17A                // musical formatting controls
         | 0x034F                           // combining grapheme joiner
         | 0x115F | 0x1160 | 0x3164 | 0xFFA0 // Hangul fillers
     )

@@ -11,12 +11,10 @@
 //! per-process nonce, so they cannot collide with the host's; a host request that uses that
 //! prefix is refused rather than risk confusing the two.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 
 use crate::frame::Frame;
-use crate::message::{self, Id, Invalid, InvalidReason, Kind, Message};
+use crate::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
 
 /// JSON-RPC error codes that mcpguard itself returns. They sit outside -32768..-32000, which
 /// JSON-RPC and MCP reserve, as the MCP error-code policy asks of application codes.
@@ -85,11 +83,11 @@ pub struct Config {
 pub struct Session {
     config: Config,
     /// Requests from the host that the server has not answered yet.
-    host_requests: HashMap<Id, Pending>,
+    host_requests: IdMap<Pending>,
     /// Requests from the server that the host has not answered yet.
-    server_requests: HashMap<Id, Pending>,
+    server_requests: IdMap<Pending>,
     /// Requests mcpguard sent to the server itself.
-    own_requests: HashMap<Id, Purpose>,
+    own_requests: IdMap<Purpose>,
     own_prefix: String,
     next_own: u64,
 }
@@ -99,9 +97,9 @@ impl Session {
     pub fn new(config: Config, nonce: &str) -> Self {
         Session {
             config,
-            host_requests: HashMap::new(),
-            server_requests: HashMap::new(),
-            own_requests: HashMap::new(),
+            host_requests: IdMap::default(),
+            server_requests: IdMap::default(),
+            own_requests: IdMap::default(),
             own_prefix: format!("mcpguard-{nonce}-"),
             next_own: 0,
         }
@@ -244,7 +242,7 @@ impl Session {
     /// an error, so no host waits forever for an answer that cannot come.
     pub fn server_closed(&mut self, why: &str, out: &mut Vec<Out>) {
         let mut pending: Vec<(Id, Pending)> = self.host_requests.drain().collect();
-        pending.sort_by_key(|(id, _)| id.to_string());
+        pending.sort_by_cached_key(|(id, _)| id.to_string());
         for (id, p) in pending {
             out.push(Out::Host(Bytes::from(message::error_response(
                 Some(&id),

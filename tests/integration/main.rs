@@ -3,5 +3,6 @@
 
 mod support;
 
+mod interop;
 mod lifecycle;
 mod relay;

@@ -23,7 +23,11 @@ Transcript keys:
     tools                every tool of every tools/list page, exactly as on the wire
     tool_names           names the SDK kept (2026-07-28 clients drop tools with bad x-mcp-header)
     tools_pages          number of tools/list pages fetched
-    calls                [{name, arguments, result (wire), error?, rounds, progress?}]
+    calls                [{name, arguments, result, wire_error?, error?, rounds, progress?}]:
+                         result = the last tools/call result exactly as on the wire (null on a
+                         JSON-RPC error, then in wire_error); error = what the SDK raised
+                         (JSON-RPC error, output-schema or result validation); rounds = how
+                         many tools/call responses the call took (>1 with input_required)
     notifications        [{method, params?}] server notifications in receive order; params
                          only for list_changed, progress and logging messages
     server_requests      [{method, params, response | error}] server-to-client requests
@@ -35,7 +39,9 @@ Transcript keys:
     timed_out            true when --timeout expired
     ok                   no errors and no timeout
     wire                 (only with --wire) every message in both directions
-Exit status: 0 when a transcript was printed (look at "ok"), 2 on a usage error.
+Exit status: 0 when the transcript was printed (look at "ok" for the outcome), 2 on a
+usage error, 3 when the watchdog (--timeout + 15 s) had to force the exit after printing,
+1 when the mcp SDK cannot be imported.
 """
 
 from __future__ import annotations
@@ -51,12 +57,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
-import mcp_types as types
-from mcp import Client, StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
-from mcp_types.version import LATEST_MODERN_VERSION
+try:
+    import anyio
+    import mcp_types as types
+    from mcp import Client, StdioServerParameters, stdio_client
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.jsonrpc import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+    from mcp_types.version import LATEST_MODERN_VERSION
+except ImportError as _exc:  # pragma: no cover - environment problem, not a test result
+    sys.exit(
+        f"client.py: cannot import the mcp SDK ({_exc}); run it with .peers/venv/bin/python "
+        "after scripts/install-peers.sh"
+    )
 
 MODERN_VERSION = LATEST_MODERN_VERSION  # "2026-07-28" in mcp 2.3.0
 PAGE_CAP = 100
@@ -446,6 +458,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         prog="client.py",
         description="Run the mcp 2.3.0 Python client against a stdio MCP server and print a JSON transcript.",
         usage="%(prog)s [options] -- <server command...>",
+        allow_abbrev=False,
     )
     parser.add_argument("--mode", choices=("legacy", "auto", "modern"), default="auto",
                         help="legacy: initialize handshake; auto: probe server/discover, fall back to "

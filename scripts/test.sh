@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs the pinned real MCP peers (Python SDK,
+# TypeScript reference servers, Inspector CLI) into .peers/, then runs every Rust test,
+# including the interoperability tests that drive mcpguard with those peers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-peers.sh
+cargo test --locked --all-targets

@@ -1,0 +1,227 @@
+//! A small synchronous MCP client over a child process, for `capture` and `check`.
+//!
+//! It reuses the proxy's framing and message view, answers every server→client request with an
+//! error (a capture must not grant the server sampling, elicitation or roots), and bounds every
+//! wait, so a server that hangs or lies produces a clear error instead of a stuck command.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, ExitStatus};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::child;
+use crate::frame::{Frame, LineDecoder};
+use crate::message::{self, Kind};
+use crate::strict;
+
+/// Errors of one client operation, phrased for the person running the command.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    Spawn(#[from] child::SpawnError),
+    #[error("the server did not answer {method} within {timeout:?}")]
+    Timeout { method: String, timeout: Duration },
+    #[error("the server closed its output before answering {method}")]
+    Closed { method: String },
+    #[error("the server answered {method} with error {code}: {message}")]
+    Rpc {
+        method: String,
+        code: i64,
+        message: String,
+    },
+    #[error("the server's answer to {method} is not acceptable: {reason}")]
+    BadAnswer { method: String, reason: String },
+    #[error("writing to the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running server with a JSON-RPC conversation over its stdio.
+pub struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: Receiver<Frame>,
+    next_id: i64,
+    pub timeout: Duration,
+    /// Notification methods received so far, in order (e.g. to notice `list_changed`).
+    pub notifications: Vec<String>,
+}
+
+impl Client {
+    /// Starts `command`; its stderr is relayed (sanitized) to ours.
+    pub fn start(
+        command: &[OsString],
+        max_message_bytes: usize,
+        timeout: Duration,
+    ) -> Result<Client, ClientError> {
+        let mut child = child::spawn(command)?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        if let Some(err) = stderr {
+            thread::spawn(move || child::relay_stderr(err));
+        }
+        let (tx, frames) = mpsc::channel();
+        if let Some(mut out) = stdout {
+            thread::spawn(move || {
+                let mut dec = LineDecoder::new(max_message_bytes);
+                let mut buf = BytesMut::new();
+                let mut chunk = vec![0u8; 64 << 10];
+                loop {
+                    match out.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            buf.extend_from_slice(&chunk[..n]);
+                            while let Some(f) = dec.decode(&mut buf) {
+                                if tx.send(f).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                }
+                while let Some(f) = dec.decode_eof(&mut buf) {
+                    let _ = tx.send(f);
+                }
+            });
+        }
+        Ok(Client {
+            child,
+            stdin,
+            frames,
+            next_id: 0,
+            timeout,
+            notifications: Vec::new(),
+        })
+    }
+
+    fn write(&mut self, v: &Value) -> Result<(), ClientError> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin closed"))?;
+        let mut bytes = serde_json::to_vec(v).unwrap_or_default();
+        bytes.push(b'\n');
+        stdin.write_all(&bytes)?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    pub fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+        let mut n = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            n["params"] = p;
+        }
+        self.write(&n)
+    }
+
+    /// Sends a request and returns its `result`, strictly parsed (duplicate member names in
+    /// the answer are an error: the snapshot must be exactly what the server said).
+    pub fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let deadline = Instant::now() + self.timeout;
+        let bad = |reason: String| ClientError::BadAnswer {
+            method: method.to_string(),
+            reason,
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = match self.frames.recv_timeout(left) {
+                Ok(f) => f,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(ClientError::Timeout {
+                        method: method.to_string(),
+                        timeout: self.timeout,
+                    })
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ClientError::Closed {
+                        method: method.to_string(),
+                    })
+                }
+            };
+            let line = match frame {
+                Frame::Line(l) => l,
+                Frame::TooLong { len, .. } => {
+                    return Err(bad(format!(
+                        "a {len}-byte message exceeds the limit (raise --max-message-bytes)"
+                    )))
+                }
+            };
+            let msg = match message::parse(&line) {
+                Ok(m) => m,
+                Err(e) => {
+                    crate::diag::emit(
+                        crate::session::Level::Warn,
+                        &format!("ignored a line from the server: {}", e.reason),
+                    );
+                    continue;
+                }
+            };
+            match msg.kind {
+                Kind::Notification => {
+                    self.notifications
+                        .push(msg.method.as_deref().unwrap_or_default().to_string());
+                }
+                Kind::Request => {
+                    // A capture grants the server nothing: no sampling, elicitation or roots.
+                    let reply = message::error_response(
+                        msg.id.as_ref(),
+                        message::METHOD_NOT_FOUND,
+                        "mcpguard does not serve server requests while capturing or checking",
+                        None,
+                    );
+                    let reply: Value = serde_json::from_slice(&reply).unwrap_or(Value::Null);
+                    self.write(&reply)?;
+                }
+                Kind::Response | Kind::ErrorResponse if msg.id == Some(message::Id::Int(id)) => {
+                    if let Some(err) = msg.error {
+                        let e: Value = serde_json::from_str(err.get()).unwrap_or(Value::Null);
+                        return Err(ClientError::Rpc {
+                            method: method.to_string(),
+                            code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                            message: e
+                                .get("message")
+                                .and_then(Value::as_str)
+                                .map(|m| crate::sanitize::clean(m, crate::sanitize::Clean::LINE))
+                                .unwrap_or_default(),
+                        });
+                    }
+                    let raw = msg.result.map(|r| r.get()).unwrap_or("null");
+                    return strict::parse_strict_str(raw).map_err(|e| bad(e.to_string()));
+                }
+                Kind::Response | Kind::ErrorResponse => {}
+            }
+        }
+    }
+
+    /// Closes the server's stdin and waits for it to exit, escalating to SIGTERM and SIGKILL of
+    /// its process group after `grace` each.
+    pub fn shutdown(mut self, grace: Duration) -> Option<ExitStatus> {
+        self.stdin = None;
+        let pgid = self.child.id();
+        for signal in [None, Some(Signal::SIGTERM), Some(Signal::SIGKILL)] {
+            if let Some(s) = signal {
+                let _ = child::signal_group(pgid, s);
+            }
+            let until = Instant::now() + grace;
+            while Instant::now() < until {
+                if let Ok(Some(status)) = self.child.try_wait() {
+                    if child::group_alive(pgid) {
+                        let _ = child::signal_group(pgid, Signal::SIGKILL);
+                    }
+                    return Some(status);
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.child.wait().ok()
+    }
+}

@@ -1,0 +1,194 @@
+//! Interoperability with real MCP peers (the Python `mcp` SDK client, the TypeScript reference
+//! servers, `mcp-server-time`, the Inspector CLI): every observable result through mcpguard
+//! equals the direct connection's. The peers are installed by `scripts/install-peers.sh`
+//! (`scripts/test.sh` runs it first); without them these tests fail and say so.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::support::mcpguard;
+
+pub fn peers() -> Value {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join(".peers/paths.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("{} is missing ({e}): install the real MCP peers with scripts/install-peers.sh (scripts/test.sh does it)", path.display())
+    });
+    serde_json::from_str(&text).expect("paths.json")
+}
+
+pub fn argv(v: &Value) -> Vec<String> {
+    v.as_array()
+        .expect("argv")
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Runs the Python SDK client driver and returns its transcript.
+pub fn python_client(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Value {
+    let p = peers();
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/client.py");
+    let mut cmd = Command::new(p["python"].as_str().unwrap());
+    cmd.arg(driver)
+        .args(["--mode", mode, "--timeout", "40", "--settle", "0.3"]);
+    for (tool, args) in calls {
+        cmd.args(["--call", tool, "--args", &args.to_string()]);
+    }
+    cmd.arg("--").args(server);
+    let out = cmd.output().expect("run client.py");
+    assert!(
+        out.status.success(),
+        "client.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "client.py printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// `mcpguard -- <server...>`
+pub fn guarded(server: &[String]) -> Vec<String> {
+    let mut v = vec![mcpguard().display().to_string(), "--".to_string()];
+    v.extend_from_slice(server);
+    v
+}
+
+/// Compares two transcripts, ignoring only what differs between any two runs.
+fn assert_same(direct: &Value, through: &Value, what: &str) {
+    assert_eq!(
+        direct["ok"], true,
+        "{what}: the direct run failed: {direct}"
+    );
+    for key in [
+        "protocol_version",
+        "server_info",
+        "server_capabilities",
+        "instructions",
+        "tools",
+        "tool_names",
+        "calls",
+        "notifications",
+        "server_requests",
+        "errors",
+        "ok",
+    ] {
+        assert_eq!(
+            direct[key], through[key],
+            "{what}: `{key}` differs through mcpguard"
+        );
+    }
+}
+
+fn check_server(server: Vec<String>, calls: &[(&str, Value)], modes: &[&str]) {
+    for mode in modes {
+        let direct = python_client(mode, calls, &server);
+        let through = python_client(mode, calls, &guarded(&server));
+        assert_same(&direct, &through, &format!("{} ({mode})", server.join(" ")));
+    }
+}
+
+#[test]
+fn python_sdk_with_server_everything() {
+    let server = argv(&peers()["server_everything"]);
+    check_server(
+        server,
+        &[
+            ("echo", json!({"message": "hello through mcpguard"})),
+            ("get-sum", json!({"a": 2, "b": 40})),
+        ],
+        &["legacy", "auto"],
+    );
+}
+
+#[test]
+fn python_sdk_with_server_filesystem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "café ☕\n").unwrap();
+    let dir_path = dir.path().canonicalize().unwrap().display().to_string();
+    let mut server = argv(&peers()["server_filesystem"]);
+    server.push(dir_path.clone());
+    let file = format!("{dir_path}/note.txt");
+    check_server(
+        server,
+        &[
+            ("list_allowed_directories", json!({})),
+            ("read_text_file", json!({"path": file})),
+        ],
+        &["legacy", "auto"],
+    );
+}
+
+#[test]
+fn python_sdk_with_mcp_server_time() {
+    // `convert_time` with a fixed instant is deterministic within a run, unlike the current time.
+    let server = argv(&peers()["server_time"]);
+    check_server(
+        server,
+        &[(
+            "convert_time",
+            json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+        )],
+        &["legacy", "auto"],
+    );
+}
+
+fn inspector(args: &[&str], server: &[String]) -> (i32, Value) {
+    let p = peers();
+    let cli = argv(&p["inspector"]);
+    let out = Command::new(&cli[0])
+        .args(&cli[1..])
+        .args(["-q", "--format", "json"])
+        .args(args)
+        .arg("--")
+        .args(server)
+        .output()
+        .expect("run the inspector");
+    let text = if out.stdout.is_empty() {
+        &out.stderr
+    } else {
+        &out.stdout
+    };
+    let v = serde_json::from_slice(text).unwrap_or_else(|e| {
+        panic!(
+            "inspector printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+#[test]
+fn inspector_cli_through_mcpguard() {
+    let p = peers();
+    for server in [argv(&p["server_everything"]), argv(&p["server_time"])] {
+        let direct = inspector(&["--method", "tools/list"], &server);
+        let through = inspector(&["--method", "tools/list"], &guarded(&server));
+        assert_eq!(direct.0, 0, "{}", direct.1);
+        assert_eq!(
+            direct,
+            through,
+            "tools/list differs through mcpguard for {}",
+            server.join(" ")
+        );
+    }
+    let server = argv(&p["server_everything"]);
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-args-json",
+        r#"{"message":"hi"}"#,
+    ];
+    let direct = inspector(&call, &server);
+    let through = inspector(&call, &guarded(&server));
+    assert_eq!(direct.0, 0, "{}", direct.1);
+    assert_eq!(direct, through);
+}
