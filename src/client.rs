@@ -27,8 +27,12 @@ pub enum ClientError {
     Spawn(#[from] child::SpawnError),
     #[error("the server did not answer {method} within {timeout:?}")]
     Timeout { method: String, timeout: Duration },
-    #[error("the server closed its output before answering {method}")]
-    Closed { method: String },
+    #[error("the server {why} before answering {method}")]
+    Closed {
+        method: String,
+        /// What happened, e.g. "exited with status 3" or "closed its output".
+        why: String,
+    },
     #[error("the server answered {method} with error {code}: {message}")]
     Rpc {
         method: String,
@@ -117,7 +121,41 @@ impl Client {
         if let Some(p) = params {
             n["params"] = p;
         }
-        self.write(&n)
+        self.write(&n).map_err(|e| self.gone(method, e))
+    }
+
+    /// A server that exited before reading what we wrote makes the write fail with a broken
+    /// pipe, or closes its output before answering: which one is seen first is a race, so both
+    /// become the same `Closed` error, naming the server's exit status when it has one.
+    fn gone(&mut self, method: &str, e: ClientError) -> ClientError {
+        match e {
+            ClientError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed(method, "closed its input")
+            }
+            e => e,
+        }
+    }
+
+    fn closed(&mut self, method: &str, pipe: &str) -> ClientError {
+        use std::os::unix::process::ExitStatusExt;
+        // The pipes close as the process exits; give the exit a moment to become visible.
+        let until = Instant::now() + Duration::from_millis(500);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(5)),
+                _ => break None,
+            }
+        };
+        let why = match status.map(|s| (s.code(), s.signal())) {
+            Some((Some(code), _)) => format!("exited with status {code}"),
+            Some((None, Some(signal))) => format!("was killed by signal {signal}"),
+            _ => pipe.to_string(),
+        };
+        ClientError::Closed {
+            method: method.to_string(),
+            why,
+        }
     }
 
     /// Sends a request and returns its `result`, strictly parsed (duplicate member names in
@@ -125,7 +163,8 @@ impl Client {
     pub fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .map_err(|e| self.gone(method, e))?;
         let deadline = Instant::now() + self.timeout;
         let bad = |reason: String| ClientError::BadAnswer {
             method: method.to_string(),
@@ -142,9 +181,7 @@ impl Client {
                     })
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(ClientError::Closed {
-                        method: method.to_string(),
-                    })
+                    return Err(self.closed(method, "closed its output"))
                 }
             };
             let line = match frame {
@@ -179,7 +216,7 @@ impl Client {
                         None,
                     );
                     let reply: Value = serde_json::from_slice(&reply).unwrap_or(Value::Null);
-                    self.write(&reply)?;
+                    self.write(&reply).map_err(|e| self.gone(method, e))?;
                 }
                 Kind::Response | Kind::ErrorResponse if msg.id == Some(message::Id::Int(id)) => {
                     if let Some(err) = msg.error {
