@@ -6,3 +6,4 @@ mod support;
 mod interop;
 mod lifecycle;
 mod relay;
+mod snapshot;
