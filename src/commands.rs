@@ -109,8 +109,20 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
         "expiresAt": rfc3339(expires),
         "servers": servers,
     });
-    manifest::write_atomic(args.out, &manifest::to_pretty(&doc))
-        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    let bytes = manifest::to_pretty(&doc);
+    let written = if args.force {
+        manifest::write_atomic(args.out, &bytes)
+    } else {
+        // The file may have appeared while the server was being listed.
+        manifest::write_atomic_new(args.out, &bytes)
+    };
+    written.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => format!(
+            "{} appeared during the capture and was left as it is; capture to a new file, or pass --force to replace it",
+            args.out.display()
+        ),
+        _ => format!("cannot write {}: {e}", args.out.display()),
+    })?;
     let m = Manifest::new(doc);
     let count = manifest::tools(
         args.server,

@@ -549,6 +549,34 @@ pub fn review_of<'a>(entry: &'a Value, tool: &str) -> Option<&'a Value> {
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
 /// A crash leaves either the old file or the new one, never half of either.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_via_temp(path, bytes, |tmp| std::fs::rename(tmp, path))
+}
+
+/// Like [`write_atomic`], but never replaces an existing file: if `path` exists when the
+/// snapshot is put in place, it fails with `AlreadyExists` and leaves both files untouched.
+/// `capture` without `--force` needs this because the file can appear while the server is being
+/// listed, after the early existence check.
+pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_via_temp(path, bytes, |tmp| {
+        // link(2) never replaces its target, so "exists" is decided atomically.
+        match std::fs::hard_link(tmp, path) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(tmp);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+            // A filesystem without hard links: the best that remains is check, then rename.
+            Err(_) if path.symlink_metadata().is_err() => std::fs::rename(tmp, path),
+            Err(_) => Err(std::io::ErrorKind::AlreadyExists.into()),
+        }
+    })
+}
+
+fn write_via_temp(
+    path: &Path,
+    bytes: &[u8],
+    finish: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path
         .parent()
@@ -563,7 +591,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        finish(&tmp)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -761,6 +789,24 @@ mod tests {
                 .any(|p| p.contains("/reviews/ghost: a review of tool \"ghost\"")),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn write_atomic_new_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        write_atomic_new(&path, b"first").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        let e = write_atomic_new(&path, b"second").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        write_atomic(&path, b"third").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"third");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s.json"], "no temporary file is left");
     }
 
     #[test]
