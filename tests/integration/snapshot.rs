@@ -518,6 +518,30 @@ fn capture_failures_are_clear_and_write_nothing() {
 }
 
 #[test]
+fn capture_never_replaces_a_file_that_appears_during_the_capture() {
+    // The "server" creates the output file itself before it starts answering, i.e. after
+    // capture's early existence check: without --force the file must survive.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let script = format!(
+        "printf '{{\"mine\": true}}\\n' > '{}'; exec '{}'",
+        out.display(),
+        fixture().display()
+    );
+    let run = capture(&out, &[], &os(&["sh", "-c", &script]));
+    run.fails_with(&[&format!(
+        "{} appeared during the capture and was left as it is; capture to a new file, or pass --force to replace it",
+        out.display()
+    )]);
+    assert_eq!(std::fs::read(&out).unwrap(), b"{\"mine\": true}\n");
+    assert_eq!(listing(dir.path()), ["s.json"]);
+    // With --force the same race ends with the snapshot in place.
+    let d = capture(&out, &["--force"], &os(&["sh", "-c", &script])).digest();
+    assert_eq!(hash(&out), d);
+    assert_eq!(listing(dir.path()), ["s.json"]);
+}
+
+#[test]
 fn two_captures_of_the_same_server_are_the_same_document() {
     // Capture is deterministic: only the instants differ between two captures.
     let dir = tempfile::tempdir().unwrap();
