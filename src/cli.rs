@@ -38,6 +38,23 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub grace: Duration,
 
+    /// The reviewed snapshot to enforce (with --sha256 and --server).
+    #[arg(long, value_name = "FILE", requires_all = ["sha256", "server_key"])]
+    pub manifest: Option<PathBuf>,
+
+    /// The digest the snapshot must have (`mcpguard hash FILE`); checked before the server starts.
+    #[arg(long, value_name = "HEX", requires = "manifest")]
+    pub sha256: Option<String>,
+
+    /// Which server of the snapshot this is.
+    #[arg(long = "server", value_name = "KEY", requires = "manifest")]
+    pub server_key: Option<String>,
+
+    /// Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering,
+    /// capability blocking and error hygiene still apply.
+    #[arg(long, conflicts_with = "manifest")]
+    pub allow_unpinned: bool,
+
     /// The MCP server to run, after `--`.
     #[arg(last = true, value_name = "SERVER_COMMAND")]
     pub server: Vec<OsString>,

@@ -9,6 +9,7 @@ use mcpguard::commands;
 use mcpguard::diag;
 use mcpguard::proxy::{self, Outcome};
 use mcpguard::session::Level;
+use mcpguard::session::Mode;
 
 fn main() -> ExitCode {
     diag::init_from_env();
@@ -102,10 +103,48 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    // The snapshot is verified before the server is spawned: a mismatch never starts it.
+    let mode = match (&args.manifest, &args.sha256, &args.server_key) {
+        (Some(path), Some(sha), Some(key)) => {
+            let acceptance = mcpguard::manifest::Acceptance::default();
+            match mcpguard::gate::load_pin(path, sha, key, jiff::Timestamp::now(), &acceptance) {
+                Ok(pin) => {
+                    diag::emit(
+                        Level::Info,
+                        &format!(
+                            "enforcing snapshot {} (server {key:?}: {} reviewed tools, {} unreviewed and not served)",
+                            path.display(),
+                            pin.tools.len(),
+                            pin.unreviewed.len()
+                        ),
+                    );
+                    Mode::Pinned(std::sync::Arc::new(pin))
+                }
+                Err(e) => {
+                    diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        _ if args.allow_unpinned => {
+            diag::emit(Level::Warn, "running without a reviewed snapshot (--allow-unpinned): tools are relayed unpinned");
+            Mode::Unpinned
+        }
+        _ => {
+            diag::emit(
+                Level::Warn,
+                "no reviewed snapshot: this server's tools will not be served. Capture and review them \
+                 (`mcpguard capture --server KEY --out FILE -- <server command>`, then `mcpguard review FILE ...`) \
+                 and start mcpguard with --manifest FILE --sha256 HEX --server KEY",
+            );
+            Mode::NoManifest
+        }
+    };
     let opts = proxy::Options {
         command: args.server,
         max_message_bytes: usize::try_from(args.max_message_bytes).unwrap_or(usize::MAX),
         grace: args.grace,
+        mode,
     };
     match proxy::run(opts) {
         Ok(Outcome::Child(status)) => mirror_exit(status),

@@ -30,7 +30,7 @@ use nix::sys::signal::Signal;
 use crate::child;
 use crate::diag;
 use crate::frame::LineDecoder;
-use crate::session::{Config, Era, Level, Out, Session};
+use crate::session::{Config, Level, Mode, Out, Session};
 use crate::sink::Sink;
 
 /// Options of one proxy run.
@@ -40,6 +40,8 @@ pub struct Options {
     pub max_message_bytes: usize,
     /// Wait after closing the server's stdin before SIGTERM, and after SIGTERM before SIGKILL.
     pub grace: Duration,
+    /// What the gate enforces (decided, and the snapshot verified, before the server starts).
+    pub mode: Mode,
 }
 
 /// How the proxy ended; the binary turns it into its own exit status.
@@ -111,7 +113,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
-            era: Era::Legacy,
+            ..Config::new(opts.mode.clone())
         },
         &nonce(),
     )));

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod gate;
 mod interop;
 mod lifecycle;
 mod relay;

@@ -1,6 +1,7 @@
-//! Lossless relaying and bad input, with `cat` as the "server": everything the host sends comes
-//! back through both directions of the proxy, so the bytes the host receives prove what each
-//! direction did.
+//! Lossless relaying and bad input, with `cat` as the "server". A `ping` from the host (allowed
+//! before the handshake) reaches `cat`, comes back as the server's own `ping` request (which the
+//! gate passes to the host), and the host's answer travels back the same way as the server's
+//! response: so the bytes the host receives prove what each direction did with them.
 
 use serde_json::json;
 
@@ -18,11 +19,11 @@ fn vm_hwm_kib(pid: u32) -> u64 {
 #[test]
 fn relays_original_bytes_in_both_directions() {
     let mut p = Peer::guard(&["--", "cat"]);
-    // Requests come back from `cat` as server->host requests; notifications as notifications.
+    // Each ping comes back from `cat` as the server's ping request, byte for byte.
     let lines: &[&str] = &[
-        r#"{"method":"tools/call","id":1,"jsonrpc":"2.0","params":{"z":1,"a":[3,2,1],"big":123456789012345678901234567890,"f":1.0e+2}}"#,
-        r#"{ "jsonrpc" : "2.0" , "id" : "s-\u00e9" , "method" : "x/unknown" , "extra" : { "nested" : [ ] } }"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/custom","params":{"text":"h\u00e9llo \ud83d\ude00 \"quoted\" \\ \/","raw":"naïve 日本 😀"}}"#,
+        r#"{"method":"ping","id":1,"jsonrpc":"2.0","params":{"z":1,"a":[3,2,1],"big":123456789012345678901234567890,"f":1.0e+2}}"#,
+        r#"{ "jsonrpc" : "2.0" , "id" : "s-\u00e9" , "method" : "ping" , "extra" : { "nested" : [ ] } }"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":{"text":"h\u00e9llo \ud83d\ude00 \"quoted\" \\ \/","raw":"naïve 日本 😀"}}"#,
     ];
     for l in lines {
         p.send(l);
@@ -41,10 +42,10 @@ fn relays_original_bytes_in_both_directions() {
 fn crlf_is_accepted_and_each_message_ends_with_lf() {
     let mut p = Peer::guard(&["--", "cat"]);
     p.send_raw(
-        "{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\r\n{\"jsonrpc\":\"2.0\",\"method\":\"b\"}\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
     );
-    assert_eq!(p.recv(), br#"{"jsonrpc":"2.0","method":"a"}"#);
-    assert_eq!(p.recv(), br#"{"jsonrpc":"2.0","method":"b"}"#);
+    assert_eq!(p.recv(), br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(p.recv(), br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
 }
 
 #[test]
@@ -116,7 +117,7 @@ fn bad_input_gets_a_verdict_and_the_stream_goes_on() {
         }
         p.wait_stderr(stderr_has);
         // The stream is still alive: a good message passes right after the bad one.
-        let probe = format!(r#"{{"jsonrpc":"2.0","method":"probe","params":{{"case":{i}}}}}"#);
+        let probe = format!(r#"{{"jsonrpc":"2.0","id":"probe-{i}","method":"ping"}}"#);
         p.send(&probe);
         assert_eq!(String::from_utf8(p.recv()).unwrap(), probe, "case {i}");
     }
@@ -147,15 +148,18 @@ fn over_long_line_is_refused_by_id_with_bounded_memory() {
         hwm < 64 * 1024,
         "peak RSS {hwm} KiB while discarding a 100 MiB line with a 1 MiB limit"
     );
-    p.send(r#"{"jsonrpc":"2.0","method":"after"}"#);
-    assert_eq!(p.recv(), br#"{"jsonrpc":"2.0","method":"after"}"#);
+    p.send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    assert_eq!(
+        p.recv(),
+        br#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#
+    );
 }
 
 #[test]
 fn relays_a_64_mib_message_with_bounded_memory() {
     let mut p = Peer::guard(&["--max-message-bytes", "80000000", "--", "cat"]);
     let size = 64 << 20;
-    let mut msg = br#"{"jsonrpc":"2.0","method":"notifications/big","params":{"pad":""#.to_vec();
+    let mut msg = br#"{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":""#.to_vec();
     msg.resize(size - 3, b'x');
     msg.extend_from_slice(b"\"}}");
     let writer = {

@@ -1,0 +1,441 @@
+//! What the gate enforces, as data and pure functions: the pin (loaded and verified before the
+//! server is spawned), the capability filter, and the shapes of refusals.
+//!
+//! The state machine that applies these to a live conversation is in `session`; nothing here
+//! performs IO except `load_pin` reading the snapshot file.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde_json::{json, Map, Value};
+
+use crate::canonical;
+use crate::manifest::{self, Acceptance, Manifest};
+use crate::sanitize::{self, Clean};
+use crate::schema::{self, CompiledSchema};
+
+/// One reviewed tool, ready for the message path: its exact object and canonical bytes for the
+/// drift comparison, and its compiled schemas.
+pub struct ReviewedTool {
+    pub name: String,
+    pub tool: Value,
+    pub canonical: Vec<u8>,
+    pub review: Value,
+    pub input: Option<CompiledSchema>,
+    pub output: Option<CompiledSchema>,
+    /// The reviewer asserted `concurrency: serialize`.
+    pub serialize: bool,
+    /// `execution.taskSupport` is `required`: the tool cannot be called without tasks.
+    pub requires_task: bool,
+}
+
+impl std::fmt::Debug for ReviewedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReviewedTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything the gate pins for one server.
+#[derive(Debug)]
+pub struct Pin {
+    pub digest: String,
+    pub server_key: String,
+    pub protocol_version: String,
+    pub server_info: Value,
+    pub instructions: Option<Value>,
+    /// Reviewed tools in snapshot order.
+    pub tools: Vec<ReviewedTool>,
+    /// Tools in the capture without a review (never served; named in diagnostics).
+    pub unreviewed: Vec<String>,
+}
+
+impl Pin {
+    pub fn tool(&self, name: &str) -> Option<&ReviewedTool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// Loads the snapshot, checks its digest against `sha256`, validates it at `now` and builds the
+/// pin for `server_key`. Any failure is a message for stderr; the caller must not start the
+/// server.
+pub fn load_pin(
+    path: &Path,
+    sha256: &str,
+    server_key: &str,
+    now: Timestamp,
+    acceptance: &Acceptance,
+) -> Result<Pin, String> {
+    let m = manifest::load(path)?;
+    if !sha256.eq_ignore_ascii_case(&m.digest) {
+        return Err(format!(
+            "{}: digest mismatch: the snapshot hashes to {} but the host configuration pins {sha256}; \
+             if you reviewed a new snapshot, pin its digest (`mcpguard hash {}`)",
+            path.display(),
+            m.digest,
+            path.display()
+        ));
+    }
+    pin_from_manifest(&m, server_key, now, acceptance)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Builds the pin from a loaded manifest (split out for tests).
+pub fn pin_from_manifest(
+    m: &Manifest,
+    server_key: &str,
+    now: Timestamp,
+    acceptance: &Acceptance,
+) -> Result<Pin, String> {
+    let problems = manifest::validate(m, now, acceptance);
+    if !problems.is_empty() {
+        let list: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        return Err(format!(
+            "the snapshot is not acceptable:\n  {}\n(fix the reviews with `mcpguard review`, or capture and review again)",
+            list.join("\n  ")
+        ));
+    }
+    let entry = m.server(server_key).map_err(|p| p.to_string())?;
+    let protocol_version = m.protocol_version().unwrap_or_default().to_string();
+    if !crate::capture::LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
+        return Err(format!(
+            "the snapshot pins protocol {protocol_version:?}; this gate speaks {}",
+            crate::capture::LEGACY_VERSIONS.join(", ")
+        ));
+    }
+    let all = manifest::tools(server_key, entry).map_err(|ps| {
+        ps.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    let mut tools = Vec::new();
+    let mut unreviewed = Vec::new();
+    for (name, pointer, tool) in all {
+        let Some(review) = manifest::review_of(entry, &name) else {
+            unreviewed.push(name);
+            continue;
+        };
+        let compile = |field: &str| -> Result<Option<CompiledSchema>, String> {
+            match tool.get(field) {
+                None => Ok(None),
+                Some(s) => schema::compile(s)
+                    .map(Some)
+                    .map_err(|e| format!("{pointer}/{field} of tool {name:?}: {e}")),
+            }
+        };
+        let input = compile("inputSchema")?;
+        let output = compile("outputSchema")?;
+        let serialize = review
+            .pointer("/assertions/concurrency")
+            .and_then(Value::as_str)
+            == Some("serialize");
+        let requires_task = tool
+            .pointer("/execution/taskSupport")
+            .and_then(Value::as_str)
+            == Some("required");
+        tools.push(ReviewedTool {
+            canonical: canonical::canonical_bytes(&tool),
+            name,
+            tool,
+            review: review.clone(),
+            input,
+            output,
+            serialize,
+            requires_task,
+        });
+    }
+    Ok(Pin {
+        digest: m.digest.clone(),
+        server_key: server_key.to_string(),
+        protocol_version,
+        server_info: entry.get("serverInfo").cloned().unwrap_or(Value::Null),
+        instructions: entry.get("instructions").cloned(),
+        tools,
+        unreviewed,
+    })
+}
+
+/// Which MCP capabilities pass the gate. Everything the seed excludes is blocked by default; the
+/// policy issue makes these configurable.
+#[derive(Debug, Clone, Default)]
+pub struct Capabilities {
+    pub sampling: bool,
+    pub elicitation: bool,
+    pub roots: bool,
+    pub tasks: bool,
+    pub prompts: bool,
+    pub resources: bool,
+}
+
+impl Capabilities {
+    /// Removes blocked client capabilities from the `initialize` params the server sees.
+    pub fn filter_client(&self, caps: &mut Map<String, Value>) -> Vec<String> {
+        let mut removed = Vec::new();
+        for (key, allowed) in [
+            ("sampling", self.sampling),
+            ("elicitation", self.elicitation),
+            ("roots", self.roots),
+            ("tasks", self.tasks),
+        ] {
+            if !allowed && caps.remove(key).is_some() {
+                removed.push(key.to_string());
+            }
+        }
+        removed
+    }
+
+    /// Removes blocked server capabilities from the `initialize` result the host sees.
+    pub fn filter_server(&self, caps: &mut Map<String, Value>) -> Vec<String> {
+        let mut removed = Vec::new();
+        for (key, allowed) in [
+            ("prompts", self.prompts),
+            ("resources", self.resources),
+            ("tasks", self.tasks),
+            ("completions", self.prompts || self.resources),
+        ] {
+            if !allowed && caps.remove(key).is_some() {
+                removed.push(key.to_string());
+            }
+        }
+        removed
+    }
+}
+
+/// The error categories of the refusal contract (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    Input,
+    Policy,
+    Drift,
+    Authorization,
+    Upstream,
+    OutputContract,
+    UnknownOutcome,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Input => "input",
+            Category::Policy => "policy",
+            Category::Drift => "drift",
+            Category::Authorization => "authorization",
+            Category::Upstream => "upstream",
+            Category::OutputContract => "output-contract",
+            Category::UnknownOutcome => "unknown-outcome",
+        }
+    }
+}
+
+/// A refusal or replacement of a tool call's outcome, as the host will see it.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub category: Category,
+    pub retryable: bool,
+    pub outcome_known: bool,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: &'static str, category: Category, message: impl Into<String>) -> Self {
+        Refusal {
+            code,
+            category,
+            retryable: false,
+            outcome_known: true,
+            message: message.into(),
+        }
+    }
+
+    /// The tool execution error result (`isError: true`) carrying the structured contract.
+    pub fn to_result(&self) -> Value {
+        json!({
+            "content": [{"type": "text", "text": format!("mcpguard: {}", self.message)}],
+            "structuredContent": {
+                "code": self.code,
+                "category": self.category.as_str(),
+                "retryable": self.retryable,
+                "outcomeKnown": self.outcome_known,
+                "message": self.message,
+            },
+            "isError": true
+        })
+    }
+}
+
+/// Stable refusal codes.
+pub mod code {
+    pub const NOT_PINNED: &str = "not_pinned";
+    pub const REVIEW_INVALIDATED: &str = "review_invalidated";
+    pub const TOOL_DRIFT: &str = "tool_drift";
+    pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+    pub const CAPABILITY_DENIED: &str = "capability_denied";
+    pub const OUTPUT_CONTRACT: &str = "output_contract_violation";
+    pub const UNKNOWN_DISPATCH_OUTCOME: &str = "UNKNOWN_DISPATCH_OUTCOME";
+    pub const UPSTREAM_ERROR: &str = "upstream_error";
+    pub const VERIFICATION_FAILED: &str = "verification_failed";
+}
+
+/// Longest error text from the server that is passed on (after sanitizing).
+pub const MAX_ERROR_TEXT: usize = 2048;
+
+/// Makes server error text safe for a model: hidden characters visible, escapes removed,
+/// length bounded.
+pub fn clean_error_text(s: &str) -> String {
+    sanitize::clean(
+        s,
+        Clean {
+            keep_newlines: true,
+            max_bytes: MAX_ERROR_TEXT,
+        },
+    )
+}
+
+/// Sanitizes the text blocks of an `isError: true` result in place; returns whether anything
+/// changed. Non-text blocks of an error result are dropped: error content is diagnostic only.
+pub fn clean_error_result(result: &mut Value) -> bool {
+    let mut changed = false;
+    if let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) {
+        let before = content.len();
+        content.retain(|b| b.get("type").and_then(Value::as_str) == Some("text"));
+        changed |= content.len() != before;
+        for block in content.iter_mut() {
+            if let Some(text) = block.get("text").and_then(Value::as_str) {
+                let clean = clean_error_text(text);
+                if clean != text {
+                    block["text"] = Value::String(clean);
+                    changed = true;
+                }
+            }
+        }
+    }
+    if let Some(obj) = result.as_object_mut() {
+        // structuredContent of an error is not validated; it could carry the same injected text.
+        if obj.remove("structuredContent").is_some() {
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// The live catalogue from one complete `tools/list` walk: name → canonical bytes and object.
+#[derive(Debug, Default, Clone)]
+pub struct LiveCatalogue {
+    pub tools: HashMap<String, (Vec<u8>, Value)>,
+}
+
+impl LiveCatalogue {
+    /// Builds the catalogue from page results; a name occurring twice is an error.
+    pub fn from_pages(pages: &[Value]) -> Result<Self, String> {
+        let mut tools = HashMap::new();
+        for (p, page) in pages.iter().enumerate() {
+            let list = page.get("tools").and_then(Value::as_array).ok_or_else(|| {
+                format!("page {} of the live tools/list has no tools array", p + 1)
+            })?;
+            for tool in list {
+                let name = tool.get("name").and_then(Value::as_str).ok_or_else(|| {
+                    format!(
+                        "page {} of the live tools/list has a tool without a name",
+                        p + 1
+                    )
+                })?;
+                if tools
+                    .insert(
+                        name.to_string(),
+                        (canonical::canonical_bytes(tool), tool.clone()),
+                    )
+                    .is_some()
+                {
+                    return Err(format!("the live tools/list names {name:?} twice"));
+                }
+            }
+        }
+        Ok(LiveCatalogue { tools })
+    }
+
+    /// Why the live object of `tool` differs from the reviewed one, or `None` if identical.
+    pub fn drift(&self, pin_key: &str, tool: &ReviewedTool) -> Option<String> {
+        match self.tools.get(&tool.name) {
+            None => Some(format!(
+                "tool {:?} is no longer in the live catalogue",
+                tool.name
+            )),
+            Some((bytes, _)) if *bytes == tool.canonical => None,
+            Some((_, live)) => {
+                let changes = crate::diff::diff_tool(pin_key, &tool.name, &tool.tool, live);
+                let pointers: Vec<String> = changes.iter().map(|c| c.pointer.clone()).collect();
+                Some(format!(
+                    "the live definition of tool {:?} differs from the reviewed one at {}",
+                    tool.name,
+                    if pointers.is_empty() {
+                        "(unknown)".to_string()
+                    } else {
+                        pointers.join(", ")
+                    }
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_shape_follows_the_error_contract() {
+        let r = Refusal::new(code::INVALID_ARGUMENTS, Category::Input, "bad /a");
+        let v = r.to_result();
+        assert_eq!(v["isError"], true);
+        assert_eq!(
+            v["structuredContent"],
+            json!({"code": "invalid_arguments", "category": "input", "retryable": false, "outcomeKnown": true, "message": "bad /a"})
+        );
+        assert_eq!(v["content"][0]["text"], "mcpguard: bad /a");
+    }
+
+    #[test]
+    fn error_results_are_cleaned() {
+        let mut r = json!({"content": [{"type": "text", "text": "\u{1b}[31mboom\u{202e} token"}, {"type": "image", "data": "x", "mimeType": "image/png"}], "structuredContent": {"x": 1}, "isError": true});
+        assert!(clean_error_result(&mut r));
+        assert_eq!(
+            r,
+            json!({"content": [{"type": "text", "text": "boom\\u{202E} token"}], "isError": true})
+        );
+    }
+
+    #[test]
+    fn capability_filters() {
+        let caps = Capabilities::default();
+        let mut c = json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}, "experimental": {}}).as_object().unwrap().clone();
+        assert_eq!(
+            caps.filter_client(&mut c),
+            vec!["sampling", "elicitation", "roots"]
+        );
+        assert_eq!(Value::Object(c), json!({"experimental": {}}));
+        let mut s = json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {}, "logging": {}, "completions": {}}).as_object().unwrap().clone();
+        assert_eq!(
+            caps.filter_server(&mut s),
+            vec!["prompts", "resources", "completions"]
+        );
+        assert_eq!(
+            Value::Object(s),
+            json!({"tools": {"listChanged": true}, "logging": {}})
+        );
+    }
+
+    #[test]
+    fn live_catalogue_rejects_duplicates() {
+        let pages = vec![
+            json!({"tools": [{"name": "a", "inputSchema": {}}]}),
+            json!({"tools": [{"name": "a", "inputSchema": {}}]}),
+        ];
+        assert!(LiveCatalogue::from_pages(&pages)
+            .unwrap_err()
+            .contains("twice"));
+    }
+}

@@ -1,0 +1,1527 @@
+//! JSON Schema validation of tool arguments (`inputSchema`) and structured results (`outputSchema`).
+//!
+//! A reviewed tool's schemas are compiled once, when the snapshot is loaded, and every
+//! `tools/call` is checked against them before it is forwarded (SPEC §3 items 4 and 5). The
+//! schemas come from the server, so they are treated as hostile input even though a person
+//! reviewed them:
+//!
+//! - The dialect is 2020-12 unless the schema declares one mcpguard knows; any other `$schema` is
+//!   refused, because guessing a dialect could turn a keyword the author meant as a constraint
+//!   into one that is silently ignored.
+//! - References are resolved only inside the schema document. A retriever that refuses every URI
+//!   is installed, so compiling never touches the network or the file system, and a schema that
+//!   needs an outside document is refused with the URI named.
+//! - `pattern` and `patternProperties` run on the `regex` crate's linear-time engine. Patterns it
+//!   cannot express (lookaround, backreferences) are refused rather than handed to a backtracking
+//!   engine that a crafted pattern and argument could keep busy for hours.
+//! - Size is bounded before the schema reaches the compiler: nesting depth, the number of
+//!   subschemas, and the number of subschemas that `$ref` expansion can make a validator visit
+//!   (a few dozen small definitions that each reference the next one twice are enough to make a
+//!   single validation run for minutes).
+//! - `format` is an annotation, never an assertion (see `build_options`).
+//!
+//! Violation messages are built from the kind of error and never contain the instance's values:
+//! tool arguments can carry secrets, and these messages go to the host, to stderr and to the audit
+//! log.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{
+    Draft, PatternOptions, ReferencingError, Retrieve, Uri, ValidationError, Validator,
+};
+use referencing::{Registry, Resolver};
+use serde_json::Value;
+
+/// The deepest nesting of JSON arrays and objects a schema may have (the root object is level 1).
+pub const MAX_DEPTH: usize = 64;
+
+/// The most JSON objects a schema may contain, counted wherever they appear.
+pub const MAX_SUBSCHEMAS: usize = 10_000;
+
+/// The most subschemas a schema may reach when every `$ref` is followed as if it were inlined.
+///
+/// This bounds the work of one validation where the two limits above cannot: references let a
+/// small document describe an exponentially large schema. A million visits take tens of
+/// milliseconds, far above any schema a tool plausibly needs.
+pub const MAX_EXPANDED_SUBSCHEMAS: u64 = 1_000_000;
+
+/// The most violations one validation reports. Collecting stops there so that a huge invalid
+/// instance cannot produce a huge error message.
+pub const MAX_VIOLATIONS: usize = 10;
+
+/// The size limit handed to the regex engine for one compiled pattern, in bytes. Counted
+/// repetitions such as `a{1000}{1000}` compile to very large programs; tool schemas never need
+/// one anywhere near this big.
+const MAX_REGEX_BYTES: usize = 1 << 20;
+
+/// How many characters of schema text (a URI, a pattern, a pointer) a message quotes at most.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// The base URI jsonschema gives a schema without `$id`; the bounds check resolves references
+/// against the same base so that both agree on what every `$ref` means.
+const DEFAULT_BASE_URI: &str = "json-schema:///";
+
+/// A JSON Schema dialect mcpguard compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Draft4,
+    Draft6,
+    Draft7,
+    Draft201909,
+    Draft202012,
+}
+
+impl Dialect {
+    fn draft(self) -> Draft {
+        match self {
+            Dialect::Draft4 => Draft::Draft4,
+            Dialect::Draft6 => Draft::Draft6,
+            Dialect::Draft7 => Draft::Draft7,
+            Dialect::Draft201909 => Draft::Draft201909,
+            Dialect::Draft202012 => Draft::Draft202012,
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::Draft4 => "draft-04",
+            Dialect::Draft6 => "draft-06",
+            Dialect::Draft7 => "draft-07",
+            Dialect::Draft201909 => "2019-09",
+            Dialect::Draft202012 => "2020-12",
+        })
+    }
+}
+
+/// Why a schema was refused at compile time. Every refusal is final: mcpguard does not fall back
+/// to a weaker check, so a tool whose schema is refused cannot be called through the gate.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error(
+        "The schema declares \"$schema\": {declared}, which is not a JSON Schema dialect mcpguard \
+         supports (2020-12, 2019-09, draft-07, draft-06, draft-04). mcpguard refuses unknown \
+         dialects rather than guess how to read them; the server must declare a supported dialect \
+         or omit \"$schema\" (which means 2020-12)."
+    )]
+    UnknownDialect { declared: String },
+
+    #[error(
+        "The schema refers to \"{uri}\", which is outside the schema document. mcpguard never \
+         fetches remote or local files for a schema; the server must inline the referenced schema \
+         (for example under \"$defs\") and the tool must be captured and reviewed again."
+    )]
+    RemoteRef { uri: String },
+
+    #[error(
+        "The regular expression \"{pattern}\" at \"{pointer}\" cannot be compiled by mcpguard's \
+         linear-time regex engine (lookaround, backreferences and very large patterns are not \
+         supported). mcpguard refuses such patterns because a backtracking engine can be made to \
+         run for hours; the server must simplify the pattern."
+    )]
+    BadRegex { pointer: String, pattern: String },
+
+    #[error(
+        "The schema is nested {depth} levels deep, more than the limit of {limit}. mcpguard bounds \
+         schema nesting so that compiling and validating cannot exhaust the stack; the server must \
+         flatten the schema (for example with \"$defs\" and \"$ref\")."
+    )]
+    TooDeep { depth: usize, limit: usize },
+
+    #[error(
+        "The schema contains {count} subschemas, more than the limit of {limit}. mcpguard bounds \
+         schema size so that compiling and validating stay fast; the server must simplify the \
+         schema."
+    )]
+    TooLarge { count: usize, limit: usize },
+
+    #[error(
+        "Following the schema's \"$ref\" references reaches more than {limit} subschemas, so \
+         validating one call could take exponential time. mcpguard refuses such schemas; the \
+         server must simplify the schema (for example by not referencing the same definition \
+         from several branches of a chain of anyOf, oneOf or allOf)."
+    )]
+    TooComplex { limit: u64 },
+
+    #[error(
+        "The schema is not a valid {dialect} JSON Schema: at \"{pointer}\", {reason}. The server \
+         must fix the tool's schema, and the tool must be captured and reviewed again."
+    )]
+    Invalid {
+        dialect: Dialect,
+        pointer: String,
+        reason: String,
+    },
+}
+
+/// One way an instance fails its schema. None of the fields contains a value taken from the
+/// instance, apart from the object keys and array indices that make up `instance_pointer`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// RFC 6901 pointer to the offending part of the instance (empty for the whole instance).
+    pub instance_pointer: String,
+    /// RFC 6901 pointer to the schema keyword that failed.
+    pub schema_pointer: String,
+    /// A short description derived from the kind of error, without instance values.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.instance_pointer.is_empty() {
+            write!(f, "(root): {}", self.message)
+        } else {
+            write!(f, "{}: {}", self.instance_pointer, self.message)
+        }
+    }
+}
+
+/// One line for people: how many violations there are and what each one is.
+pub fn summary(violations: &[Violation]) -> String {
+    let listed: Vec<String> = violations.iter().map(Violation::to_string).collect();
+    match violations.len() {
+        0 => "no schema violations".to_owned(),
+        1 => format!("1 schema violation: {}", listed[0]),
+        n if n >= MAX_VIOLATIONS => format!(
+            "{n} or more schema violations (only the first {MAX_VIOLATIONS} are reported): {}",
+            listed.join("; ")
+        ),
+        n => format!("{n} schema violations: {}", listed.join("; ")),
+    }
+}
+
+/// A compiled schema, ready to validate any number of instances from any thread.
+pub struct CompiledSchema {
+    validator: Validator,
+    dialect: Dialect,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSchema")
+            .field("dialect", &self.dialect)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Compiles a tool's `inputSchema` or `outputSchema`, refusing anything mcpguard cannot validate
+/// safely (see the module documentation).
+pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
+    // The bounds come first: jsonschema's compiler recurses over the document, and a hostile
+    // schema must not reach it before its shape is known to be reasonable.
+    check_bounds(schema)?;
+    let dialect = dialect_of(schema)?;
+    if !schema.is_object() && !schema.is_boolean() {
+        return Err(SchemaError::Invalid {
+            dialect,
+            pointer: String::new(),
+            reason: "a schema must be a JSON object or a boolean".to_owned(),
+        });
+    }
+    let options = build_options(dialect);
+    // jsonschema does not panic on bad schemas as far as we know, but it is third-party code fed
+    // with input from the server: a panic here must refuse the schema, not take the proxy down.
+    let built = catch_unwind(AssertUnwindSafe(|| options.build(schema))).map_err(|_| {
+        SchemaError::Invalid {
+            dialect,
+            pointer: String::new(),
+            reason: "the schema compiler failed internally".to_owned(),
+        }
+    })?;
+    let validator = built.map_err(|err| build_error(&err, dialect))?;
+    // Expansion is measured after a successful build, which has already proven that every
+    // reference resolves inside the document.
+    check_expansion(schema, dialect)?;
+    Ok(CompiledSchema { validator, dialect })
+}
+
+impl CompiledSchema {
+    /// The dialect the schema was compiled as.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Validates `instance`, reporting at most [`MAX_VIOLATIONS`] violations.
+    pub fn validate(&self, instance: &Value) -> Result<(), Vec<Violation>> {
+        // As in `compile`: a panic in the validator refuses the instance (fail closed) instead of
+        // unwinding through the proxy.
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            // The boolean check stops at the first failure; errors are only collected, which
+            // visits the whole instance, once the instance is known to be invalid.
+            if self.validator.is_valid(instance) {
+                return Ok(());
+            }
+            let mut violations: Vec<Violation> = self
+                .validator
+                .iter_errors(instance)
+                .take(MAX_VIOLATIONS)
+                .map(|err| violation(&err))
+                .collect();
+            if violations.is_empty() {
+                // The two entry points disagreeing would be a jsonschema bug; the instance was
+                // still judged invalid, so it stays refused.
+                violations.push(internal_violation());
+            }
+            Err(violations)
+        }));
+        outcome.unwrap_or_else(|_| Err(vec![internal_violation()]))
+    }
+}
+
+/// Builds the jsonschema options every schema is compiled with.
+fn build_options(dialect: Dialect) -> jsonschema::ValidationOptions<'static> {
+    jsonschema::options()
+        // The dialect is decided by `dialect_of`, never by jsonschema's own detection, which
+        // would treat an unknown `$schema` as a custom meta-schema to be retrieved.
+        .with_draft(dialect.draft())
+        .with_retriever(RefuseRetriever)
+        // Setting a size limit also makes jsonschema compile every pattern with the engine at
+        // build time, so a pattern the engine rejects fails the build instead of a later call.
+        .with_pattern_options(PatternOptions::regex().size_limit(MAX_REGEX_BYTES))
+        // `format` is an annotation, as the 2020-12 default says. Older drafts let validators
+        // assert it, but format checkers disagree on details (what a valid "uri" or "date-time"
+        // is), and refusing a call because mcpguard's checker is stricter than the server's would
+        // break reviewed tools without making anything safer: the server validates its own input.
+        .should_validate_formats(false)
+}
+
+/// Refuses every URI, so that compiling a schema never performs network or file access.
+struct RefuseRetriever;
+
+impl Retrieve for RefuseRetriever {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("mcpguard does not fetch schema documents (asked for {uri})").into())
+    }
+}
+
+/// Reads the dialect from `$schema`: absent means 2020-12, a known meta-schema URI (http or
+/// https, with or without the empty fragment) means that draft, anything else is refused.
+fn dialect_of(schema: &Value) -> Result<Dialect, SchemaError> {
+    let Some(declared) = schema.as_object().and_then(|obj| obj.get("$schema")) else {
+        return Ok(Dialect::Draft202012);
+    };
+    let unknown = || SchemaError::UnknownDialect {
+        declared: quote_text(&declared.to_string()),
+    };
+    let uri = declared.as_str().ok_or_else(unknown)?;
+    let uri = uri.strip_suffix('#').unwrap_or(uri);
+    let path = uri
+        .strip_prefix("https://json-schema.org/")
+        .or_else(|| uri.strip_prefix("http://json-schema.org/"))
+        .ok_or_else(unknown)?;
+    match path {
+        "draft/2020-12/schema" => Ok(Dialect::Draft202012),
+        "draft/2019-09/schema" => Ok(Dialect::Draft201909),
+        "draft-07/schema" => Ok(Dialect::Draft7),
+        "draft-06/schema" => Ok(Dialect::Draft6),
+        "draft-04/schema" => Ok(Dialect::Draft4),
+        _ => Err(unknown()),
+    }
+}
+
+/// Measures nesting depth and counts objects without recursion, so that even a value built in
+/// memory deeper than serde_json's parser would allow cannot overflow the stack here.
+fn check_bounds(schema: &Value) -> Result<(), SchemaError> {
+    let mut max_depth = 0;
+    let mut objects = 0;
+    let mut pending: Vec<(&Value, usize)> = vec![(schema, 1)];
+    while let Some((value, depth)) = pending.pop() {
+        match value {
+            Value::Object(map) => {
+                objects += 1;
+                max_depth = max_depth.max(depth);
+                pending.extend(map.values().map(|child| (child, depth + 1)));
+            }
+            Value::Array(items) => {
+                max_depth = max_depth.max(depth);
+                pending.extend(items.iter().map(|child| (child, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    if max_depth > MAX_DEPTH {
+        return Err(SchemaError::TooDeep {
+            depth: max_depth,
+            limit: MAX_DEPTH,
+        });
+    }
+    if objects > MAX_SUBSCHEMAS {
+        return Err(SchemaError::TooLarge {
+            count: objects,
+            limit: MAX_SUBSCHEMAS,
+        });
+    }
+    Ok(())
+}
+
+/// One subschema on the walk of `check_expansion`, with the edges still to follow.
+struct Frame<'r> {
+    key: usize,
+    /// Subschemas and `$ref` targets, each with the resolver and draft that apply inside it.
+    edges: Vec<(&'r Value, Resolver<'r>, Draft)>,
+    next: usize,
+    /// Subschemas reachable from this one so far, itself included.
+    total: u64,
+}
+
+/// Refuses schemas whose `$ref` graph would make a validator visit more than
+/// [`MAX_EXPANDED_SUBSCHEMAS`] subschemas.
+///
+/// It counts the subschemas of the document as if every reference were replaced by its target,
+/// using the same resolver as jsonschema so that both agree on every target. Each subschema's
+/// count is computed once and reused, so the walk itself is linear in the document. A reference
+/// back to a subschema still being counted (recursion) adds one: recursion can only go as deep as
+/// the instance does.
+fn check_expansion(schema: &Value, dialect: Dialect) -> Result<(), SchemaError> {
+    let draft = dialect.draft();
+    let registry = Registry::new()
+        .draft(draft)
+        .retriever(RefuseRetriever)
+        .retrieve_known_draft_meta_schemas(false)
+        .add(DEFAULT_BASE_URI, schema)
+        .and_then(|builder| builder.prepare())
+        .map_err(|err| referencing_error(&err, dialect))?;
+    let base = referencing::uri::from_str(DEFAULT_BASE_URI)
+        .map_err(|err| referencing_error(&err, dialect))?;
+    let root = registry
+        .resolver(base)
+        .lookup("")
+        .map_err(|err| referencing_error(&err, dialect))?;
+    let (contents, resolver, draft) = root.into_inner();
+
+    let mut finished: HashMap<usize, u64> = HashMap::new();
+    let mut in_progress: HashSet<usize> = HashSet::new();
+    let mut stack = vec![enter(contents, &resolver, draft)];
+    in_progress.insert(address(contents));
+    while let Some(top) = stack.last_mut() {
+        if let Some((child, resolver, draft)) = top.edges.get(top.next) {
+            top.next += 1;
+            let key = address(child);
+            if let Some(count) = finished.get(&key) {
+                top.total = top.total.saturating_add(*count);
+            } else if in_progress.contains(&key) {
+                top.total = top.total.saturating_add(1);
+            } else {
+                let frame = enter(child, resolver, *draft);
+                in_progress.insert(key);
+                stack.push(frame);
+                continue;
+            }
+            if top.total > MAX_EXPANDED_SUBSCHEMAS {
+                return Err(SchemaError::TooComplex {
+                    limit: MAX_EXPANDED_SUBSCHEMAS,
+                });
+            }
+        } else {
+            let Some(done) = stack.pop() else { break };
+            in_progress.remove(&done.key);
+            finished.insert(done.key, done.total);
+            if let Some(parent) = stack.last_mut() {
+                parent.total = parent.total.saturating_add(done.total);
+                if parent.total > MAX_EXPANDED_SUBSCHEMAS {
+                    return Err(SchemaError::TooComplex {
+                        limit: MAX_EXPANDED_SUBSCHEMAS,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts counting `node`: lists its subschemas and the targets of its references.
+fn enter<'r>(node: &'r Value, resolver: &Resolver<'r>, draft: Draft) -> Frame<'r> {
+    let mut edges = Vec::new();
+    for child in draft.subresources_of(node) {
+        // A child with its own `$id` starts a new base URI for the references inside it.
+        let child_resolver = resolver
+            .in_subresource(draft.create_resource_ref(child))
+            .unwrap_or_else(|_| resolver.clone());
+        edges.push((child, child_resolver, draft));
+    }
+    if let Some(obj) = node.as_object() {
+        for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
+            if let Some(Value::String(reference)) = obj.get(keyword) {
+                // jsonschema has already resolved every reference, so a failure here can only
+                // come from a reference this walk reads differently (a dynamic one); counting it
+                // as a leaf keeps the walk going.
+                if let Ok(resolved) = resolver.lookup(reference) {
+                    edges.push(resolved.into_inner());
+                }
+            }
+        }
+    }
+    Frame {
+        key: address(node),
+        edges,
+        next: 0,
+        total: 1,
+    }
+}
+
+/// Identifies a subschema by where it lives: every subschema the walk sees is borrowed from the
+/// one document the registry holds, so equal addresses mean the same subschema.
+fn address(value: &Value) -> usize {
+    std::ptr::from_ref(value) as usize
+}
+
+/// Turns a jsonschema build error into the refusal that tells the user what to fix.
+fn build_error(err: &ValidationError<'_>, dialect: Dialect) -> SchemaError {
+    match err.kind() {
+        ValidationErrorKind::Referencing(inner) => referencing_error(inner, dialect),
+        // jsonschema reports a pattern its engine cannot compile as a failed "regex" format
+        // check on the pattern string itself.
+        ValidationErrorKind::Format { format } if format == "regex" => SchemaError::BadRegex {
+            pointer: quote_text(err.schema_path().as_str()),
+            pattern: quote_text(err.instance().as_str().unwrap_or_default()),
+        },
+        // Anything else is the schema failing its meta-schema. The message quotes the schema,
+        // which is reviewed text rather than a secret, bounded and escaped for the terminal.
+        _ => SchemaError::Invalid {
+            dialect,
+            pointer: quote_text(err.instance_path().as_str()),
+            reason: quote_text(&err.to_string()),
+        },
+    }
+}
+
+fn referencing_error(err: &ReferencingError, dialect: Dialect) -> SchemaError {
+    match err {
+        ReferencingError::Unretrievable { uri, .. } => SchemaError::RemoteRef {
+            uri: quote_text(uri),
+        },
+        other => SchemaError::Invalid {
+            dialect,
+            pointer: String::new(),
+            reason: quote_text(&other.to_string()),
+        },
+    }
+}
+
+fn internal_violation() -> Violation {
+    Violation {
+        instance_pointer: String::new(),
+        schema_pointer: String::new(),
+        message: "the validator failed internally, so the value is refused".to_owned(),
+    }
+}
+
+/// Describes one error without echoing the instance: only the JSON type of the offending value
+/// and numbers, names and patterns taken from the schema appear in the message.
+fn violation(err: &ValidationError<'_>) -> Violation {
+    use ValidationErrorKind as K;
+    let message = match err.kind() {
+        K::AdditionalItems { limit } => {
+            format!("array has more than the {limit} items the schema lists")
+        }
+        // The unexpected names are not quoted: they are part of the instance.
+        K::AdditionalProperties { unexpected } => format!(
+            "{} not allowed by the schema (additionalProperties)",
+            count_of(unexpected.len(), "property is", "properties are")
+        ),
+        K::AnyOf { .. } => "value matches none of the alternatives (anyOf)".to_owned(),
+        K::OneOfNotValid { .. } => "value matches none of the alternatives (oneOf)".to_owned(),
+        K::OneOfMultipleValid { .. } => {
+            "value matches more than one of the alternatives (oneOf)".to_owned()
+        }
+        K::BacktrackLimitExceeded { .. } | K::RegexEngineFailure { .. } => {
+            "the pattern could not be evaluated, so the value is refused".to_owned()
+        }
+        K::Constant { .. } => "value is not the one the schema requires (const)".to_owned(),
+        K::Contains => "array has no item matching the schema's contains".to_owned(),
+        K::ContentEncoding { content_encoding } => {
+            format!("string is not valid {} data", quote_text(content_encoding))
+        }
+        K::ContentMediaType { content_media_type } => {
+            format!(
+                "string is not valid {} content",
+                quote_text(content_media_type)
+            )
+        }
+        K::FromUtf8 { .. } => "decoded string content is not valid UTF-8".to_owned(),
+        // A custom keyword's message could quote the instance; none is registered, so only the
+        // keyword is named.
+        K::Custom { keyword, .. } => format!("value fails the {} keyword", quote_text(keyword)),
+        K::Enum { options } => enum_message(options),
+        K::ExclusiveMaximum { limit } => format!("number must be less than {limit}"),
+        K::ExclusiveMinimum { limit } => format!("number must be greater than {limit}"),
+        K::Maximum { limit } => format!("number must be at most {limit}"),
+        K::Minimum { limit } => format!("number must be at least {limit}"),
+        K::MultipleOf { multiple_of } => format!("number must be a multiple of {multiple_of}"),
+        K::FalseSchema => "no value is allowed here (the schema is false)".to_owned(),
+        K::Format { format } => format!("string is not a valid {}", quote_text(format)),
+        K::MaxItems { limit } => format!("array must have at most {limit} items"),
+        K::MinItems { limit } => format!("array must have at least {limit} items"),
+        K::MaxLength { limit } => format!("string must be at most {limit} characters long"),
+        K::MinLength { limit } => format!("string must be at least {limit} characters long"),
+        K::MaxProperties { limit } => format!("object must have at most {limit} properties"),
+        K::MinProperties { limit } => format!("object must have at least {limit} properties"),
+        K::Not { .. } => "value matches a schema it must not match (not)".to_owned(),
+        K::Pattern { pattern } => {
+            format!(
+                "string does not match the pattern \"{}\"",
+                quote_text(pattern)
+            )
+        }
+        K::PropertyNames { .. } => "a property name is not allowed (propertyNames)".to_owned(),
+        // The property name comes from the schema's `required` or `dependentRequired`.
+        K::Required { property } => format!(
+            "required property {} is missing",
+            quote_text(&property.to_string())
+        ),
+        K::Type { kind } => format!(
+            "expected {}, got {}",
+            expected_types(kind),
+            type_name(err.instance())
+        ),
+        K::UnevaluatedItems { unexpected } => format!(
+            "{} not allowed by the schema (unevaluatedItems)",
+            count_of(unexpected.len(), "item is", "items are")
+        ),
+        K::UnevaluatedProperties { unexpected } => format!(
+            "{} not allowed by the schema (unevaluatedProperties)",
+            count_of(unexpected.len(), "property is", "properties are")
+        ),
+        K::UniqueItems => "array items must be unique".to_owned(),
+        K::Referencing(_) => "a reference in the schema could not be resolved".to_owned(),
+    };
+    Violation {
+        instance_pointer: quote_text(err.instance_path().as_str()),
+        schema_pointer: quote_text(err.schema_path().as_str()),
+        message,
+    }
+}
+
+fn count_of(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Lists the allowed values when they are short: they come from the reviewed schema and help the
+/// caller fix the call. Long lists are only counted.
+fn enum_message(options: &Value) -> String {
+    let listed = options.to_string();
+    let count = options.as_array().map_or(0, Vec::len);
+    if listed.chars().count() <= MAX_QUOTED_CHARS / 2 {
+        format!(
+            "value is not one of the allowed values {}",
+            quote_text(&listed)
+        )
+    } else {
+        format!("value is not one of the {count} allowed values")
+    }
+}
+
+fn expected_types(kind: &TypeKind) -> String {
+    match kind {
+        TypeKind::Single(ty) => ty.to_string(),
+        TypeKind::Multiple(set) => {
+            let names: Vec<String> = set.iter().map(|ty| ty.to_string()).collect();
+            format!("one of {}", names.join(", "))
+        }
+    }
+}
+
+/// The JSON type of a value, the only thing about an instance value a message reveals.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Makes schema text or a pointer safe to show: control, bidirectional, zero-width and Unicode
+/// TAG characters become `\u{..}` escapes (they could rewrite a terminal line or hide text from
+/// the person reading it), and the result is cut to [`MAX_QUOTED_CHARS`] characters.
+fn quote_text(text: &str) -> String {
+    let mut out = String::new();
+    for (shown, c) in text.chars().enumerate() {
+        if shown == MAX_QUOTED_CHARS {
+            out.push('…');
+            break;
+        }
+        if is_hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{3164}'
+                | '\u{feff}'
+                | '\u{ffa0}'
+                | '\u{e0000}'..='\u{e007f}'
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+
+    fn compiled(schema: &Value) -> CompiledSchema {
+        match compile(schema) {
+            Ok(compiled) => compiled,
+            Err(err) => panic!("schema {schema} should compile: {err}"),
+        }
+    }
+
+    /// Runs a table of (name, schema, instance, valid?) rows and reports every mismatch at once.
+    fn check_table(rows: &[(&str, Value, Value, bool)]) {
+        let mut failures = Vec::new();
+        for (name, schema, instance, expected) in rows {
+            let outcome = compiled(schema).validate(instance);
+            if outcome.is_ok() != *expected {
+                failures.push(format!(
+                    "{name}: expected valid={expected}, got {outcome:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    fn compile_error(schema: &Value) -> SchemaError {
+        match compile(schema) {
+            Ok(_) => panic!("schema {schema} should be refused"),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn compiled_schema_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CompiledSchema>();
+    }
+
+    #[test]
+    fn dialect_detection() {
+        let rows = [
+            (json!({}), Dialect::Draft202012),
+            (json!(true), Dialect::Draft202012),
+            (
+                json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}),
+                Dialect::Draft202012,
+            ),
+            (
+                json!({"$schema": "https://json-schema.org/draft/2019-09/schema"}),
+                Dialect::Draft201909,
+            ),
+            (
+                json!({"$schema": "http://json-schema.org/draft-07/schema#"}),
+                Dialect::Draft7,
+            ),
+            (
+                json!({"$schema": "http://json-schema.org/draft-07/schema"}),
+                Dialect::Draft7,
+            ),
+            (
+                json!({"$schema": "https://json-schema.org/draft-07/schema#"}),
+                Dialect::Draft7,
+            ),
+            (
+                json!({"$schema": "http://json-schema.org/draft-06/schema#"}),
+                Dialect::Draft6,
+            ),
+            (
+                json!({"$schema": "http://json-schema.org/draft-04/schema#"}),
+                Dialect::Draft4,
+            ),
+        ];
+        for (schema, dialect) in rows {
+            assert_eq!(compiled(&schema).dialect(), dialect, "{schema}");
+        }
+    }
+
+    #[test]
+    fn unknown_dialects_are_refused() {
+        let rows = [
+            json!({"$schema": "https://example.com/my-dialect"}),
+            json!({"$schema": "http://json-schema.org/draft-03/schema#"}),
+            json!({"$schema": "http://json-schema.org/draft-07/schema##"}),
+            json!({"$schema": "HTTP://JSON-SCHEMA.ORG/draft-07/schema#"}),
+            json!({"$schema": "https://json-schema.org/draft/next/schema"}),
+            json!({"$schema": ""}),
+            json!({"$schema": 7}),
+            json!({"$schema": null}),
+        ];
+        for schema in rows {
+            let err = compile_error(&schema);
+            assert!(
+                matches!(err, SchemaError::UnknownDialect { .. }),
+                "{schema}: {err}"
+            );
+            assert!(
+                err.to_string().contains("not a JSON Schema dialect"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn default_dialect_is_2020_12() {
+        check_table(&[
+            (
+                "prefixItems accepts a matching tuple",
+                json!({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}),
+                json!(["a", 1]),
+                true,
+            ),
+            (
+                "prefixItems checks positions",
+                json!({"prefixItems": [{"type": "string"}, {"type": "integer"}]}),
+                json!([1, "a"]),
+                false,
+            ),
+            (
+                "items false after prefixItems refuses extra items",
+                json!({"prefixItems": [{"type": "string"}], "items": false}),
+                json!(["a", "b"]),
+                false,
+            ),
+            (
+                "unevaluatedProperties sees through allOf",
+                json!({
+                    "allOf": [{"properties": {"a": {"type": "string"}}}],
+                    "properties": {"b": {"type": "integer"}},
+                    "unevaluatedProperties": false
+                }),
+                json!({"a": "x", "b": 1}),
+                true,
+            ),
+            (
+                "unevaluatedProperties refuses the rest",
+                json!({
+                    "allOf": [{"properties": {"a": {"type": "string"}}}],
+                    "unevaluatedProperties": false
+                }),
+                json!({"a": "x", "c": 1}),
+                false,
+            ),
+            (
+                "dependentRequired satisfied",
+                json!({"dependentRequired": {"card": ["billing"]}}),
+                json!({"card": "x", "billing": "y"}),
+                true,
+            ),
+            (
+                "dependentRequired violated",
+                json!({"dependentRequired": {"card": ["billing"]}}),
+                json!({"card": "x"}),
+                false,
+            ),
+            (
+                "$defs reference",
+                json!({"$defs": {"name": {"type": "string"}}, "properties": {"n": {"$ref": "#/$defs/name"}}}),
+                json!({"n": 3}),
+                false,
+            ),
+            (
+                "2020-12 ignores draft-07 array items",
+                // In 2020-12 `items` must be a schema; an array is a meta-schema error, tested
+                // separately. Here `definitions` still resolves as a plain JSON pointer.
+                json!({"definitions": {"n": {"type": "integer"}}, "$ref": "#/definitions/n"}),
+                json!(1),
+                true,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn draft_07_when_declared() {
+        let d7 = "http://json-schema.org/draft-07/schema#";
+        check_table(&[
+            (
+                "items as array is the tuple form",
+                json!({"$schema": d7, "items": [{"type": "string"}, {"type": "integer"}]}),
+                json!(["a", 1, "anything"]),
+                true,
+            ),
+            (
+                "tuple form checks positions",
+                json!({"$schema": d7, "items": [{"type": "string"}, {"type": "integer"}]}),
+                json!(["a", "b"]),
+                false,
+            ),
+            (
+                "additionalItems false closes the tuple",
+                json!({"$schema": d7, "items": [{"type": "string"}], "additionalItems": false}),
+                json!(["a", "b"]),
+                false,
+            ),
+            (
+                "definitions reference",
+                json!({
+                    "$schema": d7,
+                    "definitions": {"pos": {"type": "integer", "minimum": 0}},
+                    "properties": {"n": {"$ref": "#/definitions/pos"}}
+                }),
+                json!({"n": -1}),
+                false,
+            ),
+            (
+                "definitions reference ok",
+                json!({
+                    "$schema": d7,
+                    "definitions": {"pos": {"type": "integer", "minimum": 0}},
+                    "properties": {"n": {"$ref": "#/definitions/pos"}}
+                }),
+                json!({"n": 1}),
+                true,
+            ),
+            (
+                "prefixItems is not a draft-07 keyword",
+                json!({"$schema": d7, "prefixItems": [{"type": "string"}]}),
+                json!([1]),
+                true,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn ts_sdk_style_draft_07_schema() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"message": {"type": "string", "description": "Message to echo"}},
+            "required": ["message"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        });
+        check_table(&[
+            ("echo ok", schema.clone(), json!({"message": "hi"}), true),
+            ("echo missing", schema.clone(), json!({}), false),
+            (
+                "echo wrong type",
+                schema.clone(),
+                json!({"message": 1}),
+                false,
+            ),
+            (
+                "echo extra",
+                schema.clone(),
+                json!({"message": "hi", "x": 1}),
+                false,
+            ),
+            ("echo not an object", schema, json!("hi"), false),
+        ]);
+    }
+
+    #[test]
+    fn common_keywords() {
+        let object = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 5},
+                "count": {"type": "integer", "minimum": 1, "maximum": 10},
+                "mode": {"enum": ["fast", "slow"]},
+                "kind": {"const": "file"},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                "nested": {
+                    "type": "object",
+                    "properties": {"deep": {"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"]}},
+                    "required": ["deep"]
+                }
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        });
+        let row = |name, instance, valid| (name, object.clone(), instance, valid);
+        check_table(&[
+            row("minimal", json!({"name": "a"}), true),
+            row(
+                "everything",
+                json!({"name": "abcde", "count": 10, "mode": "slow", "kind": "file", "tags": ["a", "b"], "nested": {"deep": {"x": true}}}),
+                true,
+            ),
+            row("required missing", json!({"count": 1}), false),
+            row("type", json!({"name": 5}), false),
+            row("minLength", json!({"name": ""}), false),
+            row("maxLength", json!({"name": "abcdef"}), false),
+            row("minimum", json!({"name": "a", "count": 0}), false),
+            row("maximum", json!({"name": "a", "count": 11}), false),
+            row(
+                "integer refuses fractions",
+                json!({"name": "a", "count": 1.5}),
+                false,
+            ),
+            row("enum", json!({"name": "a", "mode": "medium"}), false),
+            row("const", json!({"name": "a", "kind": "dir"}), false),
+            row(
+                "maxItems",
+                json!({"name": "a", "tags": ["a", "b", "c"]}),
+                false,
+            ),
+            row("item type", json!({"name": "a", "tags": [1]}), false),
+            row(
+                "additionalProperties false",
+                json!({"name": "a", "extra": 1}),
+                false,
+            ),
+            row(
+                "nested required",
+                json!({"name": "a", "nested": {"deep": {}}}),
+                false,
+            ),
+            row(
+                "nested type",
+                json!({"name": "a", "nested": {"deep": {"x": "yes"}}}),
+                false,
+            ),
+            row("root type", json!([]), false),
+            (
+                "true schema",
+                json!(true),
+                json!({"anything": [1, 2]}),
+                true,
+            ),
+            ("false schema", json!(false), json!({}), false),
+        ]);
+    }
+
+    #[test]
+    fn formats_are_annotations() {
+        check_table(&[
+            (
+                "2020-12 email",
+                json!({"type": "string", "format": "email"}),
+                json!("not an email"),
+                true,
+            ),
+            (
+                "draft-07 date-time",
+                json!({"$schema": "http://json-schema.org/draft-07/schema#", "format": "date-time"}),
+                json!("yesterday"),
+                true,
+            ),
+            (
+                "unknown format",
+                json!({"format": "made-up"}),
+                json!("x"),
+                true,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn remote_references_are_refused_without_fetching() {
+        let rows = [
+            (
+                json!({"$ref": "https://evil.example/x.json"}),
+                "https://evil.example/x.json",
+            ),
+            (
+                json!({"properties": {"a": {"$ref": "http://evil.example/a#/b"}}}),
+                "http://evil.example/a",
+            ),
+            // Never used, still refused: jsonschema resolves every reference at build time.
+            (
+                json!({"$defs": {"unused": {"$ref": "https://evil.example/y.json"}}}),
+                "https://evil.example/y.json",
+            ),
+            (json!({"$ref": "file:///etc/passwd"}), "file:///etc/passwd"),
+            (
+                json!({"$id": "https://tools.example/root.json", "$ref": "other.json"}),
+                "https://tools.example/other.json",
+            ),
+            (json!({"$ref": "other.json"}), "other.json"),
+            (json!({"$ref": "urn:example:thing"}), "urn:example:thing"),
+            (
+                json!({"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "https://evil.example/d7.json"}),
+                "https://evil.example/d7.json",
+            ),
+        ];
+        for (schema, uri) in rows {
+            let started = Instant::now();
+            let err = compile_error(&schema);
+            // A refusing retriever answers at once; a network attempt would take far longer.
+            assert!(started.elapsed() < Duration::from_secs(1), "{schema}");
+            match &err {
+                SchemaError::RemoteRef { uri: named } => assert_eq!(named, uri, "{schema}"),
+                other => panic!("{schema}: expected a remote reference refusal, got {other}"),
+            }
+            assert!(err.to_string().contains(uri), "{err}");
+            assert!(err.to_string().contains("never fetches"), "{err}");
+        }
+    }
+
+    #[test]
+    fn local_references_work() {
+        check_table(&[
+            (
+                "recursive tree",
+                json!({
+                    "$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "additionalProperties": false}},
+                    "$ref": "#/$defs/node"
+                }),
+                json!({"children": [{"children": []}, {"children": [{"children": []}]}]}),
+                true,
+            ),
+            (
+                "recursive tree refuses a bad leaf",
+                json!({
+                    "$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "additionalProperties": false}},
+                    "$ref": "#/$defs/node"
+                }),
+                json!({"children": [{"children": [{"x": 1}]}]}),
+                false,
+            ),
+            (
+                "anchor",
+                json!({"$defs": {"s": {"$anchor": "str", "type": "string"}}, "properties": {"a": {"$ref": "#str"}}}),
+                json!({"a": 1}),
+                false,
+            ),
+            (
+                "embedded resource by $id",
+                json!({
+                    "$id": "https://tools.example/root.json",
+                    "$defs": {"s": {"$id": "string.json", "type": "string"}},
+                    "properties": {"a": {"$ref": "string.json"}}
+                }),
+                json!({"a": "x"}),
+                true,
+            ),
+            (
+                "the 2020-12 meta-schema is known without fetching",
+                json!({"$ref": "https://json-schema.org/draft/2020-12/schema"}),
+                json!({"type": "string"}),
+                true,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn broken_local_reference_is_invalid() {
+        let err = compile_error(&json!({"$ref": "#/$defs/missing"}));
+        assert!(matches!(err, SchemaError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("/$defs/missing"), "{err}");
+    }
+
+    #[test]
+    fn invalid_schemas_are_refused() {
+        let rows = [
+            json!({"type": "strin"}),
+            json!({"minLength": -1}),
+            json!({"required": "name"}),
+            json!({"properties": []}),
+            json!({"items": [{"type": "string"}]}),
+            json!("not a schema"),
+            json!(42),
+            json!(null),
+            json!([{"type": "string"}]),
+        ];
+        for schema in rows {
+            let err = compile_error(&schema);
+            assert!(
+                matches!(err, SchemaError::Invalid { .. }),
+                "{schema}: {err}"
+            );
+            assert!(err.to_string().contains("not a valid 2020-12"), "{err}");
+        }
+    }
+
+    #[test]
+    fn catastrophic_pattern_runs_in_linear_time() {
+        let schema = compiled(&json!({
+            "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+            "patternProperties": {"^(b+)+$": {"type": "integer"}}
+        }));
+        let evil = format!("{}!", "a".repeat(36));
+        let evil_key = format!("{}!", "b".repeat(36));
+        let started = Instant::now();
+        assert!(schema.validate(&json!({"s": evil})).is_err());
+        assert!(schema.validate(&json!({ evil_key: "x" })).is_ok());
+        let long = format!("{}!", "a".repeat(100_000));
+        assert!(schema.validate(&json!({ "s": long })).is_err());
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "pattern matching took {:?}",
+            started.elapsed()
+        );
+        assert!(schema.validate(&json!({"s": "aaaa"})).is_ok());
+    }
+
+    #[test]
+    fn patterns_the_linear_engine_cannot_run_are_refused() {
+        let rows = [
+            (json!({"pattern": "(?<=a)b"}), "/pattern"),
+            (json!({"pattern": "^(?=.*[0-9])[a-z0-9]+$"}), "/pattern"),
+            (json!({"pattern": "^(?!admin)"}), "/pattern"),
+            (json!({"pattern": "(a)\\1"}), "/pattern"),
+            (
+                json!({"properties": {"p": {"pattern": "(x)\\1"}}}),
+                "/properties/p/pattern",
+            ),
+            (
+                json!({"patternProperties": {"(a)\\1": {}}}),
+                "/patternProperties/(a)\\1",
+            ),
+            (json!({"pattern": "a{1000}{1000}"}), "/pattern"),
+            (json!({"pattern": "(unclosed"}), "/pattern"),
+        ];
+        for (schema, pointer) in rows {
+            match compile_error(&schema) {
+                SchemaError::BadRegex { pointer: named, .. } => {
+                    assert_eq!(named, pointer, "{schema}")
+                }
+                other => panic!("{schema}: expected a regex refusal, got {other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn ecma_style_patterns_still_work() {
+        check_table(&[
+            (
+                "digits",
+                json!({"pattern": "^\\d{3}-\\d{4}$"}),
+                json!("555-1234"),
+                true,
+            ),
+            (
+                "unanchored search",
+                json!({"pattern": "b"}),
+                json!("abc"),
+                true,
+            ),
+            (
+                "word class",
+                json!({"pattern": "^\\w+$"}),
+                json!("has space"),
+                false,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn messages_do_not_echo_instance_values() {
+        let cases = [
+            (
+                json!({"properties": {"token": {"type": "string"}}}),
+                json!({"token": 12345}),
+                "12345",
+                "/token: expected string, got integer",
+            ),
+            (
+                json!({"properties": {"token": {"type": "integer"}}}),
+                json!({"token": "sk-live-secret"}),
+                "sk-live-secret",
+                "/token: expected integer, got string",
+            ),
+            (
+                json!({"properties": {"token": {"maxLength": 3}}}),
+                json!({"token": "sk-live-secret"}),
+                "sk-live-secret",
+                "/token: string must be at most 3 characters long",
+            ),
+            (
+                json!({"properties": {"token": {"pattern": "^[a-z]+$"}}}),
+                json!({"token": "SECRET-123"}),
+                "SECRET-123",
+                "/token: string does not match the pattern \"^[a-z]+$\"",
+            ),
+            (
+                json!({"properties": {"token": {"enum": ["a", "b"]}}}),
+                json!({"token": "hunter2"}),
+                "hunter2",
+                "/token: value is not one of the allowed values [\"a\",\"b\"]",
+            ),
+            (
+                json!({"properties": {"token": {"const": "a"}}}),
+                json!({"token": "hunter2"}),
+                "hunter2",
+                "/token: value is not the one the schema requires (const)",
+            ),
+            (
+                json!({"properties": {"pin": {"maximum": 10}}}),
+                json!({"pin": 98765}),
+                "98765",
+                "/pin: number must be at most 10",
+            ),
+            (
+                json!({"additionalProperties": false}),
+                json!({"sk-live-secret-key": 1}),
+                "sk-live-secret-key",
+                "(root): 1 property is not allowed by the schema (additionalProperties)",
+            ),
+            (
+                json!({"unevaluatedProperties": false}),
+                json!({"sk-live-secret-key": 1, "other-secret": 2}),
+                "secret",
+                "(root): 2 properties are not allowed by the schema (unevaluatedProperties)",
+            ),
+            (
+                json!({"propertyNames": {"maxLength": 3}}),
+                json!({"sk-live-secret-key": 1}),
+                "sk-live-secret-key",
+                "(root): a property name is not allowed (propertyNames)",
+            ),
+            (
+                json!({"properties": {"token": {"anyOf": [{"type": "integer"}, {"maxLength": 2}]}}}),
+                json!({"token": "hunter2"}),
+                "hunter2",
+                "/token: value matches none of the alternatives (anyOf)",
+            ),
+            (
+                json!({"properties": {"token": {"not": {"type": "string"}}}}),
+                json!({"token": "hunter2"}),
+                "hunter2",
+                "/token: value matches a schema it must not match (not)",
+            ),
+            (
+                json!({"properties": {"list": {"uniqueItems": true}}}),
+                json!({"list": ["hunter2", "hunter2"]}),
+                "hunter2",
+                "/list: array items must be unique",
+            ),
+            (
+                json!({"required": ["message"]}),
+                json!({"secret": "hunter2"}),
+                "hunter2",
+                "(root): required property \"message\" is missing",
+            ),
+        ];
+        for (schema, instance, secret, expected) in cases {
+            let violations = match compiled(&schema).validate(&instance) {
+                Ok(()) => panic!("{instance} should fail {schema}"),
+                Err(violations) => violations,
+            };
+            let line = summary(&violations);
+            assert!(!line.contains(secret), "{line}");
+            for v in &violations {
+                assert!(!v.message.contains(secret), "{v:?}");
+                assert!(!v.schema_pointer.contains(secret), "{v:?}");
+            }
+            assert_eq!(violations[0].to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn violation_pointers() {
+        let schema = compiled(&json!({
+            "properties": {"list": {"items": {"properties": {"n": {"type": "integer"}}}}}
+        }));
+        let violations = schema
+            .validate(&json!({"list": [{"n": 1}, {"n": "x"}]}))
+            .unwrap_err();
+        assert_eq!(
+            violations,
+            vec![Violation {
+                instance_pointer: "/list/1/n".to_owned(),
+                schema_pointer: "/properties/list/items/properties/n/type".to_owned(),
+                message: "expected integer, got string".to_owned(),
+            }]
+        );
+        assert_eq!(
+            summary(&violations),
+            "1 schema violation: /list/1/n: expected integer, got string"
+        );
+    }
+
+    #[test]
+    fn pointers_are_escaped_for_display() {
+        let schema = compiled(&json!({"additionalProperties": {"type": "integer"}}));
+        let violations = schema
+            .validate(&json!({"a\u{1b}[2J\u{202e}b": "x"}))
+            .unwrap_err();
+        assert_eq!(violations[0].instance_pointer, "/a\\u{1b}[2J\\u{202e}b");
+    }
+
+    #[test]
+    fn violations_are_capped_at_ten() {
+        let mut properties = serde_json::Map::new();
+        let mut instance = serde_json::Map::new();
+        for i in 0..25 {
+            properties.insert(format!("p{i}"), json!({"type": "string"}));
+            instance.insert(format!("p{i}"), json!(i));
+        }
+        let schema = compiled(&json!({ "properties": properties }));
+        let violations = schema.validate(&Value::Object(instance)).unwrap_err();
+        assert_eq!(violations.len(), MAX_VIOLATIONS);
+        let line = summary(&violations);
+        assert!(line.starts_with("10 or more schema violations"), "{line}");
+        assert_eq!(line.matches("expected string, got integer").count(), 10);
+    }
+
+    #[test]
+    fn summary_lines() {
+        assert_eq!(summary(&[]), "no schema violations");
+        let violations = compiled(&json!({"required": ["a", "b"]}))
+            .validate(&json!({}))
+            .unwrap_err();
+        assert_eq!(
+            summary(&violations),
+            "2 schema violations: (root): required property \"a\" is missing; \
+             (root): required property \"b\" is missing"
+        );
+    }
+
+    /// Wraps `inner` in `levels` levels of `{"properties": {"x": ...}}` (two JSON levels each).
+    fn nested(levels: usize, inner: Value) -> Value {
+        (0..levels).fold(inner, |acc, _| json!({"properties": {"x": acc}}))
+    }
+
+    #[test]
+    fn depth_limit() {
+        // The root object is level 1 and each wrapper adds two levels.
+        let at_limit = nested(31, json!({"type": "string"}));
+        assert!(compile(&at_limit).is_ok());
+        let over = nested(32, json!({"type": "string"}));
+        match compile_error(&over) {
+            SchemaError::TooDeep { depth, limit } => {
+                assert_eq!((depth, limit), (65, MAX_DEPTH));
+            }
+            other => panic!("expected a depth refusal, got {other}"),
+        }
+        // Arrays count too, and a value far deeper than serde_json would parse does not overflow
+        // the stack. The value is dropped on a thread with a large stack, since serde_json's own
+        // drop is recursive.
+        let handle = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(|| {
+                let deep = (0..100_000).fold(json!(1), |acc, _| json!([acc]));
+                let err = compile_error(&json!({ "const": deep }));
+                assert!(
+                    matches!(err, SchemaError::TooDeep { depth: 100_002, .. }),
+                    "{err}"
+                );
+                assert!(err.to_string().contains("100002 levels deep"), "{err}");
+            })
+            .unwrap();
+        handle.join().unwrap();
+    }
+
+    #[test]
+    fn size_limit() {
+        let properties = |n: usize| -> Value {
+            let map: serde_json::Map<String, Value> = (0..n)
+                .map(|i| (format!("p{i}"), json!({"type": "string"})))
+                .collect();
+            json!({ "properties": map })
+        };
+        // The root and `properties` objects count, plus one per property.
+        assert!(compile(&properties(MAX_SUBSCHEMAS - 2)).is_ok());
+        match compile_error(&properties(MAX_SUBSCHEMAS - 1)) {
+            SchemaError::TooLarge { count, limit } => {
+                assert_eq!((count, limit), (MAX_SUBSCHEMAS + 1, MAX_SUBSCHEMAS));
+            }
+            other => panic!("expected a size refusal, got {other}"),
+        }
+    }
+
+    /// `levels` definitions, each of which refers to the next one twice.
+    fn doubling_chain(levels: usize, combinator: &str) -> Value {
+        let mut defs = serde_json::Map::new();
+        for i in 0..levels {
+            let next = format!("#/$defs/d{}", i + 1);
+            defs.insert(
+                format!("d{i}"),
+                json!({ combinator: [{"$ref": next}, {"$ref": next}] }),
+            );
+        }
+        defs.insert(format!("d{levels}"), json!({"type": "string"}));
+        json!({"$defs": defs, "$ref": "#/$defs/d0"})
+    }
+
+    #[test]
+    fn exponential_reference_fan_out_is_refused() {
+        for combinator in ["anyOf", "allOf", "oneOf"] {
+            // 2^30 visits would take about a minute; the bound refuses it at compile time.
+            let started = Instant::now();
+            let err = compile_error(&doubling_chain(30, combinator));
+            assert!(matches!(err, SchemaError::TooComplex { .. }), "{err}");
+            assert!(started.elapsed() < Duration::from_secs(1));
+            // A short chain is harmless and still works.
+            let small = compiled(&doubling_chain(5, combinator));
+            assert!(small.validate(&json!("x")).is_ok());
+            assert!(small.validate(&json!(1)).is_err());
+        }
+    }
+
+    #[test]
+    fn shared_definitions_are_not_mistaken_for_blow_up() {
+        // Many properties referring to the same definitions is the normal shape of generated
+        // schemas (pydantic, zod) and must stay well inside the expansion bound.
+        let mut properties = serde_json::Map::new();
+        for i in 0..200 {
+            properties.insert(format!("p{i}"), json!({"$ref": "#/$defs/item"}));
+        }
+        let schema = json!({
+            "$defs": {
+                "item": {"type": "object", "properties": {"a": {"$ref": "#/$defs/leaf"}, "b": {"$ref": "#/$defs/leaf"}}},
+                "leaf": {"type": "object", "properties": {"v": {"type": "string"}, "w": {"type": "integer"}}}
+            },
+            "properties": properties
+        });
+        assert!(compile(&schema).is_ok());
+    }
+
+    #[test]
+    fn self_references_compile_and_terminate() {
+        let rows = [
+            json!({"$ref": "#"}),
+            json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+            json!({"anyOf": [{"$ref": "#"}, {"type": "string"}]}),
+        ];
+        for schema in rows {
+            let compiled = compiled(&schema);
+            let _ = compiled.validate(&json!({"a": [1, "b"]}));
+        }
+    }
+
+    #[test]
+    fn error_messages_are_sentences_that_say_what_to_do() {
+        let errors = [
+            compile_error(&json!({"$schema": "https://example.com/x"})),
+            compile_error(&json!({"$ref": "https://evil.example/x.json"})),
+            compile_error(&json!({"pattern": "(?<=a)"})),
+            compile_error(&nested(40, json!({}))),
+            compile_error(&json!({"type": 1})),
+        ];
+        for err in errors {
+            let text = err.to_string();
+            assert!(text.starts_with("The "), "{text}");
+            assert!(text.ends_with('.'), "{text}");
+            assert!(text.contains("must"), "{text}");
+        }
+    }
+
+    #[test]
+    fn hostile_schema_text_is_escaped_in_errors() {
+        let err = compile_error(&json!({"$ref": "https://evil.example/\u{1b}]0;pwned\u{7}"}));
+        let text = err.to_string();
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(!text.contains('\u{7}'), "{text}");
+        let long = format!("https://evil.example/{}", "a".repeat(10_000));
+        let text = compile_error(&json!({ "$ref": long })).to_string();
+        assert!(text.len() < 1_000, "{}", text.len());
+    }
+}

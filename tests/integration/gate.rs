@@ -1,0 +1,428 @@
+//! The gate, end to end: the real mcpguard binary enforcing a snapshot captured and reviewed from
+//! the fixture server. Every refusal is checked on both sides: what the host sees, and (from the
+//! fixture's log of every line it received) that the server never saw the refused call.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::support::{fixture, mcpguard, Peer};
+
+/// The fixture's tools this suite reviews, with their input channels.
+fn reviews() -> Value {
+    let r = |channels: Value, concurrency: &str| {
+        json!({"reviewer": "itest@example.test", "assertions": {"headless": true, "independentCalls": true, "modelBacked": false,
+               "sideEffects": [], "concurrency": concurrency, "referenceBasedIO": true}, "inputChannels": channels})
+    };
+    json!({
+        "echo": r(json!({"/text": "data"}), "safe"),
+        "add": r(json!({"/a": "data", "/b": "data"}), "safe"),
+        "write_note": r(json!({"/path": "authority", "/body": "data"}), "serialize"),
+        "slow": r(json!({"/ms": "data"}), "safe"),
+        "crash": r(json!({"/code": "data"}), "safe"),
+        "bad_output": r(json!({}), "safe"),
+        "no_structured": r(json!({}), "safe"),
+        "fail": r(json!({}), "safe"),
+        "rpc_error": r(json!({}), "safe"),
+        "list_changed": r(json!({}), "safe"),
+        "ask_sampling": r(json!({}), "safe"),
+        "ask_roots": r(json!({}), "safe"),
+        "notify": r(json!({}), "safe"),
+        "task_tool": r(json!({}), "safe"),
+    })
+}
+
+/// Captures the fixture (started with `args`) and reviews the tools above; returns the snapshot
+/// path and its digest.
+pub fn reviewed_snapshot(dir: &Path, args: &[&str]) -> (PathBuf, String) {
+    let snap = dir.join("fixture.snapshot.json");
+    let out = Command::new(mcpguard())
+        .args(["capture", "--server", "fixture", "--out"])
+        .arg(&snap)
+        .arg("--")
+        .arg(fixture())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "capture failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reviews_file = dir.join("reviews.json");
+    std::fs::write(&reviews_file, reviews().to_string()).unwrap();
+    let out = Command::new(mcpguard())
+        .arg("review")
+        .arg(&snap)
+        .args(["--server", "fixture", "--from"])
+        .arg(&reviews_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "review failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    (snap, digest)
+}
+
+/// A guarded fixture: mcpguard enforcing `snap`, the fixture started with `args` and logging
+/// what it receives to `log`.
+fn guarded(snap: &Path, digest: &str, log: &Path, args: &[&str]) -> Peer {
+    let mut argv: Vec<String> = vec![
+        "--manifest".into(),
+        snap.display().to_string(),
+        "--sha256".into(),
+        digest.into(),
+        "--server".into(),
+        "fixture".into(),
+        "--".into(),
+        fixture().display().to_string(),
+        "--log".into(),
+        log.display().to_string(),
+    ];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    Peer::guard(&argv)
+}
+
+/// What the server received, one JSON value per line.
+fn received(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn calls_received(log: &Path) -> Vec<String> {
+    received(log)
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .map(|m| m["params"]["name"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+fn call(p: &mut Peer, id: i64, name: &str, args: Value) -> Value {
+    p.request(id, "tools/call", json!({"name": name, "arguments": args}))
+}
+
+fn sc(v: &Value) -> &Value {
+    &v["result"]["structuredContent"]
+}
+
+#[test]
+fn a_reviewed_tool_is_served_and_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    let init = p.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "mcpguard-fixture");
+    let list = p.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"echo") && !names.contains(&"big"),
+        "only reviewed tools are listed: {names:?}"
+    );
+    let r = call(&mut p, 2, "echo", json!({"text": "hello"}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hello", "{r}");
+    assert_eq!(calls_received(&log), vec!["echo"]);
+}
+
+#[test]
+fn refused_calls_never_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    let r = call(&mut p, 1, "big", json!({"bytes": 1}));
+    assert_eq!(r["error"]["code"], -32602, "an unreviewed tool: {r}");
+    let r = call(&mut p, 2, "no_such_tool", json!({}));
+    assert_eq!(r["error"]["code"], -32602);
+    let r = call(&mut p, 3, "echo", json!({"text": 42}));
+    assert_eq!(sc(&r)["code"], "invalid_arguments", "{r}");
+    assert!(
+        !r.to_string().contains("42"),
+        "argument values are not echoed: {r}"
+    );
+    let r = call(&mut p, 4, "task_tool", json!({}));
+    assert_eq!(sc(&r)["code"], "capability_denied");
+    let r = p.request(
+        5,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}, "task": {"ttl": 1000}}),
+    );
+    assert_eq!(sc(&r)["code"], "capability_denied");
+    let r = p.request(6, "prompts/list", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    assert!(
+        p.stderr().contains("refused"),
+        "every refusal is explained on stderr"
+    );
+    p.close_stdin();
+    p.wait();
+    assert_eq!(calls_received(&log), Vec::<String>::new());
+}
+
+#[test]
+fn requests_before_the_handshake_and_a_second_initialize_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    let r = call(&mut p, 1, "echo", json!({"text": "early"}));
+    assert_eq!(r["error"]["code"], -31005, "{r}");
+    let r = p.request(2, "server/discover", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    p.initialize();
+    let r = p.request(3, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}));
+    assert_eq!(r["error"]["code"], -32600);
+    p.close_stdin();
+    p.wait();
+    let methods: Vec<Value> = received(&log).iter().map(|m| m["method"].clone()).collect();
+    assert_eq!(
+        methods.iter().filter(|m| **m == "initialize").count(),
+        1,
+        "{methods:?}"
+    );
+    assert!(!methods.contains(&json!("tools/call")));
+}
+
+#[test]
+fn the_server_is_initialized_with_the_pinned_version_and_blocked_capabilities_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    let r = p.request(0, "initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}, "roots": {"listChanged": true}, "elicitation": {}, "experimental": {"x": {}}}, "clientInfo": {"name": "host", "version": "9"}}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    let init = received(&log)
+        .into_iter()
+        .find(|m| m["method"] == "initialize")
+        .unwrap();
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"experimental": {"x": {}}})
+    );
+    assert_eq!(
+        init["params"]["clientInfo"],
+        json!({"name": "host", "version": "9"}),
+        "clientInfo is forwarded as is"
+    );
+}
+
+#[test]
+fn a_changed_server_identity_refuses_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &["--server-version", "1.0.1"]);
+    let r = p.request(0, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}));
+    assert_eq!(r["error"]["code"], -31006, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/serverInfo/version"),
+        "{r}"
+    );
+    let r = call(&mut p, 1, "echo", json!({"text": "x"}));
+    assert_eq!(r["error"]["code"], -31006);
+    assert!(calls_received(&log).is_empty());
+}
+
+#[test]
+fn drift_in_one_keyword_is_caught_before_dispatch() {
+    for flag in [
+        vec!["--describe-suffix", "!"],
+        vec!["--annotation-drift"],
+        vec!["--schema-drift"],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+        let log = dir.path().join("server.log");
+        let mut p = guarded(&snap, &digest, &log, &flag);
+        p.initialize();
+        let list = p.request(1, "tools/list", json!({}));
+        let names: Vec<&str> = list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            !names.contains(&"echo"),
+            "{flag:?}: a drifted tool is not listed"
+        );
+        let r = call(&mut p, 2, "echo", json!({"text": "x"}));
+        assert_eq!(sc(&r)["code"], "tool_drift", "{flag:?}: {r}");
+        let r = call(&mut p, 3, "add", json!({"a": 1, "b": 2}));
+        assert_eq!(
+            sc(&r)["code"],
+            "review_invalidated",
+            "{flag:?}: after drift nothing passes"
+        );
+        p.close_stdin();
+        p.wait();
+        assert!(calls_received(&log).is_empty(), "{flag:?}");
+    }
+}
+
+#[test]
+fn a_rug_pull_after_the_first_list_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    // The fixture answers the binding walk honestly and changes echo's description afterwards.
+    let mut p = guarded(&snap, &digest, &log, &["--rug-pull-after", "1"]);
+    p.initialize();
+    let r = call(&mut p, 1, "echo", json!({"text": "x"}));
+    assert_eq!(sc(&r)["code"], "tool_drift", "{r}");
+    assert!(sc(&r)["message"].as_str().unwrap().contains("/description"));
+    assert!(calls_received(&log).is_empty());
+}
+
+#[test]
+fn list_changed_during_a_call_makes_its_result_indeterminate_and_ends_the_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    let r = call(&mut p, 1, "list_changed", json!({}));
+    assert_eq!(sc(&r)["code"], "UNKNOWN_DISPATCH_OUTCOME", "{r}");
+    assert_eq!(sc(&r)["outcomeKnown"], false);
+    let r = call(&mut p, 2, "echo", json!({"text": "x"}));
+    assert_eq!(sc(&r)["code"], "review_invalidated");
+    let list = p.request(3, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"], json!([]));
+    assert_eq!(calls_received(&log), vec!["list_changed"]);
+}
+
+#[test]
+fn results_must_honour_the_reviewed_output_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    let r = call(&mut p, 1, "bad_output", json!({}));
+    assert_eq!(sc(&r)["code"], "output_contract_violation", "{r}");
+    let r = call(&mut p, 2, "no_structured", json!({}));
+    assert_eq!(sc(&r)["code"], "output_contract_violation", "{r}");
+    let r = call(&mut p, 3, "add", json!({"a": 1, "b": 2}));
+    assert_eq!(r["result"]["structuredContent"]["sum"], 3);
+}
+
+#[test]
+fn server_error_text_is_sanitized() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    for (id, tool) in [(1, "fail"), (2, "rpc_error")] {
+        let r = call(&mut p, id, tool, json!({}));
+        let text = r.to_string();
+        for hidden in ['\u{1b}', '\u{202e}', '\u{200b}', '\u{e0041}', '\u{85}'] {
+            assert!(!text.contains(hidden), "{tool}: {hidden:?} passed: {text}");
+        }
+        assert!(
+            text.contains("\\\\u{202E}"),
+            "{tool}: hidden characters are made visible: {text}"
+        );
+    }
+}
+
+#[test]
+fn server_requests_for_excluded_capabilities_are_answered_with_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    for (id, tool) in [(1, "ask_sampling"), (2, "ask_roots")] {
+        p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}));
+        let (r, seen) = p.recv_response(&json!(id));
+        assert!(
+            seen.iter().all(|m| m
+                .get("method")
+                .is_none_or(|m| m != "sampling/createMessage" && m != "roots/list")),
+            "{tool}: the host saw {seen:?}"
+        );
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.contains("error") && text.contains("-32601"),
+            "{tool}: the server got an error: {r}"
+        );
+    }
+}
+
+#[test]
+fn a_tampered_or_expired_snapshot_never_starts_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let marker = dir.path().join("started");
+    let server = [
+        "--",
+        "sh",
+        "-c",
+        &format!("touch {}; cat", marker.display()),
+    ];
+    let run = |args: Vec<String>| {
+        let mut p = Peer::guard(&args);
+        let status = p.wait();
+        (status, p.stderr())
+    };
+    let base = |d: &str| -> Vec<String> {
+        let mut v = vec![
+            "--manifest".into(),
+            snap.display().to_string(),
+            "--sha256".into(),
+            d.into(),
+            "--server".into(),
+            "fixture".into(),
+        ];
+        v.extend(server.iter().map(|s| s.to_string()));
+        v
+    };
+    let (status, err) = run(base(&"0".repeat(64)));
+    assert!(!status.success());
+    assert!(err.contains("digest mismatch"), "{err}");
+    // Edit one review: the digest no longer matches.
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&snap).unwrap()).unwrap();
+    doc["servers"]["fixture"]["reviews"]["echo"]["reviewer"] = json!("mallory");
+    std::fs::write(&snap, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let (status, err) = run(base(&digest));
+    assert!(
+        !status.success() && err.contains("digest mismatch"),
+        "{err}"
+    );
+    // Expired, with the digest updated to match.
+    doc["capturedAt"] = json!("2020-01-01T00:00:00Z");
+    doc["expiresAt"] = json!("2020-01-08T00:00:00Z");
+    std::fs::write(&snap, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let d = String::from_utf8(
+        Command::new(mcpguard())
+            .arg("hash")
+            .arg(&snap)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let (status, err) = run(base(d.trim()));
+    assert!(!status.success() && err.contains("expired"), "{err}");
+    assert!(!marker.exists(), "the server process was started");
+}
