@@ -23,6 +23,7 @@ fn main() {
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
+    let only_gate = args.iter().any(|a| a == "--gate-only");
     let dir = exe_dir();
     let mcpguard = dir.join("../mcpguard");
     let fixture = dir.join("fixture_server");
@@ -59,7 +60,20 @@ fn main() {
     } else {
         (20_000, 200_000)
     };
+    if !only_gate {
+        proxy_figures(&configs, &me, &mcpguard, round_trips, pipelined, quick);
+    }
+    gate_figures(&mcpguard, &fixture, if quick { 300 } else { 2_000 });
+}
 
+fn proxy_figures(
+    configs: &[(&str, Vec<OsString>)],
+    me: &Path,
+    mcpguard: &Path,
+    round_trips: usize,
+    pipelined: usize,
+    quick: bool,
+) {
     println!(
         "mcpguard proxy benchmark ({} round trips, {} pipelined messages)",
         round_trips, pipelined
@@ -71,7 +85,7 @@ fn main() {
         "path", "p50 µs", "p99 µs", "msgs/s"
     );
     let mut results = Vec::new();
-    for (name, cmd) in &configs {
+    for (name, cmd) in configs.iter() {
         let lat = latency(cmd, round_trips);
         let tput = throughput(cmd, pipelined);
         println!(
@@ -101,7 +115,7 @@ fn main() {
         (
             "pipe relay",
             vec![
-                me.clone().into_os_string(),
+                me.as_os_str().to_owned(),
                 "relay".into(),
                 "--".into(),
                 "cat".into(),
@@ -110,7 +124,7 @@ fn main() {
         (
             "mcpguard",
             vec![
-                mcpguard.clone().into_os_string(),
+                mcpguard.as_os_str().to_owned(),
                 "--max-message-bytes".into(),
                 "100000000".into(),
                 "--".into(),
@@ -126,6 +140,212 @@ fn main() {
             hwm >> 10
         );
     }
+}
+
+/// Per-call latency of a gated `tools/call` against a 1,000-tool catalogue, beside a direct
+/// call, a relay-only call (mcpguard without a snapshot) and a direct `tools/list` round trip:
+/// the seed's extra live re-list is the floor; what is above it is mcpguard's own cost.
+fn gate_figures(mcpguard: &Path, fixture: &Path, n: usize) {
+    let dir = std::env::temp_dir().join(format!("mcpguard-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let snap = dir.join("bench.snapshot.json");
+    let fixture_cmd = |extra: &[&str]| -> Vec<OsString> {
+        let mut v = vec![
+            fixture.as_os_str().to_owned(),
+            "--tools".into(),
+            "1000".into(),
+        ];
+        v.extend(extra.iter().map(OsString::from));
+        v
+    };
+    let status = Command::new(mcpguard)
+        .args(["capture", "--server", "bench", "--out"])
+        .arg(&snap)
+        .arg("--")
+        .args(fixture_cmd(&[]))
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("capture");
+    assert!(status.success(), "capture failed");
+    let out = Command::new(mcpguard)
+        .arg("review")
+        .arg(&snap)
+        .args([
+            "--server",
+            "bench",
+            "--tool",
+            "echo",
+            "--reviewer",
+            "bench@example.test",
+        ])
+        .args([
+            "--assert",
+            "headless=true",
+            "--assert",
+            "independentCalls=true",
+            "--assert",
+            "modelBacked=false",
+        ])
+        .args([
+            "--assert",
+            "sideEffects=",
+            "--assert",
+            "concurrency=safe",
+            "--assert",
+            "referenceBasedIO=true",
+            "--channel",
+            "/text=data",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .expect("review");
+    let digest = String::from_utf8_lossy(&out.stdout).trim().to_string();
+
+    let guard = |extra: &[&str]| -> Vec<OsString> {
+        let mut v = vec![mcpguard.as_os_str().to_owned()];
+        v.extend(extra.iter().map(OsString::from));
+        v.push("--".into());
+        v.extend(fixture_cmd(&[]));
+        v
+    };
+    let snap_s = snap.display().to_string();
+    let paths: Vec<(&str, Vec<OsString>)> = vec![
+        ("direct", fixture_cmd(&[])),
+        ("relay-only", guard(&["--allow-unpinned"])),
+        (
+            "gated",
+            guard(&[
+                "--manifest",
+                &snap_s,
+                "--sha256",
+                &digest,
+                "--server",
+                "bench",
+            ]),
+        ),
+    ];
+    println!();
+    println!("gated tools/call, catalogue of 1,016 tools ({n} calls each)");
+    println!("{:<22} {:>10} {:>10}", "path", "p50 µs", "p99 µs");
+    let call = r#"{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
+    let list = r#"{"jsonrpc":"2.0","id":ID,"method":"tools/list"}"#;
+    let mut figures = Vec::new();
+    for (name, cmd) in &paths {
+        let f = session_latency(cmd, call, n);
+        println!(
+            "{:<22} {:>10.1} {:>10.1}",
+            format!("tools/call {name}"),
+            f.0,
+            f.1
+        );
+        figures.push(f);
+    }
+    let list_direct = session_latency(&paths[0].1, list, n);
+    println!(
+        "{:<22} {:>10.1} {:>10.1}",
+        "tools/list direct", list_direct.0, list_direct.1
+    );
+    let floor = figures[1].0 + list_direct.0;
+    println!(
+        "gated / (relay-only call + direct tools/list): p50 {:.2}x (target <= 1.1x); gated / direct call: p50 {:.1}x",
+        figures[2].0 / floor,
+        figures[2].0 / figures[0].0
+    );
+    own_work(&snap, n);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// mcpguard's own work per gated call, measured in process: parsing the live page strictly,
+/// canonicalizing and hashing every Tool, comparing the selected one, validating the arguments.
+fn own_work(snap: &Path, n: usize) {
+    use mcpguard::{canonical, gate, manifest, schema, strict};
+    let m = manifest::load(snap).expect("snapshot");
+    let entry = m.server("bench").expect("server");
+    let page_bytes = serde_json::to_vec(&entry["toolPages"][0]).expect("page");
+    let tool = manifest::tools("bench", entry)
+        .expect("tools")
+        .into_iter()
+        .find(|(n, _, _)| n == "echo")
+        .expect("echo")
+        .2;
+    let compiled = schema::compile(&tool["inputSchema"]).expect("schema");
+    let args = serde_json::json!({"text": "hello"});
+    let reviewed = canonical::canonical_bytes(&tool);
+    let (mut t_parse, mut t_canon, mut t_check) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let page =
+            gate::parse_page(std::str::from_utf8(&page_bytes).expect("utf-8")).expect("page");
+        let t1 = Instant::now();
+        let live = gate::LiveCatalogue::from_pages(vec![page]).expect("catalogue");
+        let t2 = Instant::now();
+        let echo = strict::parse_strict_str(live.tools["echo"].get()).expect("echo");
+        assert_eq!(canonical::canonical_bytes(&echo), reviewed);
+        compiled.validate(&args).expect("valid");
+        let t3 = Instant::now();
+        t_parse += t1 - t0;
+        t_canon += t2 - t1;
+        t_check += t3 - t2;
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    println!(
+        "mcpguard's own work per gated call, {} KiB live page of 1,016 tools: read the page {:.0} µs, index the names {:.0} µs, parse + canonicalize + compare the called tool and validate its arguments {:.1} µs",
+        page_bytes.len() >> 10,
+        us(t_parse),
+        us(t_canon),
+        us(t_check)
+    );
+}
+
+fn session_latency(cmd: &[OsString], template: &str, n: usize) -> (f64, f64) {
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = Vec::new();
+    let mut roundtrip =
+        |stdin: &mut std::process::ChildStdin, msg: String, id: usize| -> Duration {
+            let start = Instant::now();
+            stdin
+                .write_all(msg.as_bytes())
+                .and_then(|_| stdin.write_all(b"\n"))
+                .and_then(|_| stdin.flush())
+                .expect("write");
+            let want = format!("\"id\":{id},");
+            loop {
+                line.clear();
+                stdout.read_until(b'\n', &mut line).expect("read");
+                assert!(!line.is_empty(), "the server closed");
+                if String::from_utf8_lossy(&line).contains(&want) {
+                    return start.elapsed();
+                }
+            }
+        };
+    roundtrip(&mut stdin, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#.to_string(), 0);
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .expect("write");
+    let warm = (n / 10).max(20);
+    let mut samples = Vec::with_capacity(n);
+    for i in 1..=(warm + n) {
+        let d = roundtrip(&mut stdin, template.replace("ID", &i.to_string()), i);
+        if i > warm {
+            samples.push(d.as_secs_f64() * 1e6);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    samples.sort_by(|a, b| a.total_cmp(b));
+    (
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+    )
 }
 
 fn exe_dir() -> PathBuf {

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use jiff::Timestamp;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::canonical;
@@ -322,63 +323,98 @@ pub fn clean_error_result(result: &mut Value) -> bool {
     changed
 }
 
-/// The live catalogue from one complete `tools/list` walk: name → canonical bytes and object.
-#[derive(Debug, Default, Clone)]
+/// One page of a live `tools/list`, read cheaply: each Tool stays raw JSON text and only its
+/// name is read. A live walk of a large catalogue happens before every call, so the full strict
+/// parse and canonicalization are kept for the few tools that are actually compared.
+#[derive(Debug)]
+pub struct LivePage {
+    pub tools: Vec<(String, Box<RawValue>)>,
+    pub next_cursor: Option<String>,
+}
+
+/// Reads one page result. A repeated `tools` or `nextCursor` member is an error (serde's derive
+/// refuses duplicate fields); other members are ignored.
+pub fn parse_page(raw: &str) -> Result<LivePage, String> {
+    #[derive(serde::Deserialize)]
+    struct Page<'a> {
+        #[serde(borrow)]
+        tools: Vec<&'a RawValue>,
+        #[serde(rename = "nextCursor", default)]
+        next_cursor: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    let page: Page<'_> = serde_json::from_str(raw)
+        .map_err(|e| format!("a live tools/list page is not acceptable: {e}"))?;
+    let mut tools = Vec::with_capacity(page.tools.len());
+    for t in page.tools {
+        let named: Named<'_> = serde_json::from_str(t.get())
+            .map_err(|e| format!("a live tool has no usable name: {e}"))?;
+        tools.push((named.name.into_owned(), t.to_owned()));
+    }
+    Ok(LivePage {
+        tools,
+        next_cursor: page.next_cursor,
+    })
+}
+
+/// The live catalogue from one complete `tools/list` walk: name → the Tool as raw JSON text.
+#[derive(Debug, Default)]
 pub struct LiveCatalogue {
-    pub tools: HashMap<String, (Vec<u8>, Value)>,
+    pub tools: HashMap<String, Box<RawValue>>,
 }
 
 impl LiveCatalogue {
-    /// Builds the catalogue from page results; a name occurring twice is an error.
-    pub fn from_pages(pages: &[Value]) -> Result<Self, String> {
+    /// Builds the catalogue from the pages of a walk; a name occurring twice is an error.
+    pub fn from_pages(pages: Vec<LivePage>) -> Result<Self, String> {
         let mut tools = HashMap::new();
-        for (p, page) in pages.iter().enumerate() {
-            let list = page.get("tools").and_then(Value::as_array).ok_or_else(|| {
-                format!("page {} of the live tools/list has no tools array", p + 1)
-            })?;
-            for tool in list {
-                let name = tool.get("name").and_then(Value::as_str).ok_or_else(|| {
-                    format!(
-                        "page {} of the live tools/list has a tool without a name",
-                        p + 1
-                    )
-                })?;
-                if tools
-                    .insert(
-                        name.to_string(),
-                        (canonical::canonical_bytes(tool), tool.clone()),
-                    )
-                    .is_some()
-                {
+        for page in pages {
+            for (name, raw) in page.tools {
+                if tools.contains_key(&name) {
                     return Err(format!("the live tools/list names {name:?} twice"));
                 }
+                tools.insert(name, raw);
             }
         }
         Ok(LiveCatalogue { tools })
     }
 
     /// Why the live object of `tool` differs from the reviewed one, or `None` if identical.
+    /// The live object is parsed strictly (duplicate members are drift) and compared by its
+    /// RFC 8785 canonical bytes.
     pub fn drift(&self, pin_key: &str, tool: &ReviewedTool) -> Option<String> {
-        match self.tools.get(&tool.name) {
-            None => Some(format!(
+        let Some(raw) = self.tools.get(&tool.name) else {
+            return Some(format!(
                 "tool {:?} is no longer in the live catalogue",
                 tool.name
-            )),
-            Some((bytes, _)) if *bytes == tool.canonical => None,
-            Some((_, live)) => {
-                let changes = crate::diff::diff_tool(pin_key, &tool.name, &tool.tool, live);
-                let pointers: Vec<String> = changes.iter().map(|c| c.pointer.clone()).collect();
-                Some(format!(
-                    "the live definition of tool {:?} differs from the reviewed one at {}",
-                    tool.name,
-                    if pointers.is_empty() {
-                        "(unknown)".to_string()
-                    } else {
-                        pointers.join(", ")
-                    }
+            ));
+        };
+        let live = match crate::strict::parse_strict_str(raw.get()) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(format!(
+                    "the live definition of tool {:?} is not acceptable: {e}",
+                    tool.name
                 ))
             }
+        };
+        if canonical::canonical_bytes(&live) == tool.canonical {
+            return None;
         }
+        let changes = crate::diff::diff_tool(pin_key, &tool.name, &tool.tool, &live);
+        let pointers: Vec<String> = changes.iter().map(|c| c.pointer.clone()).collect();
+        Some(format!(
+            "the live definition of tool {:?} differs from the reviewed one at {}",
+            tool.name,
+            if pointers.is_empty() {
+                "(unknown)".to_string()
+            } else {
+                pointers.join(", ")
+            }
+        ))
     }
 }
 
@@ -430,12 +466,16 @@ mod tests {
 
     #[test]
     fn live_catalogue_rejects_duplicates() {
-        let pages = vec![
-            json!({"tools": [{"name": "a", "inputSchema": {}}]}),
-            json!({"tools": [{"name": "a", "inputSchema": {}}]}),
-        ];
-        assert!(LiveCatalogue::from_pages(&pages)
+        let page = r#"{"tools": [{"name": "a", "inputSchema": {}}]}"#;
+        let pages = vec![parse_page(page).unwrap(), parse_page(page).unwrap()];
+        assert!(LiveCatalogue::from_pages(pages)
             .unwrap_err()
             .contains("twice"));
+        assert!(parse_page(r#"{"tools": [], "tools": []}"#).is_err());
+        assert!(parse_page(r#"{"tools": [{"inputSchema": {}}]}"#).is_err());
+        let next = parse_page(r#"{"tools": [], "nextCursor": "c2", "x": 1}"#)
+            .unwrap()
+            .next_cursor;
+        assert_eq!(next.as_deref(), Some("c2"));
     }
 }

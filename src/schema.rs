@@ -14,17 +14,22 @@
 //! - `pattern` and `patternProperties` run on the `regex` crate's linear-time engine. Patterns it
 //!   cannot express (lookaround, backreferences) are refused rather than handed to a backtracking
 //!   engine that a crafted pattern and argument could keep busy for hours.
-//! - Size is bounded before the schema reaches the compiler: nesting depth, the number of
-//!   subschemas, and the number of subschemas that `$ref` expansion can make a validator visit
-//!   (a few dozen small definitions that each reference the next one twice are enough to make a
-//!   single validation run for minutes).
+//! - Size is bounded before the schema reaches the compiler: nesting depth and the number of
+//!   subschemas. After compiling, the number of subschemas that `$ref` expansion makes a
+//!   validator visit is bounded too (thirty small definitions that each reference the next one
+//!   twice made a single validation run for a minute).
+//! - Time is bounded per validation: jsonschema evaluates a subschema once for every path that
+//!   reaches it, so a recursive schema can take time exponential in the depth of the instance.
+//!   Before each validation mcpguard counts, on a graph of the schema, how many evaluations it can
+//!   take at most, and refuses instances that need more than a budget proportional to their size
+//!   (see `Graph`).
 //! - `format` is an annotation, never an assertion (see `build_options`).
 //!
 //! Violation messages are built from the kind of error and never contain the instance's values:
 //! tool arguments can carry secrets, and these messages go to the host, to stderr and to the audit
 //! log.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -43,10 +48,27 @@ pub const MAX_SUBSCHEMAS: usize = 10_000;
 
 /// The most subschemas a schema may reach when every `$ref` is followed as if it were inlined.
 ///
-/// This bounds the work of one validation where the two limits above cannot: references let a
-/// small document describe an exponentially large schema. A million visits take tens of
-/// milliseconds, far above any schema a tool plausibly needs.
+/// References let a small document describe an exponentially large schema, which makes every
+/// validation expensive whatever the instance. The per-call bound below would refuse every call;
+/// this refuses the schema when the tool is reviewed instead, with a message the reviewer can act
+/// on. A million subschemas is far above what any tool plausibly needs.
 pub const MAX_EXPANDED_SUBSCHEMAS: u64 = 1_000_000;
+
+/// The (subschema, instance location) evaluations every validation may make, whatever the size
+/// of the instance. jsonschema's boolean check takes a few nanoseconds per evaluation, so this is
+/// about ten milliseconds at worst.
+pub const WORK_BASE: u64 = 1_000_000;
+
+/// The evaluations a validation may make for each value in the instance, on top of
+/// [`WORK_BASE`], so that large but ordinary instances are not refused: work that grows with the
+/// size of the input is what any proxy pays.
+pub const WORK_PER_VALUE: u64 = 64;
+
+/// The evaluations up to which an invalid instance gets detailed violations. Collecting errors
+/// costs up to a microsecond per evaluation when failed `anyOf` or `oneOf` branches pile up (an
+/// expression tree nested fourteen deep took a third of a second), so past this the instance is
+/// refused with a single violation that does not say where: about a tenth of a second at worst.
+pub const DETAIL_WORK_LIMIT: u64 = 100_000;
 
 /// The most violations one validation reports. Collecting stops there so that a huge invalid
 /// instance cannot produce a huge error message.
@@ -102,6 +124,7 @@ impl fmt::Display for Dialect {
 /// to a weaker check, so a tool whose schema is refused cannot be called through the gate.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
+    /// `$schema` names a dialect other than 2020-12, 2019-09, draft-07, draft-06 or draft-04.
     #[error(
         "The schema declares \"$schema\": {declared}, which is not a JSON Schema dialect mcpguard \
          supports (2020-12, 2019-09, draft-07, draft-06, draft-04). mcpguard refuses unknown \
@@ -110,6 +133,7 @@ pub enum SchemaError {
     )]
     UnknownDialect { declared: String },
 
+    /// A `$ref` needs a document other than the schema itself.
     #[error(
         "The schema refers to \"{uri}\", which is outside the schema document. mcpguard never \
          fetches remote or local files for a schema; the server must inline the referenced schema \
@@ -117,6 +141,7 @@ pub enum SchemaError {
     )]
     RemoteRef { uri: String },
 
+    /// A `pattern` or `patternProperties` key the linear-time engine cannot compile.
     #[error(
         "The regular expression \"{pattern}\" at \"{pointer}\" cannot be compiled by mcpguard's \
          linear-time regex engine (lookaround, backreferences and very large patterns are not \
@@ -125,6 +150,7 @@ pub enum SchemaError {
     )]
     BadRegex { pointer: String, pattern: String },
 
+    /// The schema nests arrays and objects deeper than [`MAX_DEPTH`].
     #[error(
         "The schema is nested {depth} levels deep, more than the limit of {limit}. mcpguard bounds \
          schema nesting so that compiling and validating cannot exhaust the stack; the server must \
@@ -132,13 +158,15 @@ pub enum SchemaError {
     )]
     TooDeep { depth: usize, limit: usize },
 
+    /// The schema has more than [`MAX_SUBSCHEMAS`] objects.
     #[error(
-        "The schema contains {count} subschemas, more than the limit of {limit}. mcpguard bounds \
-         schema size so that compiling and validating stay fast; the server must simplify the \
-         schema."
+        "The schema contains {count} objects (subschemas and object values), more than the limit \
+         of {limit}. mcpguard bounds schema size so that compiling and validating stay fast; the \
+         server must simplify the schema."
     )]
     TooLarge { count: usize, limit: usize },
 
+    /// `$ref` expansion reaches more than [`MAX_EXPANDED_SUBSCHEMAS`] subschemas.
     #[error(
         "Following the schema's \"$ref\" references reaches more than {limit} subschemas, so \
          validating one call could take exponential time. mcpguard refuses such schemas; the \
@@ -147,6 +175,8 @@ pub enum SchemaError {
     )]
     TooComplex { limit: u64 },
 
+    /// The schema breaks its dialect's meta-schema, has a broken local reference, or is not an
+    /// object or a boolean.
     #[error(
         "The schema is not a valid {dialect} JSON Schema: at \"{pointer}\", {reason}. The server \
          must fix the tool's schema, and the tool must be captured and reviewed again."
@@ -162,9 +192,10 @@ pub enum SchemaError {
 /// instance, apart from the object keys and array indices that make up `instance_pointer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// RFC 6901 pointer to the offending part of the instance (empty for the whole instance).
+    /// RFC 6901 pointer to the offending part of the instance (empty for the whole instance),
+    /// with invisible and control characters escaped and cut to 200 characters for display.
     pub instance_pointer: String,
-    /// RFC 6901 pointer to the schema keyword that failed.
+    /// RFC 6901 pointer to the schema keyword that failed, escaped and cut the same way.
     pub schema_pointer: String,
     /// A short description derived from the kind of error, without instance values.
     pub message: String,
@@ -197,6 +228,7 @@ pub fn summary(violations: &[Violation]) -> String {
 /// A compiled schema, ready to validate any number of instances from any thread.
 pub struct CompiledSchema {
     validator: Validator,
+    graph: Graph,
     dialect: Dialect,
 }
 
@@ -233,10 +265,15 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
         }
     })?;
     let validator = built.map_err(|err| build_error(&err, dialect))?;
-    // Expansion is measured after a successful build, which has already proven that every
+    // The graph is built after a successful build, which has already proven that every
     // reference resolves inside the document.
-    check_expansion(schema, dialect)?;
-    Ok(CompiledSchema { validator, dialect })
+    let graph = build_graph(schema, dialect)?;
+    graph.check_expansion()?;
+    Ok(CompiledSchema {
+        validator,
+        graph,
+        dialect,
+    })
 }
 
 impl CompiledSchema {
@@ -247,13 +284,29 @@ impl CompiledSchema {
 
     /// Validates `instance`, reporting at most [`MAX_VIOLATIONS`] violations.
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<Violation>> {
+        let limit = WORK_BASE.saturating_add(WORK_PER_VALUE.saturating_mul(count_values(instance)));
+        let Some(evaluations) = self.graph.evaluations(instance, limit) else {
+            return Err(vec![whole_value_violation(
+                "value is too complex to validate against this schema in bounded time, so it is \
+                 refused",
+            )]);
+        };
         // As in `compile`: a panic in the validator refuses the instance (fail closed) instead of
         // unwinding through the proxy.
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            // The boolean check stops at the first failure; errors are only collected, which
-            // visits the whole instance, once the instance is known to be invalid.
+            // The boolean check stops at the first failure and costs a few nanoseconds per
+            // evaluation; errors are only collected once the instance is known to be invalid.
             if self.validator.is_valid(instance) {
                 return Ok(());
+            }
+            // Collecting errors explores every branch and keeps the errors of failed `anyOf` and
+            // `oneOf` branches, which costs up to a microsecond per evaluation: past the detail
+            // limit the instance is refused without saying where.
+            if evaluations > DETAIL_WORK_LIMIT {
+                return Err(vec![whole_value_violation(
+                    "value does not match the schema (no details: finding them would take too \
+                     long)",
+                )]);
             }
             let mut violations: Vec<Violation> = self
                 .validator
@@ -361,28 +414,205 @@ fn check_bounds(schema: &Value) -> Result<(), SchemaError> {
     Ok(())
 }
 
-/// One subschema on the walk of `check_expansion`, with the edges still to follow.
-struct Frame<'r> {
-    key: usize,
-    /// Subschemas and `$ref` targets, each with the resolver and draft that apply inside it.
-    edges: Vec<(&'r Value, Resolver<'r>, Draft)>,
-    next: usize,
-    /// Subschemas reachable from this one so far, itself included.
-    total: u64,
+/// The schema as a graph of subschemas, kept beside the validator to bound the work of each
+/// validation before jsonschema starts it.
+///
+/// jsonschema does not memoize: a subschema reached along several paths is evaluated once per
+/// path, and a recursive schema whose branches descend into the same part of the instance (an
+/// expression tree written as `anyOf` of object shapes, say) takes time exponential in the
+/// instance's depth. An ordinary-looking schema of that kind and an argument nested twenty levels
+/// deep kept jsonschema busy for half a minute. jsonschema has no step limit, so mcpguard counts
+/// beforehand, on this graph, how many (subschema, instance location) evaluations a validation can
+/// make at most, and refuses instances that would need too many.
+#[derive(Debug, Default)]
+struct Graph {
+    nodes: Vec<GraphNode>,
 }
 
-/// Refuses schemas whose `$ref` graph would make a validator visit more than
-/// [`MAX_EXPANDED_SUBSCHEMAS`] subschemas.
-///
-/// It counts the subschemas of the document as if every reference were replaced by its target,
-/// using the same resolver as jsonschema so that both agree on every target. Each subschema's
-/// count is computed once and reused, so the walk itself is linear in the document. A reference
-/// back to a subschema still being counted (recursion) adds one: recursion can only go as deep as
-/// the instance does.
-fn check_expansion(schema: &Value, dialect: Dialect) -> Result<(), SchemaError> {
-    let draft = dialect.draft();
+/// One subschema and the subschemas its keywords apply, grouped by where they apply.
+#[derive(Debug, Default)]
+struct GraphNode {
+    /// Applied to the same instance location: `allOf`, `anyOf`, `oneOf`, `not`, `if`, `then`,
+    /// `else`, `dependentSchemas`, schema-valued `dependencies`, and reference targets.
+    in_place: Vec<usize>,
+    /// `properties`: applied to the member with that name.
+    properties: HashMap<String, usize>,
+    /// `patternProperties` and `unevaluatedProperties`: counted as applying to every member,
+    /// since matching the patterns here would cost as much as validating.
+    every_member: Vec<usize>,
+    /// `additionalProperties`: applied to every member not named in `properties`.
+    other_members: Vec<usize>,
+    /// `propertyNames`: applied to each member name, a string.
+    member_names: Vec<usize>,
+    /// `prefixItems` and array-valued `items`: applied to the item at the same position.
+    positional: Vec<usize>,
+    /// Schema-valued `items`, `additionalItems`, `contains`, `unevaluatedItems`: applied to every
+    /// item.
+    every_item: Vec<usize>,
+    /// `unevaluatedProperties` and `unevaluatedItems` need the annotations of the in-place
+    /// subschemas, which may evaluate them a second time; they are counted twice.
+    revisits: bool,
+}
+
+impl GraphNode {
+    /// Every subschema this one applies, wherever it applies.
+    fn targets(&self) -> Vec<usize> {
+        let mut all = self.in_place.clone();
+        all.extend(self.properties.values().copied());
+        for group in [
+            &self.every_member,
+            &self.other_members,
+            &self.member_names,
+            &self.positional,
+            &self.every_item,
+        ] {
+            all.extend_from_slice(group);
+        }
+        all
+    }
+}
+
+/// Builds the graph with the same reference resolver jsonschema uses, so that both agree on the
+/// target of every `$ref`.
+struct GraphBuilder<'r> {
+    ids: HashMap<usize, usize>,
+    graph: Graph,
+    to_visit: Vec<(usize, &'r Value, Resolver<'r>, Draft)>,
+}
+
+impl<'r> GraphBuilder<'r> {
+    /// The id of a subschema, seen for the first time or not.
+    fn intern(&mut self, value: &'r Value, resolver: Resolver<'r>, draft: Draft) -> usize {
+        let next = self.graph.nodes.len();
+        let id = *self.ids.entry(address(value)).or_insert(next);
+        if id == next {
+            self.graph.nodes.push(GraphNode::default());
+            self.to_visit.push((id, value, resolver, draft));
+        }
+        id
+    }
+
+    /// The id of a subschema nested in the current one, which starts a new base URI for the
+    /// references inside it when it has its own `$id`.
+    fn child(&mut self, value: &'r Value, resolver: &Resolver<'r>, draft: Draft) -> Option<usize> {
+        if !value.is_object() && !value.is_boolean() {
+            return None;
+        }
+        let inner = resolver
+            .in_subresource(draft.create_resource_ref(value))
+            .unwrap_or_else(|_| resolver.clone());
+        Some(self.intern(value, inner, draft))
+    }
+
+    /// The ids of the subschemas in an array (`allOf`, `prefixItems`) or in the values of an
+    /// object (`patternProperties`, `dependentSchemas`).
+    fn children(&mut self, value: &'r Value, resolver: &Resolver<'r>, draft: Draft) -> Vec<usize> {
+        let members: Vec<&'r Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            Value::Object(map) => map.values().collect(),
+            _ => Vec::new(),
+        };
+        members
+            .into_iter()
+            .filter_map(|member| self.child(member, resolver, draft))
+            .collect()
+    }
+
+    /// Records the subschemas that `value`'s keywords apply.
+    fn visit(
+        &mut self,
+        id: usize,
+        value: &'r Value,
+        resolver: &Resolver<'r>,
+        draft: Draft,
+    ) -> Result<(), SchemaError> {
+        let Some(map) = value.as_object() else {
+            return Ok(());
+        };
+        // An embedded resource may declare its own dialect. jsonschema reads one it does not
+        // know with the dialect around it; mcpguard refuses it, as it refuses an unknown
+        // dialect at the root, so that nobody reviews a subschema believing it means something
+        // else.
+        dialect_of(value)?;
+        let mut node = GraphNode::default();
+        for (keyword, sub) in map {
+            match keyword.as_str() {
+                "properties" => {
+                    if let Some(members) = sub.as_object() {
+                        for (name, member) in members {
+                            if let Some(target) = self.child(member, resolver, draft) {
+                                node.properties.insert(name.clone(), target);
+                            }
+                        }
+                    }
+                }
+                "patternProperties" => {
+                    let targets = self.children(sub, resolver, draft);
+                    node.every_member.extend(targets);
+                }
+                "unevaluatedProperties" | "unevaluatedItems" => {
+                    node.revisits = true;
+                    if let Some(target) = self.child(sub, resolver, draft) {
+                        if keyword == "unevaluatedProperties" {
+                            node.every_member.push(target);
+                        } else {
+                            node.every_item.push(target);
+                        }
+                    }
+                }
+                "additionalProperties" => {
+                    node.other_members.extend(self.child(sub, resolver, draft))
+                }
+                "propertyNames" => node.member_names.extend(self.child(sub, resolver, draft)),
+                "items" if sub.is_array() => {
+                    let targets = self.children(sub, resolver, draft);
+                    node.positional.extend(targets);
+                }
+                "prefixItems" => {
+                    let targets = self.children(sub, resolver, draft);
+                    node.positional.extend(targets);
+                }
+                "items" | "additionalItems" | "contains" => {
+                    node.every_item.extend(self.child(sub, resolver, draft));
+                }
+                "allOf" | "anyOf" | "oneOf" | "dependentSchemas" | "dependencies" => {
+                    let targets = self.children(sub, resolver, draft);
+                    node.in_place.extend(targets);
+                }
+                // Definitions apply nowhere by themselves; they are visited so that the dialect
+                // check above sees them even when nothing refers to them.
+                "$defs" | "definitions" => {
+                    self.children(sub, resolver, draft);
+                }
+                "not" | "if" | "then" | "else" => {
+                    node.in_place.extend(self.child(sub, resolver, draft));
+                }
+                "$ref" | "$dynamicRef" | "$recursiveRef" => {
+                    // jsonschema has already resolved every reference; one this resolver reads
+                    // differently (a dynamic reference whose target depends on the evaluation
+                    // path) is counted at its static target or, failing that, not at all.
+                    if let Some(Ok(resolved)) = sub.as_str().map(|r| resolver.lookup(r)) {
+                        let (target, target_resolver, target_draft) = resolved.into_inner();
+                        if target.is_object() || target.is_boolean() {
+                            let target = self.intern(target, target_resolver, target_draft);
+                            node.in_place.push(target);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(slot) = self.graph.nodes.get_mut(id) {
+            *slot = node;
+        }
+        Ok(())
+    }
+}
+
+/// Builds the subschema graph of a schema that jsonschema has compiled.
+fn build_graph(schema: &Value, dialect: Dialect) -> Result<Graph, SchemaError> {
     let registry = Registry::new()
-        .draft(draft)
+        .draft(dialect.draft())
         .retriever(RefuseRetriever)
         .retrieve_known_draft_meta_schemas(false)
         .add(DEFAULT_BASE_URI, schema)
@@ -390,84 +620,251 @@ fn check_expansion(schema: &Value, dialect: Dialect) -> Result<(), SchemaError> 
         .map_err(|err| referencing_error(&err, dialect))?;
     let base = referencing::uri::from_str(DEFAULT_BASE_URI)
         .map_err(|err| referencing_error(&err, dialect))?;
-    let root = registry
+    let (root, resolver, draft) = registry
         .resolver(base)
         .lookup("")
-        .map_err(|err| referencing_error(&err, dialect))?;
-    let (contents, resolver, draft) = root.into_inner();
+        .map_err(|err| referencing_error(&err, dialect))?
+        .into_inner();
+    let mut builder = GraphBuilder {
+        ids: HashMap::new(),
+        graph: Graph::default(),
+        to_visit: Vec::new(),
+    };
+    builder.intern(root, resolver, draft);
+    while let Some((id, value, resolver, draft)) = builder.to_visit.pop() {
+        builder.visit(id, value, &resolver, draft)?;
+    }
+    Ok(builder.graph)
+}
 
-    let mut finished: HashMap<usize, u64> = HashMap::new();
-    let mut in_progress: HashSet<usize> = HashSet::new();
-    let mut stack = vec![enter(contents, &resolver, draft)];
-    in_progress.insert(address(contents));
-    while let Some(top) = stack.last_mut() {
-        if let Some((child, resolver, draft)) = top.edges.get(top.next) {
-            top.next += 1;
-            let key = address(child);
-            if let Some(count) = finished.get(&key) {
-                top.total = top.total.saturating_add(*count);
-            } else if in_progress.contains(&key) {
-                top.total = top.total.saturating_add(1);
+impl Graph {
+    /// Refuses schemas whose references make them expand to more than
+    /// [`MAX_EXPANDED_SUBSCHEMAS`] subschemas when every reference is replaced by its target.
+    ///
+    /// Such a schema makes every validation expensive, whatever the instance, so it is better
+    /// refused when the tool is reviewed than on every call. Each subschema's expanded size is
+    /// computed once, so the walk is linear in the graph. A reference back to a subschema still
+    /// being expanded (recursion) counts as one: how often recursion repeats depends on the
+    /// instance, and `evaluations` bounds that per call.
+    fn check_expansion(&self) -> Result<(), SchemaError> {
+        let too_complex = || SchemaError::TooComplex {
+            limit: MAX_EXPANDED_SUBSCHEMAS,
+        };
+        if self.nodes.is_empty() {
+            return Ok(());
+        }
+        let mut expanded: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        let mut in_progress = vec![false; self.nodes.len()];
+        // Each frame: the subschema, its targets, the next target to look at, the size so far.
+        let mut stack = vec![(0, self.nodes[0].targets(), 0, 1u64)];
+        in_progress[0] = true;
+        while let Some((id, targets, next, total)) = stack.last_mut() {
+            if let Some(&target) = targets.get(*next) {
+                *next += 1;
+                if let Some(size) = expanded[target] {
+                    *total = total.saturating_add(size);
+                } else if in_progress[target] {
+                    *total = total.saturating_add(1);
+                } else {
+                    in_progress[target] = true;
+                    let frame = (target, self.nodes[target].targets(), 0, 1);
+                    stack.push(frame);
+                    continue;
+                }
+                if *total > MAX_EXPANDED_SUBSCHEMAS {
+                    return Err(too_complex());
+                }
             } else {
-                let frame = enter(child, resolver, *draft);
-                in_progress.insert(key);
-                stack.push(frame);
+                let (id, total) = (*id, *total);
+                stack.pop();
+                in_progress[id] = false;
+                expanded[id] = Some(total);
+                if let Some((_, _, _, parent_total)) = stack.last_mut() {
+                    *parent_total = parent_total.saturating_add(total);
+                    if *parent_total > MAX_EXPANDED_SUBSCHEMAS {
+                        return Err(too_complex());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How many (subschema, instance location) evaluations validating `instance` can take at
+    /// most, or `None` when that is more than `limit`.
+    ///
+    /// The count follows every path jsonschema could take, without memoizing, as jsonschema
+    /// does, so it over-estimates rather than under-estimates the evaluations of the keywords the
+    /// graph records. It stops as soon as it passes `limit`, so counting costs at most about as
+    /// much as the validation it protects; the walk is depth-first and produces each subschema's
+    /// applications one at a time, so its memory grows with the depth of the path, not with the
+    /// width of the instance. Subschema cycles that do not move into the instance
+    /// (`{"$ref": "#"}`) are cut, as jsonschema cuts them.
+    fn evaluations(&self, instance: &Value, limit: u64) -> Option<u64> {
+        if self.nodes.is_empty() {
+            return Some(0);
+        }
+        // The instance location at which each subschema is being evaluated on the current path,
+        // if any (0 otherwise: no value lives at address 0). Locations on the path only ever go
+        // deeper, and a visit only produces applications while it is the deepest one, so the
+        // latest location of a subschema is the only one a cycle can come back to.
+        let mut active_at: Vec<usize> = vec![0; self.nodes.len()];
+        active_at[0] = address(instance);
+        let mut path = vec![Visit::new(0, instance, 0)];
+        let mut spent: u64 = 1;
+        while let Some(top) = path.last_mut() {
+            let Some((target, value)) = self.next_application(top) else {
+                active_at[top.node] = top.previous;
+                path.pop();
+                continue;
+            };
+            spent += 1;
+            if spent > limit {
+                return None;
+            }
+            let here = address(value);
+            if active_at[target] == here {
+                // A cycle that does not move into the instance: cut, as jsonschema does.
                 continue;
             }
-            if top.total > MAX_EXPANDED_SUBSCHEMAS {
-                return Err(SchemaError::TooComplex {
-                    limit: MAX_EXPANDED_SUBSCHEMAS,
-                });
+            let previous = std::mem::replace(&mut active_at[target], here);
+            path.push(Visit::new(target, value, previous));
+        }
+        Some(spent)
+    }
+
+    /// The next (subschema, instance location) pair that the visit's subschema applies: first
+    /// its in-place subschemas at the same location, then, member by member or item by item,
+    /// the subschemas that apply to each.
+    fn next_application<'v>(&self, visit: &mut Visit<'v>) -> Option<(usize, &'v Value)> {
+        let schema = self.nodes.get(visit.node)?;
+        let rounds = if schema.revisits { 2 } else { 1 };
+        if visit.in_place < schema.in_place.len() * rounds {
+            let target = schema.in_place[visit.in_place % schema.in_place.len()];
+            visit.in_place += 1;
+            return Some((target, visit.value));
+        }
+        loop {
+            if let Some(found) = child_application(schema, visit) {
+                visit.target += 1;
+                return Some(found);
             }
-        } else {
-            let Some(done) = stack.pop() else { break };
-            in_progress.remove(&done.key);
-            finished.insert(done.key, done.total);
-            if let Some(parent) = stack.last_mut() {
-                parent.total = parent.total.saturating_add(done.total);
-                if parent.total > MAX_EXPANDED_SUBSCHEMAS {
-                    return Err(SchemaError::TooComplex {
-                        limit: MAX_EXPANDED_SUBSCHEMAS,
-                    });
-                }
+            // The current member or item has no more applications: move to the next one.
+            visit.target = 0;
+            if let Some((name, member)) = visit.members.as_mut().and_then(Iterator::next) {
+                visit.child = Some(Child::Member(member, schema.properties.get(name).copied()));
+            } else if let Some((index, item)) = visit.items.next() {
+                visit.child = Some(Child::Item(item, schema.positional.get(index).copied()));
+            } else {
+                return None;
             }
         }
     }
-    Ok(())
 }
 
-/// Starts counting `node`: lists its subschemas and the targets of its references.
-fn enter<'r>(node: &'r Value, resolver: &Resolver<'r>, draft: Draft) -> Frame<'r> {
-    let mut edges = Vec::new();
-    for child in draft.subresources_of(node) {
-        // A child with its own `$id` starts a new base URI for the references inside it.
-        let child_resolver = resolver
-            .in_subresource(draft.create_resource_ref(child))
-            .unwrap_or_else(|_| resolver.clone());
-        edges.push((child, child_resolver, draft));
-    }
-    if let Some(obj) = node.as_object() {
-        for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
-            if let Some(Value::String(reference)) = obj.get(keyword) {
-                // jsonschema has already resolved every reference, so a failure here can only
-                // come from a reference this walk reads differently (a dynamic one); counting it
-                // as a leaf keeps the walk going.
-                if let Ok(resolved) = resolver.lookup(reference) {
-                    edges.push(resolved.into_inner());
+/// Application number `visit.target` of `schema` to the visit's current member or item, if
+/// there is one.
+fn child_application<'v>(schema: &GraphNode, visit: &Visit<'v>) -> Option<(usize, &'v Value)> {
+    let mut k = visit.target;
+    match visit.child? {
+        Child::Member(member, named) => {
+            // `properties` if it names the member, `additionalProperties` otherwise.
+            let first: &[usize] = match &named {
+                Some(target) => std::slice::from_ref(target),
+                None => &schema.other_members,
+            };
+            for (targets, at) in [
+                (first, member),
+                (&schema.every_member[..], member),
+                (&schema.member_names[..], &MEMBER_NAME),
+            ] {
+                if let Some(&target) = targets.get(k) {
+                    return Some((target, at));
                 }
+                k -= targets.len();
             }
+            None
+        }
+        Child::Item(item, positional) => {
+            let first: &[usize] = match &positional {
+                Some(target) => std::slice::from_ref(target),
+                None => &[],
+            };
+            for targets in [first, &schema.every_item[..]] {
+                if let Some(&target) = targets.get(k) {
+                    return Some((target, item));
+                }
+                k -= targets.len();
+            }
+            None
         }
     }
-    Frame {
-        key: address(node),
-        edges,
-        next: 0,
-        total: 1,
+}
+
+/// One subschema being evaluated at one instance location, in the walk of `Graph::evaluations`.
+struct Visit<'v> {
+    node: usize,
+    value: &'v Value,
+    /// Where the subschema was active before this visit, restored when the visit ends.
+    previous: usize,
+    /// The next in-place application.
+    in_place: usize,
+    /// The members or items still to come.
+    members: Option<serde_json::map::Iter<'v>>,
+    items: std::iter::Enumerate<std::slice::Iter<'v, Value>>,
+    /// The member or item whose applications are being produced, and the next one of them.
+    child: Option<Child<'v>>,
+    target: usize,
+}
+
+impl<'v> Visit<'v> {
+    fn new(node: usize, value: &'v Value, previous: usize) -> Self {
+        let items: &'v [Value] = match value {
+            Value::Array(items) => items,
+            _ => &[],
+        };
+        Visit {
+            node,
+            value,
+            previous,
+            in_place: 0,
+            members: value.as_object().map(|members| members.iter()),
+            items: items.iter().enumerate(),
+            child: None,
+            target: 0,
+        }
     }
 }
 
-/// Identifies a subschema by where it lives: every subschema the walk sees is borrowed from the
-/// one document the registry holds, so equal addresses mean the same subschema.
+/// A member with the `properties` subschema that names it, or an item with the positional
+/// subschema for its index.
+#[derive(Clone, Copy)]
+enum Child<'v> {
+    Member(&'v Value, Option<usize>),
+    Item(&'v Value, Option<usize>),
+}
+
+/// Stands in for a member name when `propertyNames` is counted: a string without members or
+/// items, and an address of its own for the cycle check.
+static MEMBER_NAME: Value = Value::String(String::new());
+
+/// The number of values in an instance, containers and scalars alike.
+fn count_values(instance: &Value) -> u64 {
+    let mut count: u64 = 0;
+    let mut pending = vec![instance];
+    while let Some(value) = pending.pop() {
+        count += 1;
+        match value {
+            Value::Object(members) => pending.extend(members.values()),
+            Value::Array(items) => pending.extend(items.iter()),
+            _ => {}
+        }
+    }
+    count
+}
+
+/// Identifies a JSON value by where it lives. Within one schema document, or one instance being
+/// validated, equal addresses mean the same value.
 fn address(value: &Value) -> usize {
     std::ptr::from_ref(value) as usize
 }
@@ -506,10 +903,15 @@ fn referencing_error(err: &ReferencingError, dialect: Dialect) -> SchemaError {
 }
 
 fn internal_violation() -> Violation {
+    whole_value_violation("the validator failed internally, so the value is refused")
+}
+
+/// A violation about the instance as a whole, not tied to one keyword.
+fn whole_value_violation(message: &str) -> Violation {
     Violation {
         instance_pointer: String::new(),
         schema_pointer: String::new(),
-        message: "the validator failed internally, so the value is refused".to_owned(),
+        message: message.to_owned(),
     }
 }
 
@@ -555,7 +957,7 @@ fn violation(err: &ValidationError<'_>) -> Violation {
         K::Maximum { limit } => format!("number must be at most {limit}"),
         K::Minimum { limit } => format!("number must be at least {limit}"),
         K::MultipleOf { multiple_of } => format!("number must be a multiple of {multiple_of}"),
-        K::FalseSchema => "no value is allowed here (the schema is false)".to_owned(),
+        K::FalseSchema => false_schema_message(err.schema_path().as_str()),
         K::Format { format } => format!("string is not a valid {}", quote_text(format)),
         K::MaxItems { limit } => format!("array must have at most {limit} items"),
         K::MinItems { limit } => format!("array must have at least {limit} items"),
@@ -596,6 +998,21 @@ fn violation(err: &ValidationError<'_>) -> Violation {
         instance_pointer: quote_text(err.instance_path().as_str()),
         schema_pointer: quote_text(err.schema_path().as_str()),
         message,
+    }
+}
+
+/// jsonschema reports `additionalProperties: false` without `properties` beside it, and a false
+/// `items`, as a false schema at the containing object or array; naming the keyword tells the
+/// caller what to change.
+fn false_schema_message(schema_pointer: &str) -> String {
+    match schema_pointer.rsplit('/').next() {
+        Some(keyword @ ("additionalProperties" | "unevaluatedProperties")) => {
+            format!("a property is not allowed by the schema ({keyword})")
+        }
+        Some(keyword @ ("items" | "additionalItems" | "unevaluatedItems")) => {
+            format!("an item is not allowed by the schema ({keyword})")
+        }
+        _ => "no value is allowed here (the schema is false)".to_owned(),
     }
 }
 
@@ -787,6 +1204,20 @@ mod tests {
     }
 
     #[test]
+    fn embedded_resources_with_unknown_dialects_are_refused() {
+        let err = compile_error(&json!({
+            "$defs": {"x": {"$id": "https://tools.example/x", "$schema": "https://weird.example/s"}}
+        }));
+        assert!(matches!(err, SchemaError::UnknownDialect { .. }), "{err}");
+        // A known dialect inside is fine, and "$schema" as a property name is just a name.
+        assert!(compile(&json!({
+            "$defs": {"x": {"$id": "https://tools.example/x", "$schema": "http://json-schema.org/draft-07/schema#"}}
+        }))
+        .is_ok());
+        assert!(compile(&json!({"properties": {"$schema": {"type": "string"}}})).is_ok());
+    }
+
+    #[test]
     fn default_dialect_is_2020_12() {
         check_table(&[
             (
@@ -845,9 +1276,9 @@ mod tests {
                 false,
             ),
             (
-                "2020-12 ignores draft-07 array items",
-                // In 2020-12 `items` must be a schema; an array is a meta-schema error, tested
-                // separately. Here `definitions` still resolves as a plain JSON pointer.
+                "draft-07 style definitions resolve as a plain JSON pointer",
+                // (In 2020-12 `items` must be a schema; an array is a meta-schema error, tested
+                // in `invalid_schemas_are_refused`.)
                 json!({"definitions": {"n": {"type": "integer"}}, "$ref": "#/definitions/n"}),
                 json!(1),
                 true,
@@ -931,6 +1362,49 @@ mod tests {
                 false,
             ),
             ("echo not an object", schema, json!("hi"), false),
+        ]);
+    }
+
+    #[test]
+    fn python_sdk_style_output_schema() {
+        // The shape pydantic gives a structured tool result (as mcp-server-time sends it): no
+        // `$schema`, so 2020-12, with `$defs`, `anyOf` for optional fields and `title`s.
+        let schema = json!({
+            "$defs": {
+                "Zone": {"properties": {"name": {"title": "Name", "type": "string"}}, "required": ["name"], "title": "Zone", "type": "object"}
+            },
+            "properties": {
+                "timezone": {"$ref": "#/$defs/Zone"},
+                "datetime": {"title": "Datetime", "type": "string", "format": "date-time"},
+                "is_dst": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": null, "title": "Is Dst"}
+            },
+            "required": ["timezone", "datetime"],
+            "title": "TimeResult",
+            "type": "object"
+        });
+        let row = |name, instance, valid| (name, schema.clone(), instance, valid);
+        check_table(&[
+            row(
+                "complete",
+                json!({"timezone": {"name": "UTC"}, "datetime": "2026-11-29T12:00:00+00:00", "is_dst": false}),
+                true,
+            ),
+            row(
+                "optional null",
+                json!({"timezone": {"name": "UTC"}, "datetime": "x", "is_dst": null}),
+                true,
+            ),
+            row(
+                "bad nested",
+                json!({"timezone": {}, "datetime": "x"}),
+                false,
+            ),
+            row(
+                "bad optional",
+                json!({"timezone": {"name": "UTC"}, "datetime": "x", "is_dst": "no"}),
+                false,
+            ),
+            row("missing", json!({"timezone": {"name": "UTC"}}), false),
         ]);
     }
 
@@ -1270,6 +1744,12 @@ mod tests {
                 json!({"additionalProperties": false}),
                 json!({"sk-live-secret-key": 1}),
                 "sk-live-secret-key",
+                "(root): a property is not allowed by the schema (additionalProperties)",
+            ),
+            (
+                json!({"properties": {"a": {}}, "additionalProperties": false}),
+                json!({"a": 1, "sk-live-secret-key": 1}),
+                "sk-live-secret-key",
                 "(root): 1 property is not allowed by the schema (additionalProperties)",
             ),
             (
@@ -1407,13 +1887,16 @@ mod tests {
         let handle = std::thread::Builder::new()
             .stack_size(64 << 20)
             .spawn(|| {
-                let deep = (0..100_000).fold(json!(1), |acc, _| json!([acc]));
-                let err = compile_error(&json!({ "const": deep }));
+                // `json!` would serialize (copy) its argument at every level; build directly.
+                let deep = (0..100_000).fold(json!(1), |acc, _| Value::Array(vec![acc]));
+                let mut root = serde_json::Map::new();
+                root.insert("const".to_owned(), deep);
+                let err = compile_error(&Value::Object(root));
                 assert!(
-                    matches!(err, SchemaError::TooDeep { depth: 100_002, .. }),
+                    matches!(err, SchemaError::TooDeep { depth: 100_001, .. }),
                     "{err}"
                 );
-                assert!(err.to_string().contains("100002 levels deep"), "{err}");
+                assert!(err.to_string().contains("100001 levels deep"), "{err}");
             })
             .unwrap();
         handle.join().unwrap();
@@ -1459,11 +1942,117 @@ mod tests {
             let err = compile_error(&doubling_chain(30, combinator));
             assert!(matches!(err, SchemaError::TooComplex { .. }), "{err}");
             assert!(started.elapsed() < Duration::from_secs(1));
-            // A short chain is harmless and still works.
+            // A short chain is harmless and still works. (Under oneOf a string matches both
+            // branches of every level, which oneOf forbids.)
             let small = compiled(&doubling_chain(5, combinator));
-            assert!(small.validate(&json!("x")).is_ok());
+            assert_eq!(small.validate(&json!("x")).is_ok(), combinator != "oneOf");
             assert!(small.validate(&json!(1)).is_err());
         }
+    }
+
+    /// An expression tree in the shape pydantic generates for a recursive union, with the
+    /// discriminating `op` listed last.
+    fn expression_schema() -> Value {
+        json!({
+            "$defs": {
+                "Expr": {"anyOf": [{"$ref": "#/$defs/Add"}, {"$ref": "#/$defs/Mul"}, {"type": "integer"}]},
+                "Add": {"type": "object", "properties": {"left": {"$ref": "#/$defs/Expr"}, "right": {"$ref": "#/$defs/Expr"}, "op": {"const": "add"}}, "required": ["left", "right", "op"]},
+                "Mul": {"type": "object", "properties": {"left": {"$ref": "#/$defs/Expr"}, "right": {"$ref": "#/$defs/Expr"}, "op": {"const": "mul"}}, "required": ["left", "right", "op"]}
+            },
+            "$ref": "#/$defs/Expr"
+        })
+    }
+
+    fn left_chain(depth: usize, leaf: Value) -> Value {
+        (0..depth).fold(leaf, |acc, _| {
+            let mut node = serde_json::Map::new();
+            node.insert("left".to_owned(), acc);
+            node.insert("right".to_owned(), json!(1));
+            node.insert("op".to_owned(), json!("mul"));
+            Value::Object(node)
+        })
+    }
+
+    #[test]
+    fn exponential_recursion_is_refused_per_instance() {
+        let schema = compiled(&expression_schema());
+        // Shallow expressions validate as usual, with details when invalid.
+        assert!(schema.validate(&left_chain(6, json!(1))).is_ok());
+        let shallow = schema.validate(&left_chain(6, json!("bad"))).unwrap_err();
+        assert_eq!(
+            summary(&shallow),
+            "1 schema violation: (root): value matches none of the alternatives (anyOf)"
+        );
+        // Deeper, a valid expression is still accepted (the boolean check is cheap) ...
+        assert!(schema.validate(&left_chain(14, json!(1))).is_ok());
+        // ... but explaining an invalid one would take a third of a second, so it is refused
+        // without details.
+        let started = Instant::now();
+        let middle = schema.validate(&left_chain(14, json!("bad"))).unwrap_err();
+        assert_eq!(middle.len(), 1);
+        assert!(middle[0].message.contains("no details"), "{middle:?}");
+        // Deeper still, jsonschema could take hours whatever the outcome: refused outright.
+        let deep = schema.validate(&left_chain(25, json!("bad"))).unwrap_err();
+        assert_eq!(deep.len(), 1);
+        assert!(deep[0].message.contains("too complex"), "{deep:?}");
+        assert!(!deep[0].message.contains("bad"), "{deep:?}");
+        // Counting stops at the budget: a few tens of milliseconds in a release build, about a
+        // second in a debug build. Unbounded, this would not finish today.
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
+
+        // The same with two identical branches that both descend into the same member.
+        let ambiguous = compiled(&json!({
+            "$defs": {
+                "a": {"anyOf": [{"$ref": "#/$defs/b"}, {"$ref": "#/$defs/b"}]},
+                "b": {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"]}
+            },
+            "$ref": "#/$defs/a"
+        }));
+        let nested_x = |depth: usize| {
+            (0..depth).fold(json!(1), |acc, _| {
+                let mut node = serde_json::Map::new();
+                node.insert("x".to_owned(), acc);
+                Value::Object(node)
+            })
+        };
+        assert!(ambiguous.validate(&nested_x(8)).is_err());
+        let started = Instant::now();
+        let refused = ambiguous.validate(&nested_x(40)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(refused[0].message.contains("too complex"), "{refused:?}");
+    }
+
+    #[test]
+    fn large_ordinary_instances_are_within_budget() {
+        let schema = compiled(&json!({
+            "type": "object",
+            "properties": {
+                "rows": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "name": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+                    "additionalProperties": false
+                }}
+            }
+        }));
+        let rows: Vec<Value> = (0..50_000)
+            .map(|i| json!({"id": i, "name": if i % 2 == 0 { json!("n") } else { Value::Null }}))
+            .collect();
+        assert!(schema.validate(&json!({ "rows": rows })).is_ok());
+        // An invalid instance of a few thousand values still gets details.
+        let mut rows: Vec<Value> = (0..5_000).map(|i| json!({ "id": i })).collect();
+        rows[4_321] = json!({"id": "4321"});
+        let violations = schema.validate(&json!({ "rows": rows })).unwrap_err();
+        assert_eq!(
+            violations[0].to_string(),
+            "/rows/4321/id: expected integer, got string"
+        );
+        let free_form = compiled(&json!({"type": "object"}));
+        let deep = (0..100).fold(json!(1), |acc, _| Value::Array(vec![acc]));
+        assert!(free_form.validate(&json!({ "data": deep })).is_ok());
     }
 
     #[test]

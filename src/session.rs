@@ -155,7 +155,7 @@ enum Phase {
 #[derive(Debug)]
 struct Walk {
     generation: u64,
-    pages: Vec<Value>,
+    pages: Vec<gate::LivePage>,
     cursors: HashSet<String>,
     /// A `list_changed` arrived during a walk before binding: walk again once it ends.
     restart: bool,
@@ -715,14 +715,9 @@ impl Session {
             return;
         };
         let page = match (msg.kind, msg.result) {
-            (Kind::Response, Some(raw)) => match strict::parse_strict_str(raw.get()) {
-                Ok(v) => v,
-                Err(e) => {
-                    return self.walk_failed(
-                        &format!("a live tools/list page is not acceptable: {e}"),
-                        out,
-                    )
-                }
+            (Kind::Response, Some(raw)) => match gate::parse_page(raw.get()) {
+                Ok(p) => p,
+                Err(e) => return self.walk_failed(&e, out),
             },
             _ => {
                 let err = msg
@@ -735,16 +730,7 @@ impl Session {
                 );
             }
         };
-        let next = match page.get("nextCursor") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(c)) => Some(c.clone()),
-            Some(_) => {
-                return self.walk_failed(
-                    "a live tools/list page has a nextCursor that is not a string",
-                    out,
-                )
-            }
-        };
+        let next = page.next_cursor.clone();
         walk.pages.push(page);
         if let Some(cursor) = next {
             if !walk.cursors.insert(cursor.clone()) {
@@ -792,7 +778,7 @@ impl Session {
             );
             return;
         }
-        match LiveCatalogue::from_pages(&walk.pages) {
+        match LiveCatalogue::from_pages(walk.pages) {
             Ok(live) => self.walk_complete(generation, live, out),
             Err(e) => self.walk_failed(&e, out),
         }
