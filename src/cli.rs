@@ -29,9 +29,18 @@ pub struct Cli {
 /// Options of the proxy itself (`mcpguard [OPTIONS] -- <server command...>`).
 #[derive(Debug, clap::Args)]
 pub struct ProxyArgs {
-    /// Largest accepted JSON-RPC message, in bytes, in either direction.
-    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 32)))]
-    pub max_message_bytes: u64,
+    /// Largest accepted JSON-RPC message, in bytes, in either direction (default: the policy's
+    /// limits.max_message_bytes, 16 MiB unless changed).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 32)))]
+    pub max_message_bytes: Option<u64>,
+
+    /// The local policy (TOML); without it the built-in default policy applies.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// Append the hash-chained audit log here (overrides the policy's audit.path).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 
     /// How long to wait after closing the server's stdin before SIGTERM, and after SIGTERM
     /// before SIGKILL (e.g. 2s, 500ms).
@@ -135,6 +144,9 @@ pub enum Command {
         /// Which server of the snapshot the command runs (needed when there are several).
         #[arg(long)]
         server: Option<String>,
+        /// Judge the reviews by this local policy (default: the built-in policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
         #[command(flatten)]
         live: LiveArgs,
         /// The live server to compare with, after `--`.
@@ -143,6 +155,24 @@ pub enum Command {
     },
     /// The semantic difference between two snapshots (exit 1 when they differ).
     Diff { old: PathBuf, new: PathBuf },
+    /// Work with local policy files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Work with audit logs.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Validate a policy file and print the effective policy (every default filled in).
+    Check { file: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Verify an audit log's hash chain; names the first edited, removed or reordered line.
+    Verify { file: PathBuf },
 }
 
 /// Options for talking to a live server during capture and check.

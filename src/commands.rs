@@ -311,6 +311,7 @@ pub struct CheckArgs<'a> {
     pub timeout: Duration,
     pub max_message_bytes: usize,
     pub limits: Limits,
+    pub acceptance: Acceptance,
 }
 
 /// `mcpguard check FILE [--sha256 HEX] [--server KEY] [-- CMD]`: offline validation and, with a
@@ -326,7 +327,7 @@ pub fn check(args: CheckArgs<'_>) -> CmdResult {
             ));
         }
     }
-    for p in manifest::validate(&m, Timestamp::now(), &Acceptance::default()) {
+    for p in manifest::validate(&m, Timestamp::now(), &args.acceptance) {
         failures.push(p.to_string());
     }
     let servers: Vec<String> = m
@@ -479,4 +480,27 @@ pub fn diff(old: &Path, new: &Path) -> CmdResult {
     }
     print!("{}", crate::diff::render(&changes));
     Ok(1)
+}
+
+/// `mcpguard policy check FILE`: exit 0 and the effective policy when valid.
+pub fn policy_check(file: &Path) -> CmdResult {
+    let p = crate::policy::load(file).map_err(|e| e.to_string())?;
+    for w in p.warnings() {
+        eprintln!("warning: {w}");
+    }
+    print!("{}", p.effective_toml());
+    eprintln!("{}: ok", file.display());
+    Ok(0)
+}
+
+/// `mcpguard audit verify FILE`: exit 0 when the whole chain holds.
+pub fn audit_verify(file: &Path) -> CmdResult {
+    let r = crate::audit::verify(file).map_err(|e| e.to_string())?;
+    println!(
+        "{}: {} records, chain intact; head {} (record it elsewhere to detect a cut tail)",
+        file.display(),
+        r.records,
+        r.head
+    );
+    Ok(0)
 }

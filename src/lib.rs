@@ -2,6 +2,7 @@
 //!
 //! The crate is laid out in data-flow order; ARCHITECTURE.md has the map and the invariants.
 
+pub mod audit;
 pub mod canonical;
 pub mod capture;
 pub mod child;
@@ -14,6 +15,7 @@ pub mod frame;
 pub mod gate;
 pub mod manifest;
 pub mod message;
+pub mod policy;
 pub mod proxy;
 pub mod reviewview;
 pub mod sanitize;

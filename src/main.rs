@@ -4,9 +4,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mcpguard::capture::Limits;
-use mcpguard::cli::{Cli, Command, LiveArgs};
+use mcpguard::cli::{AuditCommand, Cli, Command, LiveArgs, PolicyCommand};
 use mcpguard::commands;
 use mcpguard::diag;
+use mcpguard::policy;
 use mcpguard::proxy::{self, Outcome};
 use mcpguard::session::Level;
 use mcpguard::session::Mode;
@@ -73,9 +74,14 @@ fn run_command(cmd: Command) -> ExitCode {
             file,
             sha256,
             server,
+            policy,
             live,
             server_command,
         } => commands::check(commands::CheckArgs {
+            acceptance: match load_policy(policy.as_deref()) {
+                Ok(p) => acceptance(&p),
+                Err(e) => return fail(&e),
+            },
             file,
             sha256: sha256.as_deref(),
             server: server.as_deref(),
@@ -85,6 +91,8 @@ fn run_command(cmd: Command) -> ExitCode {
             limits: limits(live),
         }),
         Command::Diff { old, new } => commands::diff(old, new),
+        Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
+        Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -95,6 +103,65 @@ fn run_command(cmd: Command) -> ExitCode {
     }
 }
 
+fn fail(msg: &str) -> ExitCode {
+    diag::emit(Level::Error, msg);
+    ExitCode::from(1)
+}
+
+fn load_policy(path: Option<&std::path::Path>) -> Result<policy::Policy, String> {
+    let p = match path {
+        Some(p) => policy::load(p),
+        None => policy::builtin(),
+    }
+    .map_err(|e| e.to_string())?;
+    for w in p.warnings() {
+        diag::emit(Level::Warn, &format!("policy: {w}"));
+    }
+    Ok(p)
+}
+
+fn acceptance(p: &policy::Policy) -> mcpguard::manifest::Acceptance {
+    mcpguard::manifest::Acceptance {
+        allow_model_backed: p.review.allow_model_backed,
+        forbidden_side_effects: p.review.forbidden_side_effects.clone(),
+        max_validity: p.review.max_validity,
+    }
+}
+
+fn capabilities(p: &policy::Policy) -> mcpguard::gate::Capabilities {
+    let c = &p.capabilities;
+    mcpguard::gate::Capabilities {
+        sampling: c.sampling,
+        elicitation: c.elicitation,
+        roots: c.roots,
+        tasks: c.tasks,
+        prompts: c.prompts,
+        resources: c.resources,
+    }
+}
+
+fn open_audit(
+    args: &mcpguard::cli::ProxyArgs,
+    p: &policy::Policy,
+    server: &str,
+    digest: Option<String>,
+) -> Result<Option<std::sync::Arc<mcpguard::audit::AuditLog>>, String> {
+    let path = match (&args.audit_log, &p.audit.path) {
+        (Some(path), _) => path.clone(),
+        (None, Some(pp)) => pp
+            .expand(&policy::PathContext::from_process(None))
+            .map_err(|e| format!("policy audit.path: {e}"))?,
+        (None, None) => return Ok(None),
+    };
+    let payload = match p.audit.payload {
+        policy::AuditPayload::Digests => mcpguard::audit::Payload::Digests,
+        policy::AuditPayload::Full => mcpguard::audit::Payload::Full,
+    };
+    let log = mcpguard::audit::AuditLog::open(&path, server, digest, payload)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(std::sync::Arc::new(log)))
+}
+
 fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
     if args.server.is_empty() {
         diag::emit(
@@ -103,11 +170,20 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let policy = match load_policy(args.policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+    };
     // The snapshot is verified before the server is spawned: a mismatch never starts it.
     let mode = match (&args.manifest, &args.sha256, &args.server_key) {
         (Some(path), Some(sha), Some(key)) => {
-            let acceptance = mcpguard::manifest::Acceptance::default();
-            match mcpguard::gate::load_pin(path, sha, key, jiff::Timestamp::now(), &acceptance) {
+            match mcpguard::gate::load_pin(
+                path,
+                sha,
+                key,
+                jiff::Timestamp::now(),
+                &acceptance(&policy),
+            ) {
                 Ok(pin) => {
                     diag::emit(
                         Level::Info,
@@ -140,11 +216,35 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
             Mode::NoManifest
         }
     };
+    let (server, digest) = match &mode {
+        Mode::Pinned(pin) => (pin.server_key.clone(), Some(pin.digest.clone())),
+        _ => ("unpinned".to_string(), None),
+    };
+    let audit = match open_audit(&args, &policy, &server, digest) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+    };
+    if let Some(log) = &audit {
+        use mcpguard::audit::EventKind;
+        use mcpguard::session::AuditNote;
+        proxy::record_note(log, &AuditNote::new(EventKind::Start));
+        if matches!(mode, Mode::Pinned(_)) {
+            proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
+        }
+    }
+    let max_message_bytes = args
+        .max_message_bytes
+        .map_or(policy.limits.max_message_bytes, |b| {
+            usize::try_from(b).unwrap_or(usize::MAX)
+        });
     let opts = proxy::Options {
         command: args.server,
-        max_message_bytes: usize::try_from(args.max_message_bytes).unwrap_or(usize::MAX),
+        max_message_bytes,
         grace: args.grace,
         mode,
+        capabilities: capabilities(&policy),
+        max_pages: policy.limits.max_pages,
+        audit,
     };
     match proxy::run(opts) {
         Ok(Outcome::Child(status)) => mirror_exit(status),

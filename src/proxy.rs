@@ -27,10 +27,11 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use nix::sys::signal::Signal;
 
+use crate::audit::{AuditLog, Event as AuditEvent, EventKind};
 use crate::child;
 use crate::diag;
 use crate::frame::LineDecoder;
-use crate::session::{Config, Level, Mode, Out, Session};
+use crate::session::{AuditNote, Config, Level, Mode, Out, Session};
 use crate::sink::Sink;
 
 /// Options of one proxy run.
@@ -42,6 +43,11 @@ pub struct Options {
     pub grace: Duration,
     /// What the gate enforces (decided, and the snapshot verified, before the server starts).
     pub mode: Mode,
+    /// Which capabilities pass and how many pages a live walk may have.
+    pub capabilities: crate::gate::Capabilities,
+    pub max_pages: usize,
+    /// Where decisions are recorded, if anywhere.
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 /// How the proxy ended; the binary turns it into its own exit status.
@@ -113,6 +119,9 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
+            capabilities: opts.capabilities.clone(),
+            max_pages: opts.max_pages,
+            audit: opts.audit.is_some(),
             ..Config::new(opts.mode.clone())
         },
         &nonce(),
@@ -125,6 +134,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         host: to_host.clone(),
         server: to_server.clone(),
         events: events.clone(),
+        audit: opts.audit.clone(),
     };
     {
         let core = core.clone();
@@ -290,6 +300,15 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         }
     }
     let why = describe_exit(&status);
+    if let Some(log) = &opts.audit {
+        record_note(
+            log,
+            &AuditNote {
+                detail: Some(format!("the server {why}")),
+                ..AuditNote::new(EventKind::ChildExit)
+            },
+        );
+    }
     let mut out = Vec::new();
     core_lock(&core).server_closed(&why, &mut out);
     sinks(&exit_events).dispatch(&mut out, Route::FromServer);
@@ -365,11 +384,12 @@ fn read_loop(
     sinks.dispatch(&mut out, route);
 }
 
-/// Both destinations, and where to report that the host is gone.
+/// Both destinations, where to report that the host is gone, and the audit log.
 struct Sinks {
     host: Arc<Sink>,
     server: Arc<Sink>,
     events: mpsc::Sender<Event>,
+    audit: Option<Arc<AuditLog>>,
 }
 
 impl Sinks {
@@ -383,6 +403,7 @@ impl Sinks {
                 Out::Host(b) => to_host.push(b),
                 Out::Server(b) => to_server.push(b),
                 Out::Diag(level, msg) => diag::emit(level, &msg),
+                Out::Audit(note) => self.record(&note),
             }
         }
         if self.host.send(to_host, route == Route::FromServer).is_err() {
@@ -390,6 +411,39 @@ impl Sinks {
         }
         // A failed server stdin means the server is exiting; its exit is reported separately.
         let _ = self.server.send(to_server, route == Route::FromHost);
+    }
+
+    fn record(&self, note: &AuditNote) {
+        if let Some(log) = &self.audit {
+            record_note(log, note);
+        }
+    }
+}
+
+/// Writes one audit note. A failed write is reported on stderr every time: the audit log is the
+/// evidence, so its loss must never be silent.
+pub fn record_note(log: &AuditLog, note: &AuditNote) {
+    let mut ev = AuditEvent::new(note.kind);
+    if let Some(t) = &note.tool {
+        ev = ev.tool(t.as_str());
+    }
+    if let Some(a) = &note.arguments {
+        ev = ev.arguments(a);
+    }
+    if let Some(o) = note.outcome {
+        ev = ev.outcome(o);
+    }
+    if let Some(c) = note.code {
+        ev = ev.code(c);
+    }
+    if let Some(d) = &note.detail {
+        ev = ev.detail(d.as_str());
+    }
+    if let Err(e) = log.record(ev) {
+        diag::emit(
+            Level::Error,
+            &format!("writing the audit log {} failed: {e}", log.path().display()),
+        );
     }
 }
 

@@ -55,8 +55,8 @@ pub const MAX_SUBSCHEMAS: usize = 10_000;
 pub const MAX_EXPANDED_SUBSCHEMAS: u64 = 1_000_000;
 
 /// The (subschema, instance location) evaluations every validation may make, whatever the size
-/// of the instance. jsonschema's boolean check takes a few nanoseconds per evaluation, so this is
-/// about ten milliseconds at worst.
+/// of the instance. Counting them and jsonschema's boolean check each take a few tens of
+/// nanoseconds per evaluation at most, so this is a few tens of milliseconds at worst.
 pub const WORK_BASE: u64 = 1_000_000;
 
 /// The evaluations a validation may make for each value in the instance, on top of

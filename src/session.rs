@@ -24,6 +24,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use crate::audit::EventKind;
 use crate::frame::Frame;
 use crate::gate::{self, code, Capabilities, Category, LiveCatalogue, Pin, Refusal};
 use crate::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
@@ -76,6 +77,33 @@ pub enum Out {
     Server(Bytes),
     /// Print a diagnostic on stderr.
     Diag(Level, String),
+    /// Record a decision in the audit log (only produced when `Config::audit` is set).
+    Audit(Box<AuditNote>),
+}
+
+/// One decision for the audit log, as plain data; the driver turns it into a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditNote {
+    pub kind: EventKind,
+    pub tool: Option<String>,
+    /// The call's arguments; the log writes only their digest unless its payload mode is full.
+    pub arguments: Option<Value>,
+    pub outcome: Option<&'static str>,
+    pub code: Option<&'static str>,
+    pub detail: Option<String>,
+}
+
+impl AuditNote {
+    pub fn new(kind: EventKind) -> Self {
+        AuditNote {
+            kind,
+            tool: None,
+            arguments: None,
+            outcome: None,
+            code: None,
+            detail: None,
+        }
+    }
 }
 
 /// Why mcpguard sent a request of its own; decides what happens with the response.
@@ -108,6 +136,8 @@ pub struct Config {
     pub capabilities: Capabilities,
     /// Most `tools/list` pages followed in one live walk.
     pub max_pages: usize,
+    /// Produce `Out::Audit` notes for the audit log.
+    pub audit: bool,
 }
 
 impl Config {
@@ -119,6 +149,7 @@ impl Config {
             mode,
             capabilities: Capabilities::default(),
             max_pages: 1000,
+            audit: false,
         }
     }
 }
@@ -638,7 +669,28 @@ impl Session {
         });
     }
 
+    fn audit(&self, out: &mut Vec<Out>, note: impl FnOnce() -> AuditNote) {
+        if self.config.audit {
+            out.push(Out::Audit(Box::new(note())));
+        }
+    }
+
     fn refuse_call(&mut self, id: &Id, tool: &str, r: Refusal, out: &mut Vec<Out>) {
+        self.audit(out, || AuditNote {
+            tool: Some(tool.to_string()),
+            code: Some(r.code),
+            detail: Some(r.message.clone()),
+            outcome: Some(if r.outcome_known {
+                "refused"
+            } else {
+                "indeterminate"
+            }),
+            ..AuditNote::new(if r.outcome_known {
+                EventKind::CallRefused
+            } else {
+                EventKind::CallIndeterminate
+            })
+        });
         out.push(Out::Diag(
             Level::Warn,
             format!("call {id} of {tool:?}: {}", r.message),
@@ -665,6 +717,18 @@ impl Session {
         if let Some(t) = &progress {
             self.progress_tokens.insert(t.clone());
         }
+        self.audit(out, || AuditNote {
+            tool: Some(tool.clone()),
+            arguments: message::parse(&line)
+                .ok()
+                .and_then(|m| {
+                    m.params
+                        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                })
+                .and_then(|p| p.get("arguments").cloned()),
+            outcome: Some("forwarded"),
+            ..AuditNote::new(EventKind::CallAllowed)
+        });
         self.host_requests.insert(
             id,
             Pending {
@@ -837,6 +901,10 @@ impl Session {
                         .collect(),
                     _ => Vec::new(),
                 };
+                self.audit(out, || AuditNote {
+                    detail: Some(format!("{} reviewed tools listed", tools.len())),
+                    ..AuditNote::new(EventKind::ListServed)
+                });
                 respond(out, &h.id, json!({"tools": tools}));
             }
             HeldWhat::Call {
@@ -896,6 +964,10 @@ impl Session {
             return;
         }
         self.invalidated = Some(why.to_string());
+        self.audit(out, || AuditNote {
+            detail: Some(why.to_string()),
+            ..AuditNote::new(EventKind::ReviewInvalidated)
+        });
         out.push(Out::Diag(
             Level::Error,
             format!("the review is invalidated: {why}. Every further call is refused; capture and review the server again, then restart mcpguard"),
@@ -1019,6 +1091,11 @@ impl Session {
                 }
                 m => format!("{m} is not a server request mcpguard passes"),
             };
+            self.audit(out, || AuditNote {
+                detail: Some(why.clone()),
+                outcome: Some("refused"),
+                ..AuditNote::new(EventKind::CapabilityBlocked)
+            });
             refuse(out, message::METHOD_NOT_FOUND, why);
             return;
         }
@@ -1198,11 +1275,20 @@ impl Session {
                 ));
             }
         }
+        self.audit(out, || AuditNote {
+            outcome: Some("pinned"),
+            ..AuditNote::new(EventKind::HandshakePinned)
+        });
         self.phase = Phase::AwaitInitialized;
         respond(out, &id, Value::Object(result));
     }
 
     fn fail_handshake(&mut self, id: &Id, why: &str, out: &mut Vec<Out>) {
+        self.audit(out, || AuditNote {
+            detail: Some(why.to_string()),
+            outcome: Some("refused"),
+            ..AuditNote::new(EventKind::HandshakePinned)
+        });
         out.push(Out::Diag(
             Level::Error,
             format!("refused the session: {why}"),
@@ -1570,6 +1656,7 @@ mod tests {
         server: Vec<Value>,
         server_raw: Vec<String>,
         diags: Vec<String>,
+        audits: Vec<AuditNote>,
     }
 
     impl T {
@@ -1580,6 +1667,7 @@ mod tests {
                 server: vec![],
                 server_raw: vec![],
                 diags: vec![],
+                audits: vec![],
             }
         }
         fn take(&mut self, out: Vec<Out>) {
@@ -1591,6 +1679,7 @@ mod tests {
                         self.server.push(serde_json::from_slice(&b).unwrap());
                     }
                     Out::Diag(_, d) => self.diags.push(d),
+                    Out::Audit(n) => self.audits.push(*n),
                 }
             }
         }
@@ -1621,7 +1710,7 @@ mod tests {
                         && m["id"].as_str().is_some_and(|i| i.starts_with("mcpguard-"))
                 })
                 .cloned()
-                .expect("a walk request");
+                .unwrap_or_else(|| panic!("no walk request; diags: {:?}", self.diags));
             self.server_says(json!({"jsonrpc": "2.0", "id": req["id"], "result": page}));
         }
         fn handshake(&mut self) {
@@ -1979,6 +2068,42 @@ mod tests {
             code::UPSTREAM_ERROR
         );
         assert_eq!(by_id(3)["error"]["code"], codes::SERVER_GONE);
+    }
+
+    #[test]
+    fn every_decision_is_noted_for_the_audit_log_without_values_by_default() {
+        let mut t = T::new(Mode::Pinned(pin()));
+        t.s.config.audit = true;
+        let mut t = t.bound();
+        t.call(1, "echo", json!({"text": "s3cret"}));
+        t.answer_walk(live_page());
+        t.call(2, "nope", json!({}));
+        t.call(3, "echo", json!({"text": 1}));
+        t.server_says(json!({"jsonrpc": "2.0", "id": 7, "method": "roots/list"}));
+        t.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        let kinds: Vec<EventKind> = t.audits.iter().map(|n| n.kind).collect();
+        for k in [
+            EventKind::CallAllowed,
+            EventKind::CallRefused,
+            EventKind::CapabilityBlocked,
+            EventKind::ReviewInvalidated,
+        ] {
+            assert!(kinds.contains(&k), "{k:?} missing from {kinds:?}");
+        }
+        let allowed = t
+            .audits
+            .iter()
+            .find(|n| n.kind == EventKind::CallAllowed)
+            .unwrap();
+        assert_eq!(
+            allowed.arguments,
+            Some(json!({"text": "s3cret"})),
+            "the log digests them"
+        );
+        assert!(t
+            .audits
+            .iter()
+            .all(|n| !n.detail.as_deref().unwrap_or("").contains("s3cret")));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod audit_policy;
 mod gate;
 mod interop;
 mod lifecycle;

@@ -1,0 +1,165 @@
+//! The local policy files and the audit log, through the real binary: every shipped policy loads
+//! and validates, a bad one is refused with FILE:LINE, and a gated session leaves a hash-chained
+//! log whose tampering `mcpguard audit verify` detects.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::gate::reviewed_snapshot;
+use crate::support::{fixture, mcpguard, Peer};
+
+#[test]
+fn every_shipped_policy_checks_and_a_bad_one_names_its_line() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        seen += 1;
+        let out = Command::new(mcpguard())
+            .args(["policy", "check"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("[confirmation]"),
+            "the effective policy is printed"
+        );
+    }
+    assert!(seen >= 3, "default, strict and observe are shipped");
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[review]\nmax_validity = \"7d\"\nallow_everything = true\n",
+    )
+    .unwrap();
+    let out = Command::new(mcpguard())
+        .args(["policy", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:3:") && err.contains("allow_everything"),
+        "{err}"
+    );
+}
+
+fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn verify(path: &std::path::Path) -> (bool, String) {
+    let out = Command::new(mcpguard())
+        .args(["audit", "verify"])
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn a_gated_session_leaves_a_verifiable_chain_and_tampering_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("audit.jsonl");
+    let args: Vec<String> = vec![
+        "--manifest".into(),
+        snap.display().to_string(),
+        "--sha256".into(),
+        digest.clone(),
+        "--server".into(),
+        "fixture".into(),
+        "--audit-log".into(),
+        log.display().to_string(),
+        "--".into(),
+        fixture().display().to_string(),
+    ];
+    let mut p = Peer::guard(&args);
+    p.initialize();
+    let r = p.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "do-not-log-me"}}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["text"], "do-not-log-me");
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "big", "arguments": {"bytes": 1}}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+    p.close_stdin();
+    assert!(p.wait().success());
+
+    let (ok, report) = verify(&log);
+    assert!(ok, "{report}");
+    let records: Vec<Value> = lines(&log)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&str> = records
+        .iter()
+        .map(|r| r["event"].as_str().unwrap())
+        .collect();
+    for e in [
+        "start",
+        "snapshot_verified",
+        "handshake_pinned",
+        "call_allowed",
+        "child_exit",
+    ] {
+        assert!(events.contains(&e), "{e} missing from {events:?}");
+    }
+    assert!(
+        records.iter().all(|r| r["snapshot"] == json!(digest)),
+        "every record names the snapshot"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("do-not-log-me"),
+        "argument values are not logged by default"
+    );
+    assert!(records
+        .iter()
+        .any(|r| r["event"] == "call_allowed"
+            && r["argsSha256"].as_str().is_some_and(|h| h.len() == 64)));
+
+    let original = lines(&log);
+    let tampered = |edit: &dyn Fn(&mut Vec<String>)| {
+        let mut l = original.clone();
+        edit(&mut l);
+        std::fs::write(&log, l.join("\n") + "\n").unwrap();
+        verify(&log)
+    };
+    let (ok, msg) = tampered(&|l| l[2] = l[2].replace("handshake_pinned", "handshake_pinnedX"));
+    assert!(!ok && msg.contains("line 3"), "edit: {msg}");
+    let (ok, msg) = tampered(&|l| {
+        l.remove(1);
+    });
+    assert!(!ok && msg.contains("line 2"), "removal: {msg}");
+    let (ok, msg) = tampered(&|l| l.swap(1, 2));
+    assert!(!ok && msg.contains("line 2"), "swap: {msg}");
+}
