@@ -383,8 +383,11 @@ fn spawn(cmd: &[OsString]) -> Child {
         .expect("spawn")
 }
 
+/// A small request that every path forwards as it is: `ping` passes mcpguard's gate at any time
+/// (no handshake needed), so this measures the relay itself, not a refusal. The params give it
+/// the size of a typical small tools/call.
 fn request(id: usize) -> Vec<u8> {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello\"}}}}}}\n").into_bytes()
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hello\"}}}}}}\n").into_bytes()
 }
 
 /// One request at a time; returns (p50, p99) in microseconds.
@@ -453,13 +456,20 @@ fn big_messages(cmd: &[OsString], size: usize, count: usize) -> (Duration, u64) 
     let pid = child.id();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = child.stdout.take().expect("stdout");
-    let mut msg = br#"{"jsonrpc":"2.0","method":"notifications/big","params":{"pad":""#.to_vec();
-    msg.resize(size - 3, b'x');
-    msg.extend_from_slice(b"\"}}\n");
+    // Pings with distinct ids: `cat` echoes each back as the server's own ping request, which
+    // mcpguard passes to the host, so every byte crosses both directions.
+    let messages: Vec<Vec<u8>> = (0..count)
+        .map(|i| {
+            let mut msg = format!(r#"{{"jsonrpc":"2.0","id":"big-{i}","method":"ping","params":{{"pad":""#).into_bytes();
+            msg.resize(size - 3, b'x');
+            msg.extend_from_slice(b"\"}}\n");
+            msg
+        })
+        .collect();
     let start = Instant::now();
     let writer = thread::spawn(move || {
-        for _ in 0..count {
-            stdin.write_all(&msg).expect("write");
+        for msg in &messages {
+            stdin.write_all(msg).expect("write");
         }
         stdin
     });
