@@ -460,7 +460,9 @@ fn big_messages(cmd: &[OsString], size: usize, count: usize) -> (Duration, u64) 
     // mcpguard passes to the host, so every byte crosses both directions.
     let messages: Vec<Vec<u8>> = (0..count)
         .map(|i| {
-            let mut msg = format!(r#"{{"jsonrpc":"2.0","id":"big-{i}","method":"ping","params":{{"pad":""#).into_bytes();
+            let mut msg =
+                format!(r#"{{"jsonrpc":"2.0","id":"big-{i}","method":"ping","params":{{"pad":""#)
+                    .into_bytes();
             msg.resize(size - 3, b'x');
             msg.extend_from_slice(b"\"}}\n");
             msg
