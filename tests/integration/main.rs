@@ -5,6 +5,7 @@ mod support;
 
 mod audit_policy;
 mod gate;
+mod gate_interop;
 mod interop;
 mod lifecycle;
 mod relay;
