@@ -21,6 +21,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -35,7 +36,8 @@ const RUN_BOUND: Duration = Duration::from_secs(90);
 /// The capabilities the gate removes from what the host sees, on purpose.
 const BLOCKED_SERVER_CAPABILITIES: [&str; 4] = ["prompts", "resources", "completions", "tasks"];
 
-/// Runs `cmd` with stdin closed and collects its output; kills it and fails after `RUN_BOUND`.
+/// Runs `cmd` with stdin closed and collects its output; kills it and fails when it (or a
+/// descendant holding its stdout or stderr open) is not done within `RUN_BOUND`.
 fn run(cmd: &mut Command) -> Output {
     let what = format!("{cmd:?}");
     let mut child = cmd
@@ -45,11 +47,13 @@ fn run(cmd: &mut Command) -> Output {
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
     let drain = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
             let mut buf = Vec::new();
             let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
+            let _ = tx.send(buf);
+        });
+        rx
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
@@ -65,10 +69,15 @@ fn run(cmd: &mut Command) -> Output {
         }
         thread::sleep(Duration::from_millis(20));
     };
+    let collect = |rx: mpsc::Receiver<Vec<u8>>, which: &str| {
+        let left = until.saturating_duration_since(Instant::now());
+        rx.recv_timeout(left.max(Duration::from_secs(5)))
+            .unwrap_or_else(|_| panic!("the {which} of {what} stayed open after it exited"))
+    };
     Output {
         status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        stdout: collect(out, "stdout"),
+        stderr: collect(err, "stderr"),
     }
 }
 
@@ -836,6 +845,96 @@ fn python_sdk_and_inspector_through_the_gate_with_mcp_server_time() {
         ),
         "get_time_zones",
         mask_time,
+    );
+}
+
+/// server-filesystem with only `read_text_file` reviewed, for the refusal tests below.
+fn reviewed_filesystem(dir: &Path) -> (Reviewed, Vec<String>, String) {
+    let root = dir.join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "text\n").unwrap();
+    let root = root.canonicalize().unwrap().display().to_string();
+    let mut server = argv(&peers()["server_filesystem"]);
+    server.push(root.clone());
+    let r = capture_and_review(
+        dir,
+        "filesystem",
+        &server,
+        &[(
+            "read_text_file",
+            json!({"/path": "authority", "/head": "data", "/tail": "data"}),
+        )],
+    );
+    (r, server, format!("{root}/note.txt"))
+}
+
+/// The gate's refusal of a reviewed tool (here: arguments that violate the reviewed inputSchema)
+/// reaches the Python SDK client intact: a tool execution error carrying the refusal contract.
+#[test]
+fn python_sdk_receives_the_gates_refusal_of_invalid_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, server, note) = reviewed_filesystem(dir.path());
+    let (t, stderr) = python(
+        "legacy",
+        &[
+            ("read_text_file", json!({"path": 5})),
+            ("read_text_file", json!({"path": note})),
+        ],
+        &r.gate(&server),
+    );
+    let refused = &t["calls"][0];
+    assert!(refused.get("error").is_none(), "{t}");
+    assert_eq!(refused["result"]["isError"], true, "{t}");
+    assert_eq!(
+        refused["result"]["structuredContent"]["code"], "invalid_arguments",
+        "{t}"
+    );
+    assert_eq!(
+        refused["result"]["structuredContent"]["category"], "input",
+        "{t}"
+    );
+    assert_eq!(
+        t["calls"][1]["result"]["structuredContent"]["content"], "text\n",
+        "the session goes on: {t}"
+    );
+    assert_eq!(t["ok"], true, "{t}");
+    assert!(
+        stderr.contains("do not match the reviewed inputSchema"),
+        "{stderr}"
+    );
+}
+
+/// The same refusal through the Inspector CLI. Known defect (not fixed here): a refusal is an
+/// `isError` result whose `structuredContent` is the refusal contract, but the reviewed tool
+/// declares an `outputSchema`, and the Inspector (like the TypeScript SDK 1.32.2 client)
+/// validates any present `structuredContent` against it even when `isError` is true. The
+/// Inspector therefore reports a schema mismatch ("data must have required property 'content'",
+/// exit 1) instead of the refusal (`tool_is_error`, exit 5). Fail-closed holds either way; the
+/// refusal's message and code are lost. Run with `--ignored` once refusals of tools with an
+/// outputSchema conform to it (e.g. the contract carried outside `structuredContent`).
+#[test]
+#[ignore = "known interop defect: refusals of tools with an outputSchema fail TypeScript clients' output validation"]
+fn inspector_receives_the_gates_refusal_of_invalid_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, server, _) = reviewed_filesystem(dir.path());
+    let run = inspector(
+        &[
+            "-q",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_text_file",
+            "--tool-args-json",
+            r#"{"path": 5}"#,
+        ],
+        &r.gate(&server),
+        None,
+    );
+    assert_eq!(
+        (run.code, &run.stdout["error"]["code"]),
+        (5, &json!("tool_is_error")),
+        "the Inspector sees a tool error, not an output-schema mismatch: {}",
+        run.stdout
     );
 }
 
