@@ -172,9 +172,18 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Removes blocked client capabilities from the `initialize` params the server sees.
+    /// Removes blocked client capabilities from the `initialize` params the server sees,
+    /// including the tasks extension (`extensions["io.modelcontextprotocol/tasks"]`) that newer
+    /// clients advertise instead of, or beside, the top-level `tasks`.
     pub fn filter_client(&self, caps: &mut Map<String, Value>) -> Vec<String> {
         let mut removed = Vec::new();
+        if !self.tasks {
+            if let Some(ext) = caps.get_mut("extensions").and_then(Value::as_object_mut) {
+                if ext.remove("io.modelcontextprotocol/tasks").is_some() {
+                    removed.push("extensions/io.modelcontextprotocol/tasks".to_string());
+                }
+            }
+        }
         for (key, allowed) in [
             ("sampling", self.sampling),
             ("elicitation", self.elicitation),
@@ -252,21 +261,40 @@ impl Refusal {
         }
     }
 
-    /// The tool execution error result (`isError: true`) carrying the structured contract.
-    pub fn to_result(&self) -> Value {
+    /// The contract object: stable code, category, retryable, outcomeKnown, message.
+    pub fn contract(&self) -> Value {
         json!({
-            "content": [{"type": "text", "text": format!("mcpguard: {}", self.message)}],
-            "structuredContent": {
-                "code": self.code,
-                "category": self.category.as_str(),
-                "retryable": self.retryable,
-                "outcomeKnown": self.outcome_known,
-                "message": self.message,
-            },
-            "isError": true
+            "code": self.code,
+            "category": self.category.as_str(),
+            "retryable": self.retryable,
+            "outcomeKnown": self.outcome_known,
+            "message": self.message,
         })
     }
+
+    /// The tool execution error result (`isError: true`) carrying the contract.
+    ///
+    /// The contract always travels in `_meta` under [`REFUSAL_META`], and also as
+    /// `structuredContent` unless the tool may declare an `outputSchema`
+    /// (`tool_may_declare_output_schema`): TypeScript SDK clients and the Inspector validate a
+    /// present `structuredContent` against the tool's `outputSchema` even when `isError` is
+    /// true, and would turn the refusal into a schema error that hides its code and message.
+    pub fn to_result(&self, tool_may_declare_output_schema: bool) -> Value {
+        let contract = self.contract();
+        let mut result = json!({
+            "content": [{"type": "text", "text": format!("mcpguard: {} [{}]", self.message, self.code)}],
+            "isError": true,
+            "_meta": {REFUSAL_META: contract.clone()}
+        });
+        if !tool_may_declare_output_schema {
+            result["structuredContent"] = contract;
+        }
+        result
+    }
 }
+
+/// The `_meta` key under which every refusal carries its contract.
+pub const REFUSAL_META: &str = "dev.mcpguard/refusal";
 
 /// Stable refusal codes.
 pub mod code {
@@ -425,13 +453,21 @@ mod tests {
     #[test]
     fn refusal_shape_follows_the_error_contract() {
         let r = Refusal::new(code::INVALID_ARGUMENTS, Category::Input, "bad /a");
-        let v = r.to_result();
+        let want = json!({"code": "invalid_arguments", "category": "input", "retryable": false, "outcomeKnown": true, "message": "bad /a"});
+        let v = r.to_result(false);
         assert_eq!(v["isError"], true);
+        assert_eq!(v["structuredContent"], want);
+        assert_eq!(v["_meta"][REFUSAL_META], want);
         assert_eq!(
-            v["structuredContent"],
-            json!({"code": "invalid_arguments", "category": "input", "retryable": false, "outcomeKnown": true, "message": "bad /a"})
+            v["content"][0]["text"],
+            "mcpguard: bad /a [invalid_arguments]"
         );
-        assert_eq!(v["content"][0]["text"], "mcpguard: bad /a");
+        let v = r.to_result(true);
+        assert!(
+            v.get("structuredContent").is_none(),
+            "no structuredContent when the tool may declare an outputSchema"
+        );
+        assert_eq!(v["_meta"][REFUSAL_META], want);
     }
 
     #[test]
@@ -453,6 +489,15 @@ mod tests {
             vec!["sampling", "elicitation", "roots"]
         );
         assert_eq!(Value::Object(c), json!({"experimental": {}}));
+        let mut c = json!({"extensions": {"io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/skills": {}}}).as_object().unwrap().clone();
+        assert_eq!(
+            caps.filter_client(&mut c),
+            vec!["extensions/io.modelcontextprotocol/tasks"]
+        );
+        assert_eq!(
+            Value::Object(c),
+            json!({"extensions": {"io.modelcontextprotocol/skills": {}}})
+        );
         let mut s = json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {}, "logging": {}, "completions": {}}).as_object().unwrap().clone();
         assert_eq!(
             caps.filter_server(&mut s),

@@ -108,8 +108,9 @@ fn call(p: &mut Peer, id: i64, name: &str, args: Value) -> Value {
     p.request(id, "tools/call", json!({"name": name, "arguments": args}))
 }
 
+/// The refusal contract of a tool error result (always in `_meta`).
 fn sc(v: &Value) -> &Value {
-    &v["result"]["structuredContent"]
+    &v["result"]["_meta"]["dev.mcpguard/refusal"]
 }
 
 #[test]

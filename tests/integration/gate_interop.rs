@@ -886,11 +886,11 @@ fn python_sdk_receives_the_gates_refusal_of_invalid_arguments() {
     assert!(refused.get("error").is_none(), "{t}");
     assert_eq!(refused["result"]["isError"], true, "{t}");
     assert_eq!(
-        refused["result"]["structuredContent"]["code"], "invalid_arguments",
+        refused["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "invalid_arguments",
         "{t}"
     );
     assert_eq!(
-        refused["result"]["structuredContent"]["category"], "input",
+        refused["result"]["_meta"]["dev.mcpguard/refusal"]["category"], "input",
         "{t}"
     );
     assert_eq!(
@@ -904,16 +904,12 @@ fn python_sdk_receives_the_gates_refusal_of_invalid_arguments() {
     );
 }
 
-/// The same refusal through the Inspector CLI. Known defect (not fixed here): a refusal is an
-/// `isError` result whose `structuredContent` is the refusal contract, but the reviewed tool
-/// declares an `outputSchema`, and the Inspector (like the TypeScript SDK 1.32.2 client)
-/// validates any present `structuredContent` against it even when `isError` is true. The
-/// Inspector therefore reports a schema mismatch ("data must have required property 'content'",
-/// exit 1) instead of the refusal (`tool_is_error`, exit 5). Fail-closed holds either way; the
-/// refusal's message and code are lost. Run with `--ignored` once refusals of tools with an
-/// outputSchema conform to it (e.g. the contract carried outside `structuredContent`).
+/// The same refusal through the Inspector CLI. The Inspector (like the TypeScript SDK 1.32.2
+/// client) validates any present `structuredContent` against the tool's `outputSchema` even
+/// when `isError` is true, so a refusal of a tool with an outputSchema carries its contract in
+/// `_meta` only; this test keeps that working (it failed while the contract was in
+/// `structuredContent`: "data must have required property 'content'", exit 1).
 #[test]
-#[ignore = "known interop defect: refusals of tools with an outputSchema fail TypeScript clients' output validation"]
 fn inspector_receives_the_gates_refusal_of_invalid_arguments() {
     let dir = tempfile::tempdir().unwrap();
     let (r, server, _) = reviewed_filesystem(dir.path());
@@ -931,9 +927,14 @@ fn inspector_receives_the_gates_refusal_of_invalid_arguments() {
         None,
     );
     assert_eq!(
-        (run.code, &run.stdout["error"]["code"]),
-        (5, &json!("tool_is_error")),
+        run.code, 5,
         "the Inspector sees a tool error, not an output-schema mismatch: {}",
+        run.stdout
+    );
+    assert_eq!(run.stdout["result"]["isError"], true, "{}", run.stdout);
+    assert_eq!(
+        run.stdout["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "invalid_arguments",
+        "the refusal's contract reaches the host intact: {}",
         run.stdout
     );
 }

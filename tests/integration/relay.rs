@@ -176,7 +176,8 @@ fn relays_a_64_mib_message_with_bounded_memory() {
     let got = p
         .recv_timeout(TIMEOUT * 3)
         .expect("the big message came back");
-    writer.join().unwrap();
+    // Keep stdin open: closing it would end mcpguard before its peak memory is read.
+    let _stdin = writer.join().unwrap();
     assert_eq!(got.len(), msg.len());
     assert!(got == msg, "the 64 MiB message changed in transit");
     let hwm = vm_hwm_kib(p.pid());
