@@ -51,9 +51,28 @@ pub struct Pin {
     pub tools: Vec<ReviewedTool>,
     /// Tools in the capture without a review (never served; named in diagnostics).
     pub unreviewed: Vec<String>,
+    /// Reviewed tools the local policy refuses (never served).
+    pub refused_by_policy: Vec<String>,
 }
 
 impl Pin {
+    /// Removes the reviewed tools that the local policy refuses; returns why, per tool. The
+    /// policy can only take tools away: nothing here can add one.
+    pub fn apply_policy(&mut self, refusal: impl Fn(&str) -> Option<String>) -> Vec<String> {
+        let mut reasons = Vec::new();
+        let tools = std::mem::take(&mut self.tools);
+        for t in tools {
+            match refusal(&t.name) {
+                Some(why) => {
+                    reasons.push(why);
+                    self.refused_by_policy.push(t.name);
+                }
+                None => self.tools.push(t),
+            }
+        }
+        reasons
+    }
+
     pub fn tool(&self, name: &str) -> Option<&ReviewedTool> {
         self.tools.iter().find(|t| t.name == name)
     }
@@ -156,6 +175,7 @@ pub fn pin_from_manifest(
         instructions: entry.get("instructions").cloned(),
         tools,
         unreviewed,
+        refused_by_policy: Vec::new(),
     })
 }
 

@@ -184,7 +184,10 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
                 jiff::Timestamp::now(),
                 &acceptance(&policy),
             ) {
-                Ok(pin) => {
+                Ok(mut pin) => {
+                    for why in pin.apply_policy(|tool| policy.refusal(tool)) {
+                        diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+                    }
                     diag::emit(
                         Level::Info,
                         &format!(

@@ -610,7 +610,9 @@ impl Session {
             Mode::Pinned(pin) => pin.clone(),
         };
         let Some(tool) = pin.tool(&name) else {
-            let why = if pin.unreviewed.contains(&name) {
+            let why = if pin.refused_by_policy.contains(&name) {
+                "the local policy refuses it"
+            } else if pin.unreviewed.contains(&name) {
                 "it is in the snapshot but was not reviewed"
             } else {
                 "it is not in the reviewed snapshot"

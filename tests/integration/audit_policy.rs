@@ -163,3 +163,61 @@ fn a_gated_session_leaves_a_verifiable_chain_and_tampering_is_caught() {
     let (ok, msg) = tampered(&|l| l.swap(1, 2));
     assert!(!ok && msg.contains("line 2"), "swap: {msg}");
 }
+
+#[test]
+fn the_policy_can_refuse_a_reviewed_tool_but_never_admit_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[review]\nrefused_tools = [\"echo\", \"big\"]\n").unwrap();
+    let log = dir.path().join("server.log");
+    let args: Vec<String> = vec![
+        "--manifest".into(),
+        snap.display().to_string(),
+        "--sha256".into(),
+        digest,
+        "--server".into(),
+        "fixture".into(),
+        "--policy".into(),
+        policy.display().to_string(),
+        "--".into(),
+        fixture().display().to_string(),
+        "--log".into(),
+        log.display().to_string(),
+    ];
+    let mut p = Peer::guard(&args);
+    p.initialize();
+    let list = p.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.contains(&"echo") && names.contains(&"add"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"big"),
+        "naming an unreviewed tool in the policy does not admit it"
+    );
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("local policy"),
+        "{r}"
+    );
+    assert!(
+        p.stderr().contains("review.refused_tools"),
+        "{}",
+        p.stderr()
+    );
+}
