@@ -450,26 +450,8 @@ impl Session {
             );
             return;
         }
-        let mut params = match msg.params.map(|p| strict::parse_strict_str(p.get())) {
-            Some(Ok(Value::Object(p))) => p,
-            Some(Err(e)) => {
-                refuse_to_host(
-                    Some(&id),
-                    message::INVALID_PARAMS,
-                    &format!("refused initialize: {e}"),
-                    out,
-                );
-                return;
-            }
-            _ => {
-                refuse_to_host(
-                    Some(&id),
-                    message::INVALID_PARAMS,
-                    "refused initialize: params must be an object",
-                    out,
-                );
-                return;
-            }
+        let Some(mut params) = object_params(&id, msg, "initialize", out) else {
+            return;
         };
         if let Mode::Pinned(pin) = &self.config.mode {
             let asked = params
@@ -549,26 +531,8 @@ impl Session {
     }
 
     fn host_tools_call(&mut self, id: Id, msg: &Message<'_>, line: Bytes, out: &mut Vec<Out>) {
-        let params = match msg.params.map(|p| strict::parse_strict_str(p.get())) {
-            Some(Ok(Value::Object(p))) => p,
-            Some(Err(e)) => {
-                refuse_to_host(
-                    Some(&id),
-                    message::INVALID_PARAMS,
-                    &format!("refused tools/call: {e}"),
-                    out,
-                );
-                return;
-            }
-            _ => {
-                refuse_to_host(
-                    Some(&id),
-                    message::INVALID_PARAMS,
-                    "refused tools/call: params must be an object",
-                    out,
-                );
-                return;
-            }
+        let Some(params) = object_params(&id, msg, "tools/call", out) else {
+            return;
         };
         let Some(name) = params
             .get("name")
@@ -1531,6 +1495,23 @@ fn minimal_call(params: &Map<String, Value>, line: Bytes) -> Bytes {
         )
         .unwrap_or_default(),
     )
+}
+
+/// The request's params as an object, parsed strictly; otherwise the host gets -32602 and
+/// `None` is returned.
+fn object_params(
+    id: &Id,
+    msg: &Message<'_>,
+    method: &str,
+    out: &mut Vec<Out>,
+) -> Option<Map<String, Value>> {
+    let why = match msg.params.map(|p| strict::parse_strict_str(p.get())) {
+        Some(Ok(Value::Object(p))) => return Some(p),
+        Some(Err(e)) => format!("refused {method}: {e}"),
+        _ => format!("refused {method}: params must be an object"),
+    };
+    refuse_to_host(Some(id), message::INVALID_PARAMS, &why, out);
+    None
 }
 
 fn id_of(v: &Value) -> Option<Id> {
