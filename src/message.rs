@@ -233,22 +233,27 @@ fn exceeds_depth(bytes: &[u8], max: usize) -> bool {
     {
         return false;
     }
+    // Exact pass: string contents are skipped with a vectorized search for the closing quote
+    // or an escape, so long descriptions cost little; only structure is looked at byte by byte.
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in bytes {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &bytes[i.min(bytes.len())..]) {
+                        // An unterminated string is for the JSON parser to reject.
+                        None => return false,
+                        Some(j) if bytes[i + j] == b'\\' => i += j + 2,
+                        Some(j) => {
+                            i += j + 1;
+                            break;
+                        }
+                    }
+                }
+                continue;
             }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max {
@@ -258,6 +263,7 @@ fn exceeds_depth(bytes: &[u8], max: usize) -> bool {
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     false
 }
