@@ -134,6 +134,11 @@ pub enum Command {
         server: Option<String>,
         #[arg(long)]
         tool: Option<String>,
+        /// Print the content-trust report instead: each reviewed tool's input-channel map and
+        /// the value capability of each output location (free_text, constrained_scalar,
+        /// composite, unknown).
+        #[arg(long, conflicts_with = "tool")]
+        report: bool,
     },
     /// Validate a snapshot offline and, with a server command, against the live server.
     Check {

@@ -504,3 +504,20 @@ pub fn audit_verify(file: &Path) -> CmdResult {
     );
     Ok(0)
 }
+
+/// `mcpguard show FILE --report`: the content-trust report of every reviewed tool.
+pub fn trust_report(file: &Path, server: Option<&str>) -> CmdResult {
+    let m = manifest::load(file)?;
+    let servers = m.servers().map_err(|p| p.to_string())?;
+    let mut out = String::new();
+    for (key, entry) in servers {
+        if server.is_none_or(|s| s == key) {
+            out.push_str(&crate::trust::report(key, entry));
+        }
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(|e| format!("cannot write standard output: {e}"))?;
+    Ok(0)
+}

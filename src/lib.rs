@@ -23,3 +23,4 @@ pub mod schema;
 pub mod session;
 pub mod sink;
 pub mod strict;
+pub mod trust;

@@ -67,9 +67,15 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewed_at: reviewed_at.as_deref(),
             from: from.as_deref(),
         }),
-        Command::Show { file, server, tool } => {
-            commands::show(file, server.as_deref(), tool.as_deref())
-        }
+        Command::Show {
+            file,
+            server,
+            report: true,
+            ..
+        } => commands::trust_report(file, server.as_deref()),
+        Command::Show {
+            file, server, tool, ..
+        } => commands::show(file, server.as_deref(), tool.as_deref()),
         Command::Check {
             file,
             sha256,

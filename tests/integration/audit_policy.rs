@@ -221,3 +221,38 @@ fn the_policy_can_refuse_a_reviewed_tool_but_never_admit_one() {
         p.stderr()
     );
 }
+
+#[test]
+fn show_report_gives_the_content_trust_of_reviewed_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, _) = reviewed_snapshot(dir.path(), &[]);
+    let out = Command::new(mcpguard())
+        .args(["show", "--report"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("  tool echo\n    input channels:\n      /text: data\n    output locations:\n      (root): composite\n      /text: free_text\n"), "{text}");
+    assert!(
+        text.contains(
+            "  tool write_note\n    input channels:\n      /body: data\n      /path: authority\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("tool big"),
+        "unreviewed tools are not reported"
+    );
+    // Deterministic: the same snapshot gives the same report.
+    let again = Command::new(mcpguard())
+        .args(["show", "--report"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
+}
