@@ -2,8 +2,9 @@
 //! by a scripted client, with every step and every line of traffic shown.
 //!
 //! 1. capture the server's catalogue into a snapshot, review one tool, check the live server;
-//! 2. run the server behind mcpguard and send a short conversation, including bad input, so the
-//!    traffic in both directions and mcpguard's verdicts are visible.
+//! 2. run the server behind mcpguard enforcing that snapshot and send a short conversation — a
+//!    reviewed call, an unreviewed tool, invalid arguments, bad input — so the traffic in both
+//!    directions and mcpguard's verdicts are visible.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -112,8 +113,8 @@ fn main() {
         println!("   | {line}");
     }
 
-    title("4. The server behind mcpguard: a scripted client and the traffic");
-    proxy_session(&mcpguard, &fixture);
+    title("4. The server behind mcpguard, enforcing the reviewed snapshot: a scripted client and the traffic");
+    proxy_session(&mcpguard, &fixture, &snapshot, digest.trim());
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -153,9 +154,23 @@ fn shorten(a: &str) -> String {
     }
 }
 
-fn proxy_session(mcpguard: &Path, fixture: &Path) {
+fn proxy_session(mcpguard: &Path, fixture: &Path, snapshot: &Path, digest: &str) {
+    println!(
+        "$ mcpguard --manifest {} --sha256 {digest} --server fixture -- {}",
+        shorten(path(snapshot)),
+        shorten(path(fixture))
+    );
     let mut child = Command::new(mcpguard)
-        .args(["--", path(fixture)])
+        .args([
+            "--manifest",
+            path(snapshot),
+            "--sha256",
+            digest,
+            "--server",
+            "fixture",
+            "--",
+            path(fixture),
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -179,10 +194,13 @@ fn proxy_session(mcpguard: &Path, fixture: &Path) {
     let script = [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through mcpguard"}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through mcpguard"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_note","arguments":{"path":"/etc/passwd","body":"x"}}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":42}}}"#,
         r#"this line is not JSON"#,
-        r#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#,
-        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        r#"[{"jsonrpc":"2.0","id":6,"method":"ping"}]"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
     ];
     println!("  (→ host to mcpguard, ← mcpguard to host, ! mcpguard's stderr)");
     for line in script {
