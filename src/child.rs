@@ -6,7 +6,7 @@
 //! child must be spawned from a thread that lives as long as mcpguard: the main thread.
 
 use std::ffi::OsString;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
@@ -115,8 +115,7 @@ pub fn relay_stderr(mut src: impl Read) {
     let emit = |line: &[u8]| {
         let text = String::from_utf8_lossy(line);
         let text = text.strip_suffix('\r').unwrap_or(&text);
-        let mut err = io::stderr().lock();
-        let _ = writeln!(err, "[server] {}", sanitize::clean(text, Clean::LINE));
+        crate::diag::server_line(&sanitize::clean(text, Clean::LINE));
     };
     loop {
         let n = match src.read(&mut chunk) {

@@ -9,6 +9,13 @@ use clap::{Parser, Subcommand};
 
 /// mcpguard sits between an MCP host and one local MCP server and lets through only what a
 /// person reviewed.
+/// How diagnostics on stderr are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpguard",
@@ -21,6 +28,11 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+
+    /// Diagnostics on stderr as text lines or as one JSON object per line (levels from
+    /// MCPGUARD_LOG=error|warn|info|debug).
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    pub log_format: LogFormat,
 
     #[command(flatten)]
     pub proxy: ProxyArgs,

@@ -1,11 +1,18 @@
 //! Human diagnostics on stderr. stdout belongs to JSON-RPC alone, so nothing here ever touches it.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::session::Level;
 
 static MAX_LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// Diagnostics as one JSON object per line (`{"time", "level", "message"}`) instead of text,
+/// for hosts and log collectors that parse stderr.
+pub fn set_json(json: bool) {
+    JSON.store(json, Ordering::Relaxed);
+}
 
 /// Sets the most verbose level printed, from `MCPGUARD_LOG` (error, warn, info, debug).
 pub fn init_from_env() {
@@ -35,6 +42,34 @@ pub fn emit(level: Level, msg: &str) {
         Level::Info => "info",
         Level::Debug => "debug",
     };
+    let line = if JSON.load(Ordering::Relaxed) {
+        serde_json::json!({
+            "time": jiff::Timestamp::now().to_string(),
+            "level": tag,
+            "source": "mcpguard",
+            "message": msg,
+        })
+        .to_string()
+    } else {
+        format!("mcpguard: {tag}: {msg}")
+    };
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "mcpguard: {tag}: {msg}");
+    let _ = writeln!(err, "{line}");
+}
+
+/// Relays one (already sanitized) stderr line of the server, as text or JSON.
+pub fn server_line(text: &str) {
+    let line = if JSON.load(Ordering::Relaxed) {
+        serde_json::json!({
+            "time": jiff::Timestamp::now().to_string(),
+            "level": "info",
+            "source": "server",
+            "message": text,
+        })
+        .to_string()
+    } else {
+        format!("[server] {text}")
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
 }

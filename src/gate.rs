@@ -327,6 +327,7 @@ pub mod code {
     pub const UNKNOWN_DISPATCH_OUTCOME: &str = "UNKNOWN_DISPATCH_OUTCOME";
     pub const UPSTREAM_ERROR: &str = "upstream_error";
     pub const VERIFICATION_FAILED: &str = "verification_failed";
+    pub const TOO_MANY_CALLS: &str = "too_many_calls";
 }
 
 /// Longest error text from the server that is passed on (after sanitizing).

@@ -15,6 +15,7 @@ use mcpguard::session::Mode;
 fn main() -> ExitCode {
     diag::init_from_env();
     let cli = Cli::parse();
+    diag::set_json(cli.log_format == mcpguard::cli::LogFormat::Json);
     match cli.command {
         Some(cmd) => run_command(cmd),
         None => run_proxy(cli.proxy),
@@ -253,6 +254,7 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         mode,
         capabilities: capabilities(&policy),
         max_pages: policy.limits.max_pages,
+        max_calls_in_flight: policy.limits.max_calls_in_flight,
         audit,
     };
     match proxy::run(opts) {

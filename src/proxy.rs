@@ -46,6 +46,7 @@ pub struct Options {
     /// Which capabilities pass and how many pages a live walk may have.
     pub capabilities: crate::gate::Capabilities,
     pub max_pages: usize,
+    pub max_calls_in_flight: usize,
     /// Where decisions are recorded, if anywhere.
     pub audit: Option<Arc<AuditLog>>,
 }
@@ -121,6 +122,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             max_message_bytes: opts.max_message_bytes,
             capabilities: opts.capabilities.clone(),
             max_pages: opts.max_pages,
+            max_calls_in_flight: opts.max_calls_in_flight,
             audit: opts.audit.is_some(),
             ..Config::new(opts.mode.clone())
         },

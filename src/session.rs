@@ -138,6 +138,8 @@ pub struct Config {
     pub max_pages: usize,
     /// Produce `Out::Audit` notes for the audit log.
     pub audit: bool,
+    /// Most `tools/call` requests held or in flight at once; more are refused.
+    pub max_calls_in_flight: usize,
 }
 
 impl Config {
@@ -150,6 +152,7 @@ impl Config {
             capabilities: Capabilities::default(),
             max_pages: 1000,
             audit: false,
+            max_calls_in_flight: 64,
         }
     }
 }
@@ -547,6 +550,30 @@ impl Session {
             );
             return;
         };
+        let in_flight = self
+            .host_requests
+            .values()
+            .filter(|p| matches!(p.kind, PendingKind::Call { .. }))
+            .count()
+            + self
+                .held
+                .iter()
+                .filter(|h| matches!(h.what, HeldWhat::Call { .. }))
+                .count()
+            + self.serial_queue.len();
+        if in_flight >= self.config.max_calls_in_flight {
+            let mut r = Refusal::new(
+                code::TOO_MANY_CALLS,
+                Category::Policy,
+                format!(
+                    "refused {name:?}: {in_flight} calls are already in flight, the limit is {} (policy limits.max_calls_in_flight); retry when one finishes",
+                    self.config.max_calls_in_flight
+                ),
+            );
+            r.retryable = true;
+            self.refuse_call(&id, &name, r, out);
+            return;
+        }
         let progress = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
@@ -2094,6 +2121,26 @@ mod tests {
             .audits
             .iter()
             .all(|n| !n.detail.as_deref().unwrap_or("").contains("s3cret")));
+    }
+
+    #[test]
+    fn calls_beyond_the_in_flight_limit_are_refused_and_retryable() {
+        let mut t = T::new(Mode::Pinned(pin()));
+        t.s.config.max_calls_in_flight = 2;
+        let mut t = t.bound();
+        t.call(1, "echo", json!({"text": "a"}));
+        t.call(2, "echo", json!({"text": "b"}));
+        t.call(3, "echo", json!({"text": "c"}));
+        let sc = &t.last_host()["result"]["_meta"][gate::REFUSAL_META];
+        assert_eq!(sc["code"], code::TOO_MANY_CALLS);
+        assert_eq!(sc["retryable"], true);
+        t.answer_walk(live_page());
+        t.server_says(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "structuredContent": {"text": "a"}}}));
+        t.call(4, "echo", json!({"text": "d"}));
+        assert!(
+            t.host.iter().all(|m| m["id"] != 4),
+            "a slot was free again: call 4 is held, not refused"
+        );
     }
 
     #[test]

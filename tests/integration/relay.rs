@@ -192,3 +192,37 @@ fn relays_a_64_mib_message_with_bounded_memory() {
         hwm / 1024
     );
 }
+
+#[test]
+fn diagnostics_can_be_json_lines() {
+    let mut p = Peer::guard(&[
+        "--log-format",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        "echo 'hello \u{1b}[31mred' >&2; read line; exit 0",
+    ]);
+    p.wait_stderr("hello");
+    p.send("not json");
+    p.wait_stderr("not valid JSON");
+    p.close_stdin();
+    p.wait();
+    let err = p.stderr();
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["source"] == "server" && l["message"] == "hello red"),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["source"] == "mcpguard" && l["level"] == "warning"),
+        "{err}"
+    );
+}
