@@ -255,6 +255,7 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         capabilities: capabilities(&policy),
         max_pages: policy.limits.max_pages,
         max_calls_in_flight: policy.limits.max_calls_in_flight,
+        call_timeout: std::time::Duration::try_from(policy.limits.call_timeout).unwrap_or_default(),
         audit,
     };
     match proxy::run(opts) {

@@ -47,6 +47,8 @@ pub struct Options {
     pub capabilities: crate::gate::Capabilities,
     pub max_pages: usize,
     pub max_calls_in_flight: usize,
+    /// Per-call timeout (zero: none).
+    pub call_timeout: Duration,
     /// Where decisions are recorded, if anywhere.
     pub audit: Option<Arc<AuditLog>>,
 }
@@ -123,6 +125,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             capabilities: opts.capabilities.clone(),
             max_pages: opts.max_pages,
             max_calls_in_flight: opts.max_calls_in_flight,
+            call_timeout_ms: u64::try_from(opts.call_timeout.as_millis()).unwrap_or(u64::MAX),
             audit: opts.audit.is_some(),
             ..Config::new(opts.mode.clone())
         },
@@ -201,6 +204,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let exit_events = events;
 
     // Lifecycle.
+    let started = Instant::now();
     let mut stop_requested_at: Option<Instant> = None;
     let mut sent_term = false;
     let mut sent_kill = false;
@@ -213,20 +217,30 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                 t + opts.grace * 2
             }
         });
-        let ev = match next {
+        // Wake at least twice a second so the core's clock advances (per-call timeouts); a
+        // passed lifecycle deadline is `None`.
+        let tick = Duration::from_millis(500);
+        let wait = match next {
             Some(deadline) if !sent_kill => {
-                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                    Ok(ev) => Some(ev),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => {
-                        return Err(io::Error::other("event channel closed"))
-                    }
+                deadline.saturating_duration_since(Instant::now()).min(tick)
+            }
+            _ => tick,
+        };
+        let ev = match rx.recv_timeout(wait) {
+            Ok(ev) => Some(ev),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("event channel closed"))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let mut out = Vec::new();
+                let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                core_lock(&core).tick(now_ms, &mut out);
+                sinks(&exit_events).dispatch(&mut out, Route::FromHost);
+                match next {
+                    Some(deadline) if !sent_kill && Instant::now() >= deadline => None,
+                    _ => continue,
                 }
             }
-            _ => Some(
-                rx.recv()
-                    .map_err(|_| io::Error::other("event channel closed"))?,
-            ),
         };
         match ev {
             Some(Event::HostEof) | Some(Event::HostGone) => {

@@ -140,6 +140,8 @@ pub struct Config {
     pub audit: bool,
     /// Most `tools/call` requests held or in flight at once; more are refused.
     pub max_calls_in_flight: usize,
+    /// How long a dispatched call may run before its outcome is declared unknown (0 = never).
+    pub call_timeout_ms: u64,
 }
 
 impl Config {
@@ -153,6 +155,7 @@ impl Config {
             max_pages: 1000,
             audit: false,
             max_calls_in_flight: 64,
+            call_timeout_ms: 0,
         }
     }
 }
@@ -165,6 +168,8 @@ enum PendingKind {
     Call {
         tool: String,
         progress: Option<String>,
+        /// The session clock (`tick`) when it was forwarded.
+        dispatched_ms: u64,
         /// The review was invalidated while the call ran.
         indeterminate: bool,
     },
@@ -241,6 +246,10 @@ pub struct Session {
     serial_queue: Vec<(Id, String, Bytes, Option<String>)>,
     /// Progress tokens of dispatched calls (canonical JSON), so unsolicited progress is dropped.
     progress_tokens: HashSet<String>,
+    /// Calls given up on after the per-call timeout; their late answers are dropped.
+    abandoned: HashSet<Id>,
+    /// Milliseconds since the start, as last told by the driver (`tick`).
+    clock_ms: u64,
 }
 
 impl Session {
@@ -264,6 +273,8 @@ impl Session {
             serial_busy: HashSet::new(),
             serial_queue: Vec::new(),
             progress_tokens: HashSet::new(),
+            abandoned: HashSet::new(),
+            clock_ms: 0,
         }
     }
 
@@ -737,6 +748,7 @@ impl Session {
                     tool,
                     progress,
                     indeterminate: false,
+                    dispatched_ms: self.clock_ms,
                 },
             },
         );
@@ -1043,6 +1055,11 @@ impl Session {
                     self.own_response(purpose, &msg, out);
                 } else if let Some(p) = self.host_requests.remove(&id) {
                     self.server_response(id, p, &msg, line.clone(), out);
+                } else if self.abandoned.remove(&id) {
+                    out.push(Out::Diag(
+                        Level::Warn,
+                        format!("dropped the server's late answer to call {id}, which passed the per-call timeout"),
+                    ));
                 } else {
                     out.push(Out::Diag(
                         Level::Warn,
@@ -1174,19 +1191,67 @@ impl Session {
                 tool,
                 progress,
                 indeterminate,
+                ..
             } => {
                 if let Some(t) = &progress {
                     self.progress_tokens.remove(t);
                 }
                 self.call_response(&id, &tool, indeterminate, msg, line, out);
-                if self.serial_busy.remove(&tool) {
-                    if let Some(pos) = self.serial_queue.iter().position(|(_, t, _, _)| *t == tool)
-                    {
-                        let (qid, qtool, qline, qprogress) = self.serial_queue.remove(pos);
-                        self.dispatch_call(qid, qtool, qline, qprogress, out);
-                    }
-                }
+                self.release_serial(&tool, out);
             }
+        }
+    }
+
+    /// A call of `tool` finished: the next queued call of a `serialize` tool may go.
+    fn release_serial(&mut self, tool: &str, out: &mut Vec<Out>) {
+        if self.serial_busy.remove(tool) {
+            if let Some(pos) = self.serial_queue.iter().position(|(_, t, _, _)| t == tool) {
+                let (qid, qtool, qline, qprogress) = self.serial_queue.remove(pos);
+                self.dispatch_call(qid, qtool, qline, qprogress, out);
+            }
+        }
+    }
+
+    /// Advances the session clock (milliseconds since the start, from the driver) and gives up
+    /// on calls that ran longer than the per-call timeout: the host gets an unknown-outcome
+    /// error (the call may have had effects; it is never retried), the server a cancellation,
+    /// and a late answer is dropped.
+    pub fn tick(&mut self, now_ms: u64, out: &mut Vec<Out>) {
+        self.clock_ms = now_ms;
+        let timeout = self.config.call_timeout_ms;
+        if timeout == 0 {
+            return;
+        }
+        let mut expired: Vec<Id> = self
+            .host_requests
+            .iter()
+            .filter(|(_, p)| matches!(p.kind, PendingKind::Call { dispatched_ms, .. } if now_ms.saturating_sub(dispatched_ms) >= timeout))
+            .map(|(id, _)| id.clone())
+            .collect();
+        expired.sort_by_cached_key(|id| id.to_string());
+        for id in expired {
+            let Some(p) = self.host_requests.remove(&id) else {
+                continue;
+            };
+            let PendingKind::Call { tool, progress, .. } = p.kind else {
+                continue;
+            };
+            if let Some(t) = &progress {
+                self.progress_tokens.remove(t);
+            }
+            self.abandoned.insert(id.clone());
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id.to_json_value(), "reason": "mcpguard: the per-call timeout passed"}});
+            out.push(Out::Server(Bytes::from(
+                serde_json::to_vec(&cancel).unwrap_or_default(),
+            )));
+            let mut r = Refusal::new(
+                code::UNKNOWN_DISPATCH_OUTCOME,
+                Category::UnknownOutcome,
+                format!("{tool:?} did not answer within the per-call timeout ({} s); its outcome is unknown. Do not retry automatically: check what the call did", timeout / 1000),
+            );
+            r.outcome_known = false;
+            self.refuse_call(&id, &tool, r, out);
+            self.release_serial(&tool, out);
         }
     }
 
@@ -2141,6 +2206,35 @@ mod tests {
             t.host.iter().all(|m| m["id"] != 4),
             "a slot was free again: call 4 is held, not refused"
         );
+    }
+
+    #[test]
+    fn a_call_past_its_timeout_has_an_unknown_outcome_and_its_late_answer_is_dropped() {
+        let mut t = T::new(Mode::Pinned(pin()));
+        t.s.config.call_timeout_ms = 1000;
+        let mut t = t.bound();
+        t.call(1, "echo", json!({"text": "a"}));
+        t.answer_walk(live_page());
+        let mut out = vec![];
+        t.s.tick(999, &mut out);
+        t.take(out);
+        assert!(t.host.is_empty());
+        let mut out = vec![];
+        t.s.tick(1000, &mut out);
+        t.take(out);
+        let sc = &t.last_host()["result"]["_meta"][gate::REFUSAL_META];
+        assert_eq!(
+            (sc["code"].as_str(), sc["outcomeKnown"].as_bool()),
+            (Some(code::UNKNOWN_DISPATCH_OUTCOME), Some(false))
+        );
+        assert_eq!(
+            t.server.last().unwrap()["method"],
+            "notifications/cancelled"
+        );
+        assert_eq!(t.server.last().unwrap()["params"]["requestId"], 1);
+        let before = t.host.len();
+        t.server_says(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "structuredContent": {"text": "a"}}}));
+        assert_eq!(t.host.len(), before, "the late answer is not forwarded");
     }
 
     #[test]

@@ -256,3 +256,45 @@ fn show_report_gives_the_content_trust_of_reviewed_tools() {
         .unwrap();
     assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
 }
+
+#[test]
+fn a_call_past_the_policy_timeout_has_an_unknown_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[limits]\ncall_timeout = \"1s\"\n").unwrap();
+    let args: Vec<String> = vec![
+        "--manifest".into(),
+        snap.display().to_string(),
+        "--sha256".into(),
+        digest,
+        "--server".into(),
+        "fixture".into(),
+        "--policy".into(),
+        policy.display().to_string(),
+        "--".into(),
+        fixture().display().to_string(),
+    ];
+    let mut p = Peer::guard(&args);
+    p.initialize();
+    let start = std::time::Instant::now();
+    let r = p.request(
+        1,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"ms": 4000}}),
+    );
+    let sc = &r["result"]["_meta"]["dev.mcpguard/refusal"];
+    assert_eq!(sc["code"], "UNKNOWN_DISPATCH_OUTCOME", "{r}");
+    assert_eq!(sc["outcomeKnown"], false);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "answered at the timeout, not when the server finished"
+    );
+    // The session goes on; the late answer never reaches the host.
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "after"}}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["text"], "after");
+}
