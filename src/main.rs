@@ -256,6 +256,8 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         max_pages: policy.limits.max_pages,
         max_calls_in_flight: policy.limits.max_calls_in_flight,
         call_timeout: std::time::Duration::try_from(policy.limits.call_timeout).unwrap_or_default(),
+        redact_errors: policy.errors.text == policy::ErrorText::Redacted,
+        structured_only: policy.output.mode == policy::OutputMode::StructuredOnly,
         audit,
     };
     match proxy::run(opts) {

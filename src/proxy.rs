@@ -49,6 +49,8 @@ pub struct Options {
     pub max_calls_in_flight: usize,
     /// Per-call timeout (zero: none).
     pub call_timeout: Duration,
+    pub redact_errors: bool,
+    pub structured_only: bool,
     /// Where decisions are recorded, if anywhere.
     pub audit: Option<Arc<AuditLog>>,
 }
@@ -126,6 +128,8 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             max_pages: opts.max_pages,
             max_calls_in_flight: opts.max_calls_in_flight,
             call_timeout_ms: u64::try_from(opts.call_timeout.as_millis()).unwrap_or(u64::MAX),
+            redact_errors: opts.redact_errors,
+            structured_only: opts.structured_only,
             audit: opts.audit.is_some(),
             ..Config::new(opts.mode.clone())
         },
@@ -439,7 +443,11 @@ impl Sinks {
 /// Writes one audit note. A failed write is reported on stderr every time: the audit log is the
 /// evidence, so its loss must never be silent.
 pub fn record_note(log: &AuditLog, note: &AuditNote) {
-    let mut ev = AuditEvent::new(note.kind);
+    let mut ev = match (note.kind, &note.detail) {
+        // Raw server error text has a record field of its own (with a larger bound).
+        (EventKind::ErrorTextRaw, Some(text)) => AuditEvent::error_text_raw(text.as_str()),
+        (kind, _) => AuditEvent::new(kind),
+    };
     if let Some(t) = &note.tool {
         ev = ev.tool(t.as_str());
     }
@@ -452,7 +460,7 @@ pub fn record_note(log: &AuditLog, note: &AuditNote) {
     if let Some(c) = note.code {
         ev = ev.code(c);
     }
-    if let Some(d) = &note.detail {
+    if let (Some(d), false) = (&note.detail, note.kind == EventKind::ErrorTextRaw) {
         ev = ev.detail(d.as_str());
     }
     if let Err(e) = log.record(ev) {

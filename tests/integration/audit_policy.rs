@@ -298,3 +298,57 @@ fn a_call_past_the_policy_timeout_has_an_unknown_outcome() {
     );
     assert_eq!(r["result"]["structuredContent"]["text"], "after");
 }
+
+#[test]
+fn redacted_error_text_and_structured_only_output_with_the_raw_text_in_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[errors]\ntext = \"redacted\"\n[output]\nmode = \"structured-only\"\n",
+    )
+    .unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let args: Vec<String> = vec![
+        "--manifest".into(),
+        snap.display().to_string(),
+        "--sha256".into(),
+        digest,
+        "--server".into(),
+        "fixture".into(),
+        "--policy".into(),
+        policy.display().to_string(),
+        "--audit-log".into(),
+        log.display().to_string(),
+        "--".into(),
+        fixture().display().to_string(),
+    ];
+    let mut p = Peer::guard(&args);
+    p.initialize();
+    let r = p.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(
+        r["result"]["content"],
+        json!([{"type": "text", "text": "{\"text\":\"hi\"}"}]),
+        "{r}"
+    );
+    for (id, tool) in [(2, "fail"), (3, "rpc_error")] {
+        let r = p.request(id, "tools/call", json!({"name": tool, "arguments": {}}));
+        assert!(
+            !r.to_string().contains("SECRET123"),
+            "{tool}: the server's text reached the host: {r}"
+        );
+    }
+    p.close_stdin();
+    p.wait();
+    let audit = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        audit.contains("SECRET123"),
+        "the raw text is kept for the auditor"
+    );
+    assert!(verify(&log).0);
+}
