@@ -6,8 +6,8 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::gate::reviewed_snapshot;
-use crate::support::{fixture, mcpguard, Peer};
+use crate::gate::{guarded_with, reviewed_snapshot};
+use crate::support::mcpguard;
 
 #[test]
 fn every_shipped_policy_checks_and_a_bad_one_names_its_line() {
@@ -85,19 +85,12 @@ fn a_gated_session_leaves_a_verifiable_chain_and_tampering_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let log = dir.path().join("audit.jsonl");
-    let args: Vec<String> = vec![
-        "--manifest".into(),
-        snap.display().to_string(),
-        "--sha256".into(),
-        digest.clone(),
-        "--server".into(),
-        "fixture".into(),
-        "--audit-log".into(),
-        log.display().to_string(),
-        "--".into(),
-        fixture().display().to_string(),
-    ];
-    let mut p = Peer::guard(&args);
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--audit-log".to_string(), log.display().to_string()],
+        &[],
+    );
     p.initialize();
     let r = p.request(
         1,
@@ -171,21 +164,12 @@ fn the_policy_can_refuse_a_reviewed_tool_but_never_admit_one() {
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, "[review]\nrefused_tools = [\"echo\", \"big\"]\n").unwrap();
     let log = dir.path().join("server.log");
-    let args: Vec<String> = vec![
-        "--manifest".into(),
-        snap.display().to_string(),
-        "--sha256".into(),
-        digest,
-        "--server".into(),
-        "fixture".into(),
-        "--policy".into(),
-        policy.display().to_string(),
-        "--".into(),
-        fixture().display().to_string(),
-        "--log".into(),
-        log.display().to_string(),
-    ];
-    let mut p = Peer::guard(&args);
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".to_string(), policy.display().to_string()],
+        &["--log".to_string(), log.display().to_string()],
+    );
     p.initialize();
     let list = p.request(1, "tools/list", json!({}));
     let names: Vec<&str> = list["result"]["tools"]
@@ -263,19 +247,12 @@ fn a_call_past_the_policy_timeout_has_an_unknown_outcome() {
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, "[limits]\ncall_timeout = \"1s\"\n").unwrap();
-    let args: Vec<String> = vec![
-        "--manifest".into(),
-        snap.display().to_string(),
-        "--sha256".into(),
-        digest,
-        "--server".into(),
-        "fixture".into(),
-        "--policy".into(),
-        policy.display().to_string(),
-        "--".into(),
-        fixture().display().to_string(),
-    ];
-    let mut p = Peer::guard(&args);
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".to_string(), policy.display().to_string()],
+        &[],
+    );
     p.initialize();
     let start = std::time::Instant::now();
     let r = p.request(
@@ -310,21 +287,17 @@ fn redacted_error_text_and_structured_only_output_with_the_raw_text_in_the_audit
     )
     .unwrap();
     let log = dir.path().join("audit.jsonl");
-    let args: Vec<String> = vec![
-        "--manifest".into(),
-        snap.display().to_string(),
-        "--sha256".into(),
-        digest,
-        "--server".into(),
-        "fixture".into(),
-        "--policy".into(),
-        policy.display().to_string(),
-        "--audit-log".into(),
-        log.display().to_string(),
-        "--".into(),
-        fixture().display().to_string(),
-    ];
-    let mut p = Peer::guard(&args);
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &[
+            "--policy".to_string(),
+            policy.display().to_string(),
+            "--audit-log".to_string(),
+            log.display().to_string(),
+        ],
+        &[],
+    );
     p.initialize();
     let r = p.request(
         1,

@@ -71,6 +71,14 @@ pub fn reviewed_snapshot(dir: &Path, args: &[&str]) -> (PathBuf, String) {
 /// A guarded fixture: mcpguard enforcing `snap`, the fixture started with `args` and logging
 /// what it receives to `log`.
 fn guarded(snap: &Path, digest: &str, log: &Path, args: &[&str]) -> Peer {
+    let mut fixture_args = vec!["--log".to_string(), log.display().to_string()];
+    fixture_args.extend(args.iter().map(|s| s.to_string()));
+    guarded_with(snap, digest, &[], &fixture_args)
+}
+
+/// mcpguard enforcing `snap` with extra options `opts`, over the fixture started with
+/// `fixture_args`.
+pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[String]) -> Peer {
     let mut argv: Vec<String> = vec![
         "--manifest".into(),
         snap.display().to_string(),
@@ -78,12 +86,11 @@ fn guarded(snap: &Path, digest: &str, log: &Path, args: &[&str]) -> Peer {
         digest.into(),
         "--server".into(),
         "fixture".into(),
-        "--".into(),
-        fixture().display().to_string(),
-        "--log".into(),
-        log.display().to_string(),
     ];
-    argv.extend(args.iter().map(|s| s.to_string()));
+    argv.extend(opts.iter().cloned());
+    argv.push("--".into());
+    argv.push(fixture().display().to_string());
+    argv.extend(fixture_args.iter().cloned());
     Peer::guard(&argv)
 }
 
