@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::gate::{guarded_with, reviewed_snapshot};
+use crate::gate::{guarded_with, reviewed_snapshot, tool_names};
 use crate::support::mcpguard;
 
 #[test]
@@ -172,12 +172,7 @@ fn the_policy_can_refuse_a_reviewed_tool_but_never_admit_one() {
     );
     p.initialize();
     let list = p.request(1, "tools/list", json!({}));
-    let names: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&list);
     assert!(
         !names.contains(&"echo") && names.contains(&"add"),
         "{names:?}"

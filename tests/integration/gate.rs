@@ -94,6 +94,14 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
     Peer::guard(&argv)
 }
 
+/// The tool names of a `tools/list` response.
+pub fn tool_names(list: &Value) -> Vec<&str> {
+    list["result"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// What the server received, one JSON value per line.
 fn received(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -129,12 +137,7 @@ fn a_reviewed_tool_is_served_and_called() {
     let init = p.initialize();
     assert_eq!(init["result"]["serverInfo"]["name"], "mcpguard-fixture");
     let list = p.request(1, "tools/list", json!({}));
-    let names: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&list);
     assert!(
         names.contains(&"echo") && !names.contains(&"big"),
         "only reviewed tools are listed: {names:?}"
@@ -261,12 +264,7 @@ fn drift_in_one_keyword_is_caught_before_dispatch() {
         let mut p = guarded(&snap, &digest, &log, &flag);
         p.initialize();
         let list = p.request(1, "tools/list", json!({}));
-        let names: Vec<&str> = list["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
+        let names = tool_names(&list);
         assert!(
             !names.contains(&"echo"),
             "{flag:?}: a drifted tool is not listed"
