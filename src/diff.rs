@@ -712,7 +712,7 @@ fn atoms(text: &str) -> Vec<&str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
@@ -1209,10 +1209,10 @@ mod tests {
     }
 
     /// A small deterministic generator, so that the randomized tests below are reproducible.
-    struct Lcg(u64);
+    pub(crate) struct Lcg(pub(crate) u64);
 
     impl Lcg {
-        fn pick(&mut self, n: usize) -> usize {
+        pub(crate) fn pick(&mut self, n: usize) -> usize {
             self.0 = self
                 .0
                 .wrapping_mul(6364136223846793005)

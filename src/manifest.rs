@@ -646,6 +646,18 @@ mod tests {
 
     const NOW: &str = "2026-11-02T00:00:00Z";
 
+    /// Every problem of `doc` at [`NOW`], as text.
+    fn problems(doc: Value) -> Vec<String> {
+        validate(
+            &Manifest::new(doc),
+            NOW.parse().unwrap(),
+            &Acceptance::default(),
+        )
+        .iter()
+        .map(|p| p.to_string())
+        .collect()
+    }
+
     #[test]
     fn complete_reviews_pass() {
         let r = json!({"echo": good_review(json!({"/text": "data", "/opts": "instruction"})), "noargs": good_review(json!({}))});
@@ -749,14 +761,7 @@ mod tests {
             .any(|p| p.contains("expired at")));
         let mut m = doc(json!({}));
         m.doc["expiresAt"] = json!("2027-06-01T00:00:00Z");
-        let got: Vec<String> = validate(
-            &Manifest::new(m.doc),
-            NOW.parse().unwrap(),
-            &Acceptance::default(),
-        )
-        .iter()
-        .map(|p| p.to_string())
-        .collect();
+        let got = problems(m.doc);
         assert!(
             got.iter()
                 .any(|p| p.contains("longer than the policy allows (30 days)")),
@@ -771,14 +776,7 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({"tools": [{"name": "echo", "inputSchema": {}}]}));
-        let got: Vec<String> = validate(
-            &Manifest::new(m.doc),
-            NOW.parse().unwrap(),
-            &Acceptance::default(),
-        )
-        .iter()
-        .map(|p| p.to_string())
-        .collect();
+        let got = problems(m.doc);
         assert!(
             got.iter()
                 .any(|p| p.contains("/toolPages/1/tools/0: tool \"echo\" occurs twice")),

@@ -47,15 +47,8 @@ const TOOL_FIELDS: [&str; 9] = [
     "_meta",
 ];
 
-/// The reviewer assertions of the seed's "Reviewer assertions" table, in its order.
-const ASSERTIONS: [&str; 6] = [
-    "headless",
-    "independentCalls",
-    "modelBacked",
-    "sideEffects",
-    "concurrency",
-    "referenceBasedIO",
-];
+// The reviewer assertions of the seed's table, in its order, shared with the validator.
+use crate::manifest::ASSERTIONS;
 
 /// Renders one server entry of a snapshot: its `serverInfo`, `instructions`, `capabilities` and
 /// any other member, the page structure with notes on anything a capture should not contain
@@ -1605,18 +1598,7 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator, so that the randomized test below is reproducible.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn pick(&mut self, n: usize) -> usize {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            usize::try_from(self.0 >> 33).unwrap_or(0) % n.max(1)
-        }
-    }
+    use crate::diff::tests::Lcg;
 
     fn random_schema(rng: &mut Lcg, depth: usize) -> Value {
         const TYPES: [&str; 7] = [

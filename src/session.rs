@@ -620,11 +620,11 @@ impl Session {
         };
         let Some(tool) = pin.tool(&name) else {
             let why = if pin.refused_by_policy.contains(&name) {
-                "the local policy refuses it"
+                "the local policy refuses it (see review.refused_tools and writes.default in the policy)"
             } else if pin.unreviewed.contains(&name) {
-                "it is in the snapshot but was not reviewed"
+                "it is in the snapshot but was not reviewed; review it with `mcpguard review` and pin the new digest"
             } else {
-                "it is not in the reviewed snapshot"
+                "it is not in the reviewed snapshot; capture and review the server again if it should be"
             };
             let m = format!("refused tools/call of unknown tool {name:?}: {why}");
             refuse_to_host(Some(&id), message::INVALID_PARAMS, &m, out);

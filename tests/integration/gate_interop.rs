@@ -18,68 +18,16 @@
 //!
 //! Peers come from `.peers/` (scripts/install-peers.sh). Every process runs under a deadline.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::interop::{argv, peers};
-use crate::support::mcpguard;
-
-/// Upper bound on any one client run (each normally takes 1–3 s).
-const RUN_BOUND: Duration = Duration::from_secs(90);
+use crate::interop::{argv, peers, python_command};
+use crate::support::{mcpguard, run_bounded as run};
 
 /// The capabilities the gate removes from what the host sees, on purpose.
 const BLOCKED_SERVER_CAPABILITIES: [&str; 4] = ["prompts", "resources", "completions", "tasks"];
-
-/// Runs `cmd` with stdin closed and collects its output; kills it and fails when it (or a
-/// descendant holding its stdout or stderr open) is not done within `RUN_BOUND`.
-fn run(cmd: &mut Command) -> Output {
-    let what = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send(buf);
-        });
-        rx
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let until = Instant::now() + RUN_BOUND;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {RUN_BOUND:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let collect = |rx: mpsc::Receiver<Vec<u8>>, which: &str| {
-        let left = until.saturating_duration_since(Instant::now());
-        rx.recv_timeout(left.max(Duration::from_secs(5)))
-            .unwrap_or_else(|_| panic!("the {which} of {what} stayed open after it exited"))
-    };
-    Output {
-        status,
-        stdout: collect(out, "stdout"),
-        stderr: collect(err, "stderr"),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Snapshot
@@ -297,15 +245,7 @@ fn mask_dates(s: &str) -> String {
 /// Runs tests/peers/client.py in `mode` with `calls` and returns its transcript and stderr (where
 /// the server's stderr, and so mcpguard's, goes).
 fn python(mode: &str, calls: &[(&str, Value)], server: &[String]) -> (Value, String) {
-    let p = peers();
-    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/client.py");
-    let mut cmd = Command::new(p["python"].as_str().unwrap());
-    cmd.arg(driver)
-        .args(["--mode", mode, "--timeout", "40", "--settle", "0.3"]);
-    for (tool, args) in calls {
-        cmd.args(["--call", tool, "--args", &args.to_string()]);
-    }
-    cmd.arg("--").args(server);
+    let mut cmd = python_command(mode, calls, server);
     let out = run(&mut cmd);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "client.py failed: {stderr}");

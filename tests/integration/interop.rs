@@ -28,8 +28,8 @@ pub fn argv(v: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Runs the Python SDK client driver and returns its transcript.
-pub fn python_client(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Value {
+/// The command that runs the Python SDK client driver (tests/peers/client.py).
+pub fn python_command(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Command {
     let p = peers();
     let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/client.py");
     let mut cmd = Command::new(p["python"].as_str().unwrap());
@@ -39,6 +39,12 @@ pub fn python_client(mode: &str, calls: &[(&str, Value)], server: &[String]) -> 
         cmd.args(["--call", tool, "--args", &args.to_string()]);
     }
     cmd.arg("--").args(server);
+    cmd
+}
+
+/// Runs the Python SDK client driver and returns its transcript.
+pub fn python_client(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Value {
+    let mut cmd = python_command(mode, calls, server);
     let out = cmd.output().expect("run client.py");
     assert!(
         out.status.success(),

@@ -5,21 +5,15 @@
 //! snapshot directory exactly as it was (no output file, no temporary file, no changed byte).
 
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::interop::{argv, peers};
 use crate::support::{fixture, marker, mcpguard, wait_gone, Peer};
-
-/// Longest any one mcpguard command may run here. Capture and check wait at most `--timeout`
-/// (given as 20s below) for each answer, so this only trips on a hang.
-const DEADLINE: Duration = Duration::from_secs(90);
 
 /// The fixture's catalogue, in the order it lists it (see `examples/fixture_server.rs`).
 const FIXTURE_TOOLS: [&str; 16] = [
@@ -98,43 +92,13 @@ impl Run {
     }
 }
 
-/// Runs `mcpguard args...` to completion (stdin empty), killing it after [`DEADLINE`].
+/// Runs `mcpguard args...` to completion (stdin empty), killing it after the run bound.
 fn guard<S: AsRef<OsStr>>(args: &[S]) -> Run {
-    let mut child = Command::new(mcpguard())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcpguard");
-    let slurp = |mut r: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            String::from_utf8(buf).expect("mcpguard writes UTF-8")
-        })
-    };
-    let out = slurp(Box::new(child.stdout.take().unwrap()));
-    let err = slurp(Box::new(child.stderr.take().unwrap()));
-    let until = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "mcpguard {:?} did not finish within {DEADLINE:?}",
-                args.iter().map(|a| a.as_ref()).collect::<Vec<_>>()
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
+    let out = crate::support::run_bounded(Command::new(mcpguard()).args(args));
     Run {
-        code: status.code().expect("mcpguard exited by a signal"),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        code: out.status.code().expect("mcpguard exited by a signal"),
+        stdout: String::from_utf8(out.stdout).expect("mcpguard writes UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("mcpguard writes UTF-8"),
     }
 }
 

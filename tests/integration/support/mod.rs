@@ -6,13 +6,16 @@
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Upper bound on any one whole run of a command (each normally takes seconds).
+pub const RUN_BOUND: Duration = Duration::from_secs(90);
 
 /// The mcpguard binary under test.
 pub fn mcpguard() -> PathBuf {
@@ -278,4 +281,49 @@ pub fn marker(stderr: &str, key: &str) -> Option<u32> {
         .next()?
         .parse()
         .ok()
+}
+
+/// Runs `cmd` with stdin closed and collects its output; kills it and fails when it (or a
+/// descendant holding its stdout or stderr open) is not done within `RUN_BOUND`.
+pub fn run_bounded(cmd: &mut Command) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            let _ = tx.send(buf);
+        });
+        rx
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let until = Instant::now() + RUN_BOUND;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {RUN_BOUND:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let collect = |rx: mpsc::Receiver<Vec<u8>>, which: &str| {
+        let left = until.saturating_duration_since(Instant::now());
+        rx.recv_timeout(left.max(Duration::from_secs(5)))
+            .unwrap_or_else(|_| panic!("the {which} of {what} stayed open after it exited"))
+    };
+    Output {
+        status,
+        stdout: collect(out, "stdout"),
+        stderr: collect(err, "stderr"),
+    }
 }
