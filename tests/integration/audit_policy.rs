@@ -194,11 +194,7 @@ fn the_policy_can_refuse_a_reviewed_tool_but_never_admit_one() {
             .contains("local policy"),
         "{r}"
     );
-    assert!(
-        p.stderr().contains("review.refused_tools"),
-        "{}",
-        p.stderr()
-    );
+    p.wait_stderr("review.refused_tools");
 }
 
 #[test]

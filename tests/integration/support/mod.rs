@@ -42,6 +42,8 @@ pub struct Peer {
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Set by the stderr reader once it has seen end-of-file.
+    stderr_done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Peer {
@@ -82,6 +84,8 @@ impl Peer {
         });
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let sink = stderr.clone();
+        let stderr_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = stderr_done.clone();
         thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = stderr_pipe.read(&mut buf) {
@@ -90,12 +94,14 @@ impl Peer {
                 }
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
+            done.store(true, std::sync::atomic::Ordering::Release);
         });
         Peer {
             child,
             stdin,
             lines,
             stderr,
+            stderr_done,
         }
     }
 
@@ -196,11 +202,21 @@ impl Peer {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
-    /// Waits for exit; panics if the process is still running after `timeout`.
+    /// Waits for exit; panics if the process is still running after `timeout`. After the exit it
+    /// also waits (briefly) for the stderr reader to reach end-of-file, so that `stderr()` then
+    /// holds everything the process wrote: the reader thread can lag behind the exit.
     pub fn wait_timeout(&mut self, timeout: Duration) -> ExitStatus {
         let until = Instant::now() + timeout;
         loop {
             if let Some(s) = self.child.try_wait().expect("try_wait") {
+                // A grandchild that inherited stderr could hold it open; the bound keeps a test
+                // from hanging on that, and the assertions then see what arrived.
+                let drained = Instant::now() + Duration::from_secs(5);
+                while !self.stderr_done.load(std::sync::atomic::Ordering::Acquire)
+                    && Instant::now() < drained
+                {
+                    thread::sleep(Duration::from_millis(5));
+                }
                 return s;
             }
             if Instant::now() > until {
