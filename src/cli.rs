@@ -76,6 +76,11 @@ pub struct ProxyArgs {
     #[arg(long, conflicts_with = "manifest")]
     pub allow_unpinned: bool,
 
+    /// Check, classify and (for writes) confirm calls exactly as usual, but never dispatch them:
+    /// the host gets {dryRun, validatedInput, operationPolicy, operationSummary} instead.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// The MCP server to run, after `--`.
     #[arg(last = true, value_name = "SERVER_COMMAND")]
     pub server: Vec<OsString>,

@@ -29,6 +29,9 @@ pub struct ReviewedTool {
     pub serialize: bool,
     /// `execution.taskSupport` is `required`: the tool cannot be called without tasks.
     pub requires_task: bool,
+    /// The review maps some argument to the `authority` input channel, which makes every call a
+    /// write that needs confirmation (SPEC §4), whatever the policy's classification says.
+    pub authority: bool,
 }
 
 impl std::fmt::Debug for ReviewedTool {
@@ -156,7 +159,12 @@ pub fn pin_from_manifest(
             .pointer("/execution/taskSupport")
             .and_then(Value::as_str)
             == Some("required");
+        let authority = review
+            .get("inputChannels")
+            .and_then(Value::as_object)
+            .is_some_and(|c| c.values().any(|class| class == "authority"));
         tools.push(ReviewedTool {
+            authority,
             canonical: canonical::canonical_bytes(&tool),
             name,
             tool,
@@ -328,6 +336,12 @@ pub mod code {
     pub const UPSTREAM_ERROR: &str = "upstream_error";
     pub const VERIFICATION_FAILED: &str = "verification_failed";
     pub const TOO_MANY_CALLS: &str = "too_many_calls";
+    /// A write needs a person's approval and none can be asked for (the host did not advertise
+    /// elicitation, or the policy refuses such calls).
+    pub const APPROVAL_REQUIRED: &str = "approval_required";
+    /// The person asked did not approve: declined, cancelled, did not answer in time, or the
+    /// host's answer was an error or malformed.
+    pub const CONSENT_REQUIRED: &str = "consent_required";
 }
 
 /// Longest error text from the server that is passed on (after sanitizing).

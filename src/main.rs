@@ -259,6 +259,8 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         redact_errors: policy.errors.text == policy::ErrorText::Redacted,
         structured_only: policy.output.mode == policy::OutputMode::StructuredOnly,
         audit,
+        dry_run: args.dry_run,
+        policy: std::sync::Arc::new(policy),
     };
     match proxy::run(opts) {
         Ok(Outcome::Child(status)) => mirror_exit(status),

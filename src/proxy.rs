@@ -53,6 +53,9 @@ pub struct Options {
     pub structured_only: bool,
     /// Where decisions are recorded, if anywhere.
     pub audit: Option<Arc<AuditLog>>,
+    /// Write classification and confirmation.
+    pub policy: Arc<crate::policy::Policy>,
+    pub dry_run: bool,
 }
 
 /// How the proxy ended; the binary turns it into its own exit status.
@@ -131,6 +134,8 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             redact_errors: opts.redact_errors,
             structured_only: opts.structured_only,
             audit: opts.audit.is_some(),
+            policy: opts.policy.clone(),
+            dry_run: opts.dry_run,
             ..Config::new(opts.mode.clone())
         },
         &nonce(),

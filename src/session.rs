@@ -28,6 +28,7 @@ use crate::audit::EventKind;
 use crate::frame::Frame;
 use crate::gate::{self, code, Capabilities, Category, LiveCatalogue, Pin, Refusal};
 use crate::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
+use crate::policy::{Classification, Decision, Policy};
 use crate::strict;
 
 /// JSON-RPC error codes that mcpguard itself returns. They sit outside -32768..-32000, which
@@ -147,6 +148,12 @@ pub struct Config {
     /// For tools with an outputSchema, the host receives only the validated
     /// `structuredContent` and its canonical JSON as the one text block.
     pub structured_only: bool,
+    /// The local policy: write classification and confirmation (the other policy values the
+    /// core needs are the fields above, resolved by the driver).
+    pub policy: Arc<Policy>,
+    /// `--dry-run`: calls are checked, classified and confirmed, then answered with what would
+    /// have been sent instead of being dispatched (SPEC §3.11).
+    pub dry_run: bool,
 }
 
 impl Config {
@@ -163,6 +170,8 @@ impl Config {
             call_timeout_ms: 0,
             redact_errors: false,
             structured_only: false,
+            policy: Arc::new(Policy::default()),
+            dry_run: false,
         }
     }
 }
@@ -219,11 +228,39 @@ struct Held {
 #[derive(Debug)]
 enum HeldWhat {
     List,
-    Call {
-        tool: String,
-        line: Bytes,
-        progress: Option<String>,
-    },
+    Call(Call),
+}
+
+/// A `tools/call` from the host that passed the static checks and waits to be dispatched.
+#[derive(Debug)]
+struct Call {
+    id: Id,
+    tool: String,
+    /// The request as it will reach the server (see `minimal_call`).
+    line: Bytes,
+    progress: Option<String>,
+    approval: Approval,
+}
+
+/// How a call came to be allowed, for the audit log and the dry-run summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Approval {
+    /// The policy does not ask for confirmation (a read, or a write marked not-required).
+    NotNeeded,
+    /// Confirmation was due but the policy forwards without asking (`confirmation.mode = "allow"`).
+    Unconfirmed,
+    /// A person approved this call; the string is the approval's binding digest.
+    Confirmed(String),
+}
+
+/// A write waiting for the person's answer to mcpguard's own `elicitation/create`.
+#[derive(Debug)]
+struct Confirming {
+    call: Call,
+    /// SHA-256 of the canonical {snapshot digest, tool, arguments}: what the approval is for.
+    binding: String,
+    arguments: Value,
+    asked_ms: u64,
 }
 
 /// The state of one connection.
@@ -250,7 +287,11 @@ pub struct Session {
     held: Vec<Held>,
     /// Tools with `concurrency: serialize` that have a call in flight, and calls waiting.
     serial_busy: HashSet<String>,
-    serial_queue: Vec<(Id, String, Bytes, Option<String>)>,
+    serial_queue: Vec<Call>,
+    /// Writes waiting for the person's answer, by the id of mcpguard's elicitation request.
+    confirming: IdMap<Confirming>,
+    /// The host advertised form-mode elicitation, so mcpguard can ask the person.
+    host_can_elicit: bool,
     /// Progress tokens of dispatched calls (canonical JSON), so unsolicited progress is dropped.
     progress_tokens: HashSet<String>,
     /// Calls given up on after the per-call timeout; their late answers are dropped.
@@ -279,6 +320,8 @@ impl Session {
             held: Vec::new(),
             serial_busy: HashSet::new(),
             serial_queue: Vec::new(),
+            confirming: IdMap::default(),
+            host_can_elicit: false,
             progress_tokens: HashSet::new(),
             abandoned: HashSet::new(),
             clock_ms: 0,
@@ -327,6 +370,9 @@ impl Session {
             Kind::Request => self.host_request(&msg, line.clone(), out),
             Kind::Notification => self.host_notification(&msg, line.clone(), out),
             Kind::Response | Kind::ErrorResponse => {
+                if let Some(c) = msg.id.as_ref().and_then(|id| self.confirming.remove(id)) {
+                    return self.confirmation_answer(c, &msg, out);
+                }
                 let known = msg
                     .id
                     .as_ref()
@@ -356,7 +402,10 @@ impl Session {
             refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
             return;
         }
-        if self.host_requests.contains_key(&id) || self.held.iter().any(|h| h.id == id) {
+        if self.host_requests.contains_key(&id)
+            || self.held.iter().any(|h| h.id == id)
+            || self.confirming.values().any(|c| c.call.id == id)
+        {
             let m = format!("refused host request {id}: another request with this id is still pending; ids must be unique");
             refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
             return;
@@ -439,9 +488,18 @@ impl Session {
                 match target {
                     Some(t) if self.host_requests.contains_key(&t) => out.push(Out::Server(line)),
                     Some(t) => {
+                        let asking = self
+                            .confirming
+                            .iter()
+                            .find(|(_, c)| c.call.id == t)
+                            .map(|(ask, _)| ask.clone());
+                        if let Some(ask) = &asking {
+                            self.confirming.remove(ask);
+                            out.push(Out::Host(cancel_notification(ask, "mcpguard: the call was cancelled")));
+                        }
                         let before = self.held.len();
                         self.held.retain(|h| h.id != t);
-                        if self.held.len() != before {
+                        if self.held.len() != before || asking.is_some() {
                             out.push(Out::Diag(Level::Info, format!("the host cancelled request {t} before it was dispatched; it never reaches the server")));
                         }
                     }
@@ -487,6 +545,13 @@ impl Session {
             }
             params.insert("protocolVersion".into(), json!(pin.protocol_version));
         }
+        // Form elicitation is what mcpguard asks confirmations with: `elicitation: {}` (form
+        // implied) or an explicit `form` entry; a host offering only `url` mode cannot be asked.
+        self.host_can_elicit = params
+            .get("capabilities")
+            .and_then(|c| c.get("elicitation"))
+            .and_then(Value::as_object)
+            .is_some_and(|e| e.is_empty() || e.contains_key("form"));
         if let Some(caps) = params
             .get_mut("capabilities")
             .and_then(Value::as_object_mut)
@@ -576,9 +641,10 @@ impl Session {
             + self
                 .held
                 .iter()
-                .filter(|h| matches!(h.what, HeldWhat::Call { .. }))
+                .filter(|h| matches!(h.what, HeldWhat::Call(_)))
                 .count()
-            + self.serial_queue.len();
+            + self.serial_queue.len()
+            + self.confirming.len();
         if in_flight >= self.config.max_calls_in_flight {
             let mut r = Refusal::new(
                 code::TOO_MANY_CALLS,
@@ -612,8 +678,9 @@ impl Session {
                 return;
             }
             Mode::Unpinned => {
+                let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 let line = minimal_call(&params, line);
-                self.dispatch_call(id, name, line, progress, out);
+                self.admit(id, name, false, args, line, progress, out);
                 return;
             }
             Mode::Pinned(pin) => pin.clone(),
@@ -667,17 +734,237 @@ impl Session {
                 return;
             }
         }
+        let authority = tool.authority;
         let line = minimal_call(&params, line);
-        let needs = self.need_walk(out);
-        self.held.push(Held {
+        self.admit(id, name, authority, args, line, progress, out);
+    }
+
+    /// The policy's decision on a call that passed the static checks: forward it (after the
+    /// live re-verification when pinned), refuse it, or ask the person first.
+    #[allow(clippy::too_many_arguments)]
+    fn admit(
+        &mut self,
+        id: Id,
+        tool: String,
+        authority: bool,
+        arguments: Value,
+        line: Bytes,
+        progress: Option<String>,
+        out: &mut Vec<Out>,
+    ) {
+        let class = self.config.policy.classify(&tool, authority);
+        let mut call = Call {
             id,
-            needs,
-            what: HeldWhat::Call {
-                tool: name,
-                line,
-                progress,
-            },
+            tool,
+            line,
+            progress,
+            approval: Approval::NotNeeded,
+        };
+        match class.decision {
+            Decision::Forward => self.proceed(call, out),
+            Decision::ForwardUnconfirmed => {
+                out.push(Out::Diag(
+                    Level::Info,
+                    format!(
+                        "call {} of {:?} is a write forwarded without confirmation (confirmation.mode = \"allow\")",
+                        call.id, call.tool
+                    ),
+                ));
+                call.approval = Approval::Unconfirmed;
+                self.proceed(call, out);
+            }
+            Decision::Refuse(reason) => {
+                let code = if class.needs_confirmation {
+                    code::APPROVAL_REQUIRED
+                } else {
+                    code::CAPABILITY_DENIED
+                };
+                let r = Refusal::new(code, Category::Authorization, format!("refused: {reason}"));
+                self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
+            }
+            Decision::Confirm if !self.host_can_elicit => {
+                let r = Refusal::new(
+                    code::APPROVAL_REQUIRED,
+                    Category::Authorization,
+                    format!(
+                        "refused {:?}: {} and needs a person's approval, but the host did not advertise form elicitation, so mcpguard cannot ask anyone; use a host that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                        call.tool,
+                        write_reason(&class),
+                        call.tool
+                    ),
+                );
+                self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
+            }
+            Decision::Confirm => self.ask_person(call, &class, arguments, out),
+        }
+    }
+
+    /// Sends mcpguard's own `elicitation/create` to the host for `call`: one boolean field,
+    /// a message naming the tool, the server and the arguments. The call waits in
+    /// `confirming` until the answer, a cancellation or the timeout.
+    fn ask_person(
+        &mut self,
+        call: Call,
+        class: &Classification,
+        arguments: Value,
+        out: &mut Vec<Out>,
+    ) {
+        let (server, snapshot) = match &self.config.mode {
+            Mode::Pinned(pin) => (pin.server_key.clone(), pin.digest.clone()),
+            _ => ("(unpinned)".to_string(), "unpinned".to_string()),
+        };
+        let binding = approval_binding(&snapshot, &call.tool, &arguments);
+        let timeout_s = self.config.policy.confirmation.timeout.as_secs().max(1);
+        let message = format!(
+            "mcpguard asks for your approval.\n\nThe AI wants to call the tool \"{}\" of the MCP server \"{}\". {}.\n\nArguments:\n{}\n\nApprove only if you want this to happen now. This approval is for this one call only (approval {}, expires in {timeout_s} s).",
+            crate::sanitize::clean(&call.tool, crate::sanitize::Clean { keep_newlines: false, max_bytes: 200 }),
+            crate::sanitize::clean(&server, crate::sanitize::Clean { keep_newlines: false, max_bytes: 200 }),
+            write_reason(class),
+            argument_summary(&arguments),
+            &binding[..12],
+        );
+        let params = json!({
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "approve": {
+                        "type": "boolean",
+                        "title": "Approve this call",
+                        "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
+                        "default": false
+                    }
+                },
+                "required": ["approve"]
+            }
         });
+        let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
+        self.next_own += 1;
+        let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": "elicitation/create", "params": params});
+        out.push(Out::Diag(
+            Level::Info,
+            format!(
+                "call {} of {:?} is a write: asking the person through the host (approval {})",
+                call.id,
+                call.tool,
+                &binding[..12]
+            ),
+        ));
+        out.push(Out::Host(Bytes::from(
+            serde_json::to_vec(&req).unwrap_or_default(),
+        )));
+        self.confirming.insert(
+            ask,
+            Confirming {
+                call,
+                binding,
+                arguments,
+                asked_ms: self.clock_ms,
+            },
+        );
+    }
+
+    /// The host answered one of mcpguard's confirmation requests. Only `accept` with
+    /// `approve: true` lets the call go on; anything else refuses it.
+    fn confirmation_answer(&mut self, c: Confirming, msg: &Message<'_>, out: &mut Vec<Out>) {
+        let verdict = match (msg.kind, msg.result) {
+            (Kind::Response, Some(raw)) => match strict::parse_strict_str(raw.get()) {
+                Ok(v) => match v.get("action").and_then(Value::as_str) {
+                    Some("accept") => {
+                        if v.pointer("/content/approve") == Some(&Value::Bool(true)) {
+                            Ok(())
+                        } else {
+                            Err("the person did not tick approve".to_string())
+                        }
+                    }
+                    Some("decline") => Err("the person declined".to_string()),
+                    Some("cancel") => Err("the person dismissed the request".to_string()),
+                    _ => Err("the host's answer has no valid action".to_string()),
+                },
+                Err(e) => Err(format!("the host's answer is malformed ({e})")),
+            },
+            _ => Err("the host answered with an error".to_string()),
+        };
+        self.settle(c, verdict, out);
+    }
+
+    /// Ends a confirmation: the call goes on (re-verified first when pinned) or is refused.
+    fn settle(&mut self, c: Confirming, verdict: Result<(), String>, out: &mut Vec<Out>) {
+        let Confirming {
+            mut call,
+            binding,
+            arguments,
+            ..
+        } = c;
+        match verdict {
+            Ok(()) => {
+                self.audit(out, || AuditNote {
+                    tool: Some(call.tool.clone()),
+                    arguments: Some(arguments),
+                    outcome: Some("confirmed"),
+                    detail: Some(format!("approval {binding}")),
+                    ..AuditNote::new(EventKind::CallConfirmed)
+                });
+                out.push(Out::Diag(
+                    Level::Info,
+                    format!(
+                        "call {} of {:?} was approved by the person",
+                        call.id, call.tool
+                    ),
+                ));
+                call.approval = Approval::Confirmed(binding);
+                self.proceed(call, out);
+            }
+            Err(why) => {
+                self.audit(out, || AuditNote {
+                    tool: Some(call.tool.clone()),
+                    arguments: Some(arguments),
+                    outcome: Some("denied"),
+                    code: Some(code::CONSENT_REQUIRED),
+                    detail: Some(why.clone()),
+                    ..AuditNote::new(EventKind::CallDeniedByUser)
+                });
+                let r = Refusal::new(
+                    code::CONSENT_REQUIRED,
+                    Category::Authorization,
+                    format!(
+                        "refused {:?}: it needs a person's approval and did not get it ({why}); it was not run. Do not retry unless the person asks for it",
+                        call.tool
+                    ),
+                );
+                // Audited above as a denial; refuse_call would record a second, generic refusal.
+                out.push(Out::Diag(
+                    Level::Warn,
+                    format!("call {} of {:?}: {}", call.id, call.tool, r.message),
+                ));
+                let may_have_output = self.may_have_output(&call.tool);
+                respond(out, &call.id, r.to_result(may_have_output));
+            }
+        }
+    }
+
+    /// An allowed call goes to the live re-verification (pinned) or straight to dispatch.
+    fn proceed(&mut self, call: Call, out: &mut Vec<Out>) {
+        if matches!(self.config.mode, Mode::Pinned(_)) {
+            let needs = self.need_walk(out);
+            self.held.push(Held {
+                id: call.id.clone(),
+                needs,
+                what: HeldWhat::Call(call),
+            });
+        } else {
+            self.dispatch_call(call, out);
+        }
+    }
+
+    /// Whether the host may hold an outputSchema for this tool: known for pinned tools,
+    /// unknown (so assumed) when tools are relayed unpinned.
+    fn may_have_output(&self, tool: &str) -> bool {
+        match &self.config.mode {
+            Mode::Pinned(pin) => pin.tool(tool).is_some_and(|t| t.output.is_some()),
+            Mode::Unpinned => true,
+            Mode::NoManifest => false,
+        }
     }
 
     fn audit(&self, out: &mut Vec<Out>, note: impl FnOnce() -> AuditNote) {
@@ -706,45 +993,44 @@ impl Session {
             Level::Warn,
             format!("call {id} of {tool:?}: {}", r.message),
         ));
-        // Whether the host may hold an outputSchema for this tool: known for pinned tools,
-        // unknown (so assumed) when tools are relayed unpinned.
-        let may_have_output = match &self.config.mode {
-            Mode::Pinned(pin) => pin.tool(tool).is_some_and(|t| t.output.is_some()),
-            Mode::Unpinned => true,
-            Mode::NoManifest => false,
-        };
-        respond(out, id, r.to_result(may_have_output));
+        respond(out, id, r.to_result(self.may_have_output(tool)));
     }
 
-    fn dispatch_call(
-        &mut self,
-        id: Id,
-        tool: String,
-        line: Bytes,
-        progress: Option<String>,
-        out: &mut Vec<Out>,
-    ) {
+    fn dispatch_call(&mut self, call: Call, out: &mut Vec<Out>) {
+        if self.config.dry_run {
+            return self.dry_run(call, out);
+        }
         let serialize = match &self.config.mode {
-            Mode::Pinned(pin) => pin.tool(&tool).is_some_and(|t| t.serialize),
+            Mode::Pinned(pin) => pin.tool(&call.tool).is_some_and(|t| t.serialize),
             _ => false,
         };
-        if serialize && !self.serial_busy.insert(tool.clone()) {
-            self.serial_queue.push((id, tool, line, progress));
+        if serialize && !self.serial_busy.insert(call.tool.clone()) {
+            self.serial_queue.push(call);
             return;
         }
+        let Call {
+            id,
+            tool,
+            line,
+            progress,
+            approval,
+        } = call;
         if let Some(t) = &progress {
             self.progress_tokens.insert(t.clone());
         }
         self.audit(out, || AuditNote {
             tool: Some(tool.clone()),
-            arguments: message::parse(&line)
-                .ok()
-                .and_then(|m| {
-                    m.params
-                        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                })
-                .and_then(|p| p.get("arguments").cloned()),
+            arguments: call_arguments(&line),
             outcome: Some("forwarded"),
+            detail: match &approval {
+                Approval::NotNeeded => None,
+                Approval::Unconfirmed => Some(
+                    "a write forwarded without confirmation (confirmation.mode = allow)".into(),
+                ),
+                Approval::Confirmed(binding) => {
+                    Some(format!("approved by the person: approval {binding}"))
+                }
+            },
             ..AuditNote::new(EventKind::CallAllowed)
         });
         self.host_requests.insert(
@@ -760,6 +1046,59 @@ impl Session {
             },
         );
         out.push(Out::Server(line));
+    }
+
+    /// `--dry-run`: the call passed every check (and confirmation) but is not dispatched; the
+    /// host learns what would have been sent (SPEC §3.11, seed 004's dry-run envelope).
+    fn dry_run(&mut self, call: Call, out: &mut Vec<Out>) {
+        let authority = match &self.config.mode {
+            Mode::Pinned(pin) => pin.tool(&call.tool).is_some_and(|t| t.authority),
+            _ => false,
+        };
+        let class = self.config.policy.classify(&call.tool, authority);
+        let arguments = call_arguments(&call.line).unwrap_or_else(|| json!({}));
+        let approval = match &call.approval {
+            Approval::NotNeeded => "no confirmation needed".to_string(),
+            Approval::Unconfirmed => {
+                "forwarded without confirmation (confirmation.mode = allow)".to_string()
+            }
+            Approval::Confirmed(b) => format!(
+                "approved by the person (approval {})",
+                &b[..12.min(b.len())]
+            ),
+        };
+        let kind = if class.is_write { "a write" } else { "a read" };
+        let summary = format!(
+            "dry run: {:?} ({kind}; {approval}) passed every check and would have been sent to the server; nothing was dispatched",
+            call.tool
+        );
+        let structured = json!({
+            "dryRun": true,
+            "validatedInput": arguments,
+            "operationPolicy": operation_policy(&class),
+            "operationSummary": summary,
+        });
+        self.audit(out, || AuditNote {
+            tool: Some(call.tool.clone()),
+            arguments: Some(arguments.clone()),
+            outcome: Some("dry-run"),
+            detail: Some("--dry-run: not dispatched".into()),
+            ..AuditNote::new(EventKind::CallAllowed)
+        });
+        out.push(Out::Diag(
+            Level::Info,
+            format!(
+                "call {} of {:?}: dry run, not dispatched",
+                call.id, call.tool
+            ),
+        ));
+        let text =
+            String::from_utf8(crate::canonical::canonical_bytes(&structured)).unwrap_or_default();
+        respond(
+            out,
+            &call.id,
+            json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false}),
+        );
     }
 
     // ---------------------------------------------------------------- live verification
@@ -926,11 +1265,8 @@ impl Session {
                 });
                 respond(out, &h.id, json!({"tools": tools}));
             }
-            HeldWhat::Call {
-                tool,
-                line,
-                progress,
-            } => {
+            HeldWhat::Call(call) => {
+                let tool = call.tool.clone();
                 if let Some(why) = &self.invalidated {
                     let r = Refusal::new(code::REVIEW_INVALIDATED, Category::Drift, format!("refused {tool:?} before dispatch: {why}; capture and review the server again"));
                     self.refuse_call(&h.id, &tool, r, out);
@@ -949,7 +1285,7 @@ impl Session {
                     self.refuse_call(&h.id, &tool, r, out);
                     return;
                 }
-                self.dispatch_call(h.id, tool, line, progress, out);
+                self.dispatch_call(call, out);
             }
         }
     }
@@ -969,7 +1305,7 @@ impl Session {
                     &format!("tools/list could not be verified against the live server: {why}"),
                     out,
                 ),
-                HeldWhat::Call { tool, .. } => {
+                HeldWhat::Call(Call { tool, .. }) => {
                     let r = Refusal::new(code::VERIFICATION_FAILED, Category::Upstream, format!("refused {tool:?} before dispatch: the live catalogue could not be verified ({why})"));
                     self.refuse_call(&h.id, &tool, r, out);
                 }
@@ -997,7 +1333,7 @@ impl Session {
             }
         }
         let queued = std::mem::take(&mut self.serial_queue);
-        for (id, tool, _, _) in queued {
+        for Call { id, tool, .. } in queued {
             let r = Refusal::new(
                 code::REVIEW_INVALIDATED,
                 Category::Drift,
@@ -1009,7 +1345,7 @@ impl Session {
         for h in held {
             match h.what {
                 HeldWhat::List => respond(out, &h.id, json!({"tools": []})),
-                HeldWhat::Call { tool, .. } => {
+                HeldWhat::Call(Call { tool, .. }) => {
                     let r = Refusal::new(
                         code::REVIEW_INVALIDATED,
                         Category::Drift,
@@ -1212,9 +1548,9 @@ impl Session {
     /// A call of `tool` finished: the next queued call of a `serialize` tool may go.
     fn release_serial(&mut self, tool: &str, out: &mut Vec<Out>) {
         if self.serial_busy.remove(tool) {
-            if let Some(pos) = self.serial_queue.iter().position(|(_, t, _, _)| t == tool) {
-                let (qid, qtool, qline, qprogress) = self.serial_queue.remove(pos);
-                self.dispatch_call(qid, qtool, qline, qprogress, out);
+            if let Some(pos) = self.serial_queue.iter().position(|c| c.tool == tool) {
+                let next = self.serial_queue.remove(pos);
+                self.dispatch_call(next, out);
             }
         }
     }
@@ -1225,6 +1561,7 @@ impl Session {
     /// and a late answer is dropped.
     pub fn tick(&mut self, now_ms: u64, out: &mut Vec<Out>) {
         self.clock_ms = now_ms;
+        self.expire_confirmations(out);
         let timeout = self.config.call_timeout_ms;
         if timeout == 0 {
             return;
@@ -1259,6 +1596,31 @@ impl Session {
             r.outcome_known = false;
             self.refuse_call(&id, &tool, r, out);
             self.release_serial(&tool, out);
+        }
+    }
+
+    /// Confirmations not answered within `confirmation.timeout` are denials; the host is told to
+    /// withdraw the question, and a late answer finds nothing to approve.
+    fn expire_confirmations(&mut self, out: &mut Vec<Out>) {
+        let limit =
+            u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut expired: Vec<Id> = self
+            .confirming
+            .iter()
+            .filter(|(_, c)| self.clock_ms.saturating_sub(c.asked_ms) >= limit)
+            .map(|(id, _)| id.clone())
+            .collect();
+        expired.sort_by_cached_key(|id| id.to_string());
+        for ask in expired {
+            let Some(c) = self.confirming.remove(&ask) else {
+                continue;
+            };
+            out.push(Out::Host(cancel_notification(
+                &ask,
+                "mcpguard: no answer within the confirmation timeout",
+            )));
+            let why = format!("no answer within {} s", limit / 1000);
+            self.settle(c, Err(why), out);
         }
     }
 
@@ -1541,7 +1903,7 @@ impl Session {
                     &format!("the MCP server {why} before tools/list was verified"),
                     out,
                 ),
-                HeldWhat::Call { tool, .. } => {
+                HeldWhat::Call(Call { tool, .. }) => {
                     let r = Refusal::new(
                         code::UPSTREAM_ERROR,
                         Category::Upstream,
@@ -1551,7 +1913,20 @@ impl Session {
                 }
             }
         }
-        for (id, tool, _, _) in std::mem::take(&mut self.serial_queue) {
+        let asking: Vec<(Id, Confirming)> = self.confirming.drain().collect();
+        for (ask, c) in asking {
+            out.push(Out::Host(cancel_notification(
+                &ask,
+                "mcpguard: the MCP server is gone",
+            )));
+            let r = Refusal::new(
+                code::UPSTREAM_ERROR,
+                Category::Upstream,
+                format!("the MCP server {why}; {:?} was not dispatched", c.call.tool),
+            );
+            self.refuse_call(&c.call.id, &c.call.tool, r, out);
+        }
+        for Call { id, tool, .. } in std::mem::take(&mut self.serial_queue) {
             let r = Refusal::new(
                 code::UPSTREAM_ERROR,
                 Category::Upstream,
@@ -1622,6 +1997,87 @@ impl Session {
             self.walk_failed(what, out);
         }
     }
+}
+
+/// Why a call needs confirmation, in words for the person and the model.
+fn write_reason(class: &Classification) -> String {
+    use crate::policy::Basis;
+    match (class.basis, class.side_effect) {
+        (Basis::Unclassified, _) => {
+            "The local policy does not classify this tool, so it is treated as a write".into()
+        }
+        (Basis::AuthorityChannel, _) => {
+            "The review marks an argument as an authority input, so the call is treated as a write"
+                .into()
+        }
+        (Basis::Policy, Some(effect)) => format!(
+            "The local policy classifies it as a write ({}) that needs confirmation",
+            serde_json::to_value(effect)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        ),
+        (Basis::Policy, None) => "The local policy requires confirmation for it".into(),
+    }
+}
+
+/// The digest an approval is bound to: SHA-256 over the canonical JSON of the snapshot digest,
+/// the tool name and the arguments, so an approval cannot stand for any other call.
+fn approval_binding(snapshot: &str, tool: &str, arguments: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let doc = json!({"snapshot": snapshot, "tool": tool, "arguments": arguments});
+    let digest = Sha256::digest(crate::canonical::canonical_bytes(&doc));
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The arguments as a person can read them: canonical JSON with control and invisible characters
+/// made visible, cut at a length a dialog can show (the cut is said).
+fn argument_summary(arguments: &Value) -> String {
+    const MAX: usize = 1500;
+    let text = String::from_utf8(crate::canonical::canonical_bytes(arguments)).unwrap_or_default();
+    let clean = crate::sanitize::clean(
+        &text,
+        crate::sanitize::Clean {
+            keep_newlines: false,
+            max_bytes: MAX,
+        },
+    );
+    if text.len() > MAX {
+        format!(
+            "{clean} (cut: the arguments are {} bytes in all)",
+            text.len()
+        )
+    } else {
+        clean
+    }
+}
+
+/// Seed 004's `operationPolicy` for a classified call.
+fn operation_policy(class: &Classification) -> Value {
+    json!({
+        "sideEffect": class.side_effect,
+        "idempotency": class.idempotency,
+        "automaticRetry": "never",
+        "confirmation": if class.needs_confirmation { "trusted-confirmation-required" } else { "not-required" },
+        "unknownOutcome": "stop-and-reconcile",
+    })
+}
+
+/// The `arguments` of a `tools/call` line, parsed again off the message path.
+fn call_arguments(line: &[u8]) -> Option<Value> {
+    message::parse(line)
+        .ok()
+        .and_then(|m| {
+            m.params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        })
+        .and_then(|p| p.get("arguments").cloned())
+}
+
+/// A `notifications/cancelled` for a request mcpguard sent to the host.
+fn cancel_notification(id: &Id, reason: &str) -> Bytes {
+    let n = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id.to_json_value(), "reason": reason}});
+    Bytes::from(serde_json::to_vec(&n).unwrap_or_default())
 }
 
 /// Rebuilds a `tools/call` with only what the server may get: the name, the arguments and the
@@ -1812,9 +2268,24 @@ mod tests {
     }
 
     impl T {
+        /// Existing behaviour tests: the reviewed tools are reads, so nothing asks for
+        /// confirmation (the confirmation tests use `with_policy`).
         fn new(mode: Mode) -> T {
+            Self::with_policy(
+                mode,
+                "[writes.tools.echo]\nside_effect = \"read\"\n[writes.tools.write]\nside_effect = \"read\"\n",
+            )
+        }
+        fn with_policy(mode: Mode, policy: &str) -> T {
+            let policy = crate::policy::parse(policy, "test").unwrap();
             T {
-                s: Session::new(Config::new(mode), "n0nce"),
+                s: Session::new(
+                    Config {
+                        policy: Arc::new(policy),
+                        ..Config::new(mode)
+                    },
+                    "n0nce",
+                ),
                 host: vec![],
                 server: vec![],
                 server_raw: vec![],
@@ -2365,5 +2836,273 @@ mod tests {
         assert_eq!(t.server.len(), 2);
         t.host_says(json!({"jsonrpc": "2.0", "id": "mcpguard-n0nce-0", "method": "ping"}));
         assert_eq!(t.last_host()["error"]["code"], codes::ID_CONFLICT);
+    }
+
+    /// The policy of the confirmation tests: `echo` is a read, `write` is left unclassified (so a
+    /// write that needs confirmation).
+    const ECHO_READ: &str = "[writes.tools.echo]\nside_effect = \"read\"\n";
+
+    fn elicitation_of(t: &T) -> Value {
+        t.host
+            .iter()
+            .rev()
+            .find(|m| m["method"] == "elicitation/create")
+            .cloned()
+            .unwrap_or_else(|| panic!("no elicitation sent; host got {:?}", t.host))
+    }
+
+    fn calls_dispatched(t: &T) -> usize {
+        t.server
+            .iter()
+            .filter(|m| m["method"] == "tools/call")
+            .count()
+    }
+
+    #[test]
+    fn a_write_is_dispatched_only_after_the_person_approves_it() {
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+        t.s.config.audit = true;
+        t.call(
+            7,
+            "write",
+            json!({"body": "hello\u{1b}[31m", "confirmed": true}),
+        );
+        assert_eq!(
+            calls_dispatched(&t),
+            0,
+            "nothing reaches the server before the answer"
+        );
+        let ask = elicitation_of(&t);
+        let message = ask["params"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("\"write\"") && message.contains("\"s\""),
+            "{message}"
+        );
+        assert!(
+            message.contains("\\u{1b}") || !message.contains('\u{1b}'),
+            "control characters are made visible: {message}"
+        );
+        assert_eq!(
+            ask["params"]["requestedSchema"]["properties"]["approve"]["type"],
+            "boolean"
+        );
+        // An argument saying it is confirmed changed nothing: the person was asked anyway.
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        t.answer_walk(live_page());
+        assert_eq!(calls_dispatched(&t), 1);
+        assert!(t.audits.iter().any(|a| a.kind == EventKind::CallConfirmed));
+        // The approval was single-use: answering the same question again does nothing.
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        assert_eq!(calls_dispatched(&t), 1);
+        // The same call again needs its own approval.
+        t.call(
+            8,
+            "write",
+            json!({"body": "hello\u{1b}[31m", "confirmed": true}),
+        );
+        let again = elicitation_of(&t);
+        assert_ne!(again["id"], ask["id"]);
+        assert_eq!(calls_dispatched(&t), 1);
+    }
+
+    #[test]
+    fn anything_but_an_approval_refuses_the_write() {
+        let answers = [
+            json!({"result": {"action": "decline"}}),
+            json!({"result": {"action": "cancel"}}),
+            json!({"result": {"action": "accept", "content": {"approve": false}}}),
+            json!({"result": {"action": "accept", "content": {"approve": "true"}}}),
+            json!({"result": {"action": "accept"}}),
+            json!({"result": {"action": "maybe"}}),
+            json!({"error": {"code": -1, "message": "no UI"}}),
+        ];
+        for answer in answers {
+            let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+            t.s.config.audit = true;
+            t.call(3, "write", json!({"body": "x"}));
+            let ask = elicitation_of(&t);
+            let mut reply = answer.clone();
+            reply["jsonrpc"] = json!("2.0");
+            reply["id"] = ask["id"].clone();
+            t.host_says(reply);
+            let r = t.last_host();
+            assert_eq!(r["id"], 3, "{answer}: {r}");
+            assert_eq!(r["result"]["isError"], true, "{answer}: {r}");
+            assert_eq!(
+                r["result"]["structuredContent"]["code"], "consent_required",
+                "{answer}: {r}"
+            );
+            assert_eq!(calls_dispatched(&t), 0, "{answer}");
+            assert!(
+                t.audits
+                    .iter()
+                    .any(|a| a.kind == EventKind::CallDeniedByUser),
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_answer_in_time_is_a_denial_and_the_question_is_withdrawn() {
+        let mut t = T::with_policy(
+            Mode::Pinned(pin()),
+            &format!("{ECHO_READ}[confirmation]\ntimeout = \"2s\"\n"),
+        )
+        .bound();
+        t.call(4, "write", json!({"body": "x"}));
+        let ask = elicitation_of(&t);
+        let mut out = vec![];
+        t.s.tick(1_000, &mut out);
+        t.take(out);
+        assert!(t.host.iter().all(|m| m["id"] != 4), "not yet expired");
+        let mut out = vec![];
+        t.s.tick(2_500, &mut out);
+        t.take(out);
+        let cancelled = t
+            .host
+            .iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+            .expect("the host is told to withdraw the question");
+        assert_eq!(cancelled["params"]["requestId"], ask["id"]);
+        let r = t.host.iter().find(|m| m["id"] == 4).unwrap();
+        assert_eq!(r["result"]["structuredContent"]["code"], "consent_required");
+        // A late approval finds nothing to approve.
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        assert_eq!(calls_dispatched(&t), 0);
+    }
+
+    #[test]
+    fn reads_are_never_prompted_and_hosts_that_cannot_be_asked_are_refused() {
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+        t.call(1, "echo", json!({"text": "hi"}));
+        assert!(t.host.iter().all(|m| m["method"] != "elicitation/create"));
+        t.answer_walk(live_page());
+        assert_eq!(calls_dispatched(&t), 1);
+
+        // A host without the elicitation capability cannot be asked: the write is refused.
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ);
+        t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}}, "clientInfo": {"name": "t", "version": "1"}}}));
+        t.server_says(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "fixture", "version": "1.0.0"}, "instructions": "Be nice."}}));
+        t.host_says(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        t.answer_walk(live_page());
+        t.call(2, "write", json!({"body": "x"}));
+        let r = t.last_host();
+        assert_eq!(
+            r["result"]["structuredContent"]["code"], "approval_required",
+            "{r}"
+        );
+        assert!(
+            r.to_string().contains("confirmation.mode"),
+            "says how to change the policy: {r}"
+        );
+        assert_eq!(calls_dispatched(&t), 0);
+    }
+
+    #[test]
+    fn confirmation_modes_and_authority_channels() {
+        // deny: refused without asking.
+        let mut t = T::with_policy(
+            Mode::Pinned(pin()),
+            &format!("{ECHO_READ}[confirmation]\nmode = \"deny\"\n"),
+        )
+        .bound();
+        t.call(1, "write", json!({"body": "x"}));
+        assert_eq!(
+            t.last_host()["result"]["structuredContent"]["code"],
+            "approval_required"
+        );
+        assert_eq!(calls_dispatched(&t), 0);
+        // allow: forwarded without asking, and audited as unconfirmed.
+        let mut t = T::with_policy(
+            Mode::Pinned(pin()),
+            &format!("{ECHO_READ}[confirmation]\nmode = \"allow\"\n"),
+        )
+        .bound();
+        t.s.config.audit = true;
+        t.call(1, "write", json!({"body": "x"}));
+        t.answer_walk(live_page());
+        assert_eq!(calls_dispatched(&t), 1);
+        let allowed = t
+            .audits
+            .iter()
+            .find(|a| a.kind == EventKind::CallAllowed)
+            .unwrap();
+        assert!(allowed
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("without confirmation"));
+        // A read with an authority channel in its review is a write after all.
+        let doc = json!({
+            "profile": crate::manifest::PROFILE, "protocolVersion": "2025-11-25",
+            "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
+            "servers": {"s": {
+                "serverInfo": {"name": "fixture", "version": "1.0.0"},
+                "toolPages": [{"tools": [tool_echo()]}],
+                "reviews": {"echo": review("safe", json!({"/text": "authority"}))}
+            }}
+        });
+        let now = "2026-11-02T00:00:00Z".parse().unwrap();
+        let pin =
+            gate::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap();
+        assert!(pin.tool("echo").unwrap().authority);
+        let mut t = T::with_policy(Mode::Pinned(Arc::new(pin)), ECHO_READ);
+        t.handshake();
+        t.answer_walk(json!({"tools": [tool_echo()]}));
+        t.call(1, "echo", json!({"text": "x"}));
+        let ask = elicitation_of(&t);
+        assert!(ask["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authority"));
+    }
+
+    #[test]
+    fn a_cancelled_call_withdraws_its_question() {
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+        t.call(5, "write", json!({"body": "x"}));
+        let ask = elicitation_of(&t);
+        t.host_says(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}));
+        let cancelled = t.last_host();
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        assert_eq!(cancelled["params"]["requestId"], ask["id"]);
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        assert_eq!(calls_dispatched(&t), 0);
+    }
+
+    #[test]
+    fn a_dry_run_checks_and_confirms_but_never_dispatches() {
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+        t.s.config.dry_run = true;
+        t.call(1, "echo", json!({"text": "hi"}));
+        t.answer_walk(live_page());
+        let r = t.last_host().clone();
+        assert_eq!(r["result"]["isError"], false);
+        let sc = &r["result"]["structuredContent"];
+        assert_eq!(sc["dryRun"], true);
+        assert_eq!(sc["validatedInput"], json!({"text": "hi"}));
+        assert_eq!(sc["operationPolicy"]["sideEffect"], "read");
+        assert_eq!(sc["operationPolicy"]["automaticRetry"], "never");
+        assert_eq!(calls_dispatched(&t), 0);
+        // A write is still confirmed first.
+        t.call(2, "write", json!({"body": "x"}));
+        let ask = elicitation_of(&t);
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        t.answer_walk(live_page());
+        let r = t.last_host();
+        assert_eq!(r["id"], 2);
+        assert_eq!(
+            r["result"]["structuredContent"]["operationPolicy"]["confirmation"],
+            "trusted-confirmation-required"
+        );
+        assert_eq!(calls_dispatched(&t), 0);
+        // Invalid arguments are refused as usual.
+        t.call(3, "echo", json!({"text": 5}));
+        let r = t.last_host();
+        assert_eq!(
+            r["result"]["_meta"][gate::REFUSAL_META]["code"],
+            "invalid_arguments",
+            "{r}"
+        );
     }
 }
