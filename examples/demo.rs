@@ -2,9 +2,10 @@
 //! by a scripted client, with every step and every line of traffic shown.
 //!
 //! 1. capture the server's catalogue into a snapshot, review one tool, check the live server;
-//! 2. run the server behind mcpguard enforcing that snapshot and send a short conversation — a
-//!    reviewed call, an unreviewed tool, invalid arguments, bad input — so the traffic in both
-//!    directions and mcpguard's verdicts are visible.
+//! 2. run the server behind mcpguard enforcing that snapshot and a small policy (echo is a read,
+//!    write_note is a write) and send a short conversation — a reviewed read, a write held until
+//!    the person approves it through the host, an unreviewed tool, invalid arguments, bad input —
+//!    so the traffic in both directions and mcpguard's verdicts are visible.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -113,8 +114,46 @@ fn main() {
         println!("   | {line}");
     }
 
-    title("4. The server behind mcpguard, enforcing the reviewed snapshot: a scripted client and the traffic");
-    proxy_session(&mcpguard, &fixture, &snapshot, digest.trim());
+    title("4. Review the write tool too: its path argument has authority");
+    let digest = run(
+        &mcpguard,
+        &[
+            "review",
+            path(&snapshot),
+            "--server",
+            "fixture",
+            "--tool",
+            "write_note",
+            "--reviewer",
+            "demo@example.test",
+            "--assert",
+            "headless=true",
+            "--assert",
+            "independentCalls=true",
+            "--assert",
+            "modelBacked=false",
+            "--assert",
+            "sideEffects=writes a note",
+            "--assert",
+            "concurrency=serialize",
+            "--assert",
+            "referenceBasedIO=true",
+            "--channel",
+            "/path=authority",
+            "--channel",
+            "/body=data",
+        ],
+    );
+    let policy = work.join("policy.toml");
+    let policy_text = "# echo is a read; every other tool is a write that a person confirms.\n[writes.tools.echo]\nside_effect = \"read\"\n";
+    std::fs::write(&policy, policy_text).expect("write the policy");
+    println!("   the local policy ({}):", shorten(path(&policy)));
+    for line in policy_text.lines() {
+        println!("   | {line}");
+    }
+
+    title("5. The server behind mcpguard, enforcing the reviewed snapshot: a scripted client and the traffic");
+    proxy_session(&mcpguard, &fixture, &snapshot, digest.trim(), &policy);
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -154,10 +193,18 @@ fn shorten(a: &str) -> String {
     }
 }
 
-fn proxy_session(mcpguard: &Path, fixture: &Path, snapshot: &Path, digest: &str) {
+/// One step of the scripted host: a line to send, or the person's answer to mcpguard's last
+/// confirmation question.
+enum Step {
+    Send(&'static str),
+    Approve,
+}
+
+fn proxy_session(mcpguard: &Path, fixture: &Path, snapshot: &Path, digest: &str, policy: &Path) {
     println!(
-        "$ mcpguard --manifest {} --sha256 {digest} --server fixture -- {}",
+        "$ mcpguard --manifest {} --sha256 {digest} --server fixture --policy {} -- {}",
         shorten(path(snapshot)),
+        shorten(path(policy)),
         shorten(path(fixture))
     );
     let mut child = Command::new(mcpguard)
@@ -168,6 +215,8 @@ fn proxy_session(mcpguard: &Path, fixture: &Path, snapshot: &Path, digest: &str)
             digest,
             "--server",
             "fixture",
+            "--policy",
+            path(policy),
             "--",
             path(fixture),
         ])
@@ -191,19 +240,44 @@ fn proxy_session(mcpguard: &Path, fixture: &Path, snapshot: &Path, digest: &str)
             let _ = tx.send(format!("  ! {line}"));
         }
     });
+    use Step::*;
     let script = [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through mcpguard"}}}"#,
-        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_note","arguments":{"path":"/etc/passwd","body":"x"}}}"#,
-        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":42}}}"#,
-        r#"this line is not JSON"#,
-        r#"[{"jsonrpc":"2.0","id":6,"method":"ping"}]"#,
-        r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
+        Send(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"demo","version":"1"}}}"#,
+        ),
+        Send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+        Send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+        Send(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello through mcpguard"}}}"#,
+        ),
+        // A write: mcpguard holds it and asks the person through the host's own UI.
+        Send(
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_note","arguments":{"path":"notes/today.txt","body":"buy milk","confirmed":true}}}"#,
+        ),
+        Approve,
+        Send(
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"big","arguments":{"bytes":10}}}"#,
+        ),
+        Send(
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":42}}}"#,
+        ),
+        Send(r#"this line is not JSON"#),
+        Send(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#),
+        Send(r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#),
     ];
     println!("  (→ host to mcpguard, ← mcpguard to host, ! mcpguard's stderr)");
-    for line in script {
+    let mut question: Option<String> = None;
+    for step in script {
+        let line = match step {
+            Send(line) => line.to_string(),
+            Approve => {
+                let id = question.take().expect("mcpguard asked for a confirmation");
+                println!("  (the person reads the question in the host's dialog and approves)");
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"action":"accept","content":{{"approve":true}}}}}}"#
+                )
+            }
+        };
         println!("  → {line}");
         stdin
             .write_all(line.as_bytes())
@@ -212,6 +286,12 @@ fn proxy_session(mcpguard: &Path, fixture: &Path, snapshot: &Path, digest: &str)
         stdin.flush().expect("flush");
         thread::sleep(Duration::from_millis(150));
         while let Ok(l) = rx.try_recv() {
+            if l.contains("elicitation/create") {
+                question = l
+                    .strip_prefix("  ← ")
+                    .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+                    .map(|m| m["id"].to_string());
+            }
             if !l.contains("fixture-pid=") {
                 println!("{l}");
             }

@@ -242,6 +242,12 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
             proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
         }
     }
+    if args.dry_run {
+        diag::emit(
+            Level::Warn,
+            "dry run (--dry-run): calls are checked, classified and confirmed but never dispatched",
+        );
+    }
     let max_message_bytes = args
         .max_message_bytes
         .map_or(policy.limits.max_message_bytes, |b| {

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::gate::{guarded_with, reviewed_snapshot, tool_names};
-use crate::support::mcpguard;
+use crate::support::{mcpguard, reads_policy_with};
 
 #[test]
 fn every_shipped_policy_checks_and_a_bad_one_names_its_line() {
@@ -237,7 +237,11 @@ fn a_call_past_the_policy_timeout_has_an_unknown_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, "[limits]\ncall_timeout = \"1s\"\n").unwrap();
+    std::fs::write(
+        &policy,
+        reads_policy_with("[limits]\ncall_timeout = \"1s\"\n"),
+    )
+    .unwrap();
     let mut p = guarded_with(
         &snap,
         &digest,
@@ -274,7 +278,7 @@ fn redacted_error_text_and_structured_only_output_with_the_raw_text_in_the_audit
     let policy = dir.path().join("policy.toml");
     std::fs::write(
         &policy,
-        "[errors]\ntext = \"redacted\"\n[output]\nmode = \"structured-only\"\n",
+        reads_policy_with("[errors]\ntext = \"redacted\"\n[output]\nmode = \"structured-only\"\n"),
     )
     .unwrap();
     let log = dir.path().join("audit.jsonl");

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::{fixture, mcpguard, Peer};
+use crate::support::{fixture, mcpguard, reads_policy, Peer};
 
 /// The fixture's tools this suite reviews, with their input channels.
 fn reviews() -> Value {
@@ -87,6 +87,9 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
         "--server".into(),
         "fixture".into(),
     ];
+    if !opts.iter().any(|o| o == "--policy") {
+        argv.extend(["--policy".into(), reads_policy().display().to_string()]);
+    }
     argv.extend(opts.iter().cloned());
     argv.push("--".into());
     argv.push(fixture().display().to_string());
@@ -111,7 +114,7 @@ fn received(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn calls_received(log: &Path) -> Vec<String> {
+pub fn calls_received(log: &Path) -> Vec<String> {
     received(log)
         .iter()
         .filter(|m| m["method"] == "tools/call")

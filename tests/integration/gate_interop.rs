@@ -24,7 +24,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::interop::{argv, peers, python_command};
-use crate::support::{mcpguard, run_bounded as run};
+use crate::support::{mcpguard, reads_policy, run_bounded as run};
 
 /// The capabilities the gate removes from what the host sees, on purpose.
 const BLOCKED_SERVER_CAPABILITIES: [&str; 4] = ["prompts", "resources", "completions", "tasks"];
@@ -51,6 +51,8 @@ impl Reviewed {
             self.digest.clone(),
             "--server".into(),
             self.key.into(),
+            "--policy".into(),
+            reads_policy().display().to_string(),
             "--".into(),
         ];
         v.extend_from_slice(server);
@@ -710,7 +712,9 @@ fn python_sdk_and_inspector_through_the_gate_with_server_filesystem() {
     let note = format!("{root}/note.txt");
     let mut server = argv(&peers()["server_filesystem"]);
     server.push(root.clone());
-    // `path` selects what is read: authority. `head`/`tail` are plain numbers: data.
+    // The reviewer treats `path` as data: the server itself confines it to the one allowed root.
+    // (Marking it `authority` would make every read a write that needs a person's approval; the
+    // confirmation tests in `confirm.rs` exercise exactly that.)
     let r = capture_and_review(
         dir.path(),
         "filesystem",
@@ -719,7 +723,7 @@ fn python_sdk_and_inspector_through_the_gate_with_server_filesystem() {
             ("list_allowed_directories", json!({})),
             (
                 "read_text_file",
-                json!({"/path": "authority", "/head": "data", "/tail": "data"}),
+                json!({"/path": "data", "/head": "data", "/tail": "data"}),
             ),
         ],
     );
@@ -802,7 +806,7 @@ fn reviewed_filesystem(dir: &Path) -> (Reviewed, Vec<String>, String) {
         &server,
         &[(
             "read_text_file",
-            json!({"/path": "authority", "/head": "data", "/tail": "data"}),
+            json!({"/path": "data", "/head": "data", "/tail": "data"}),
         )],
     );
     (r, server, format!("{root}/note.txt"))

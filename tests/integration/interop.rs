@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::mcpguard;
+use crate::support::{mcpguard, reads_policy};
 
 pub fn peers() -> Value {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -30,11 +30,22 @@ pub fn argv(v: &Value) -> Vec<String> {
 
 /// The command that runs the Python SDK client driver (tests/peers/client.py).
 pub fn python_command(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Command {
+    python_command_with(mode, &[], calls, server)
+}
+
+/// `python_command` with extra driver options (`--elicit accept`, ...).
+pub fn python_command_with(
+    mode: &str,
+    extra: &[&str],
+    calls: &[(&str, Value)],
+    server: &[String],
+) -> Command {
     let p = peers();
     let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/client.py");
     let mut cmd = Command::new(p["python"].as_str().unwrap());
     cmd.arg(driver)
-        .args(["--mode", mode, "--timeout", "40", "--settle", "0.3"]);
+        .args(["--mode", mode, "--timeout", "40", "--settle", "0.3"])
+        .args(extra);
     for (tool, args) in calls {
         cmd.args(["--call", tool, "--args", &args.to_string()]);
     }
@@ -64,6 +75,8 @@ pub fn guarded(server: &[String]) -> Vec<String> {
     let mut v = vec![
         mcpguard().display().to_string(),
         "--allow-unpinned".to_string(),
+        "--policy".to_string(),
+        reads_policy().display().to_string(),
         "--".to_string(),
     ];
     v.extend_from_slice(server);

@@ -4,6 +4,7 @@
 mod support;
 
 mod audit_policy;
+mod confirm;
 mod gate;
 mod gate_interop;
 mod interop;

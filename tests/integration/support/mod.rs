@@ -22,6 +22,17 @@ pub fn mcpguard() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpguard"))
 }
 
+/// The policy of tests that are not about write confirmation: the tools they call are reads.
+pub fn reads_policy() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies/reads.toml")
+}
+
+/// A policy file's text: the reads policy followed by `extra` (other sections).
+pub fn reads_policy_with(extra: &str) -> String {
+    let reads = std::fs::read_to_string(reads_policy()).expect("tests/data/policies/reads.toml");
+    format!("{reads}\n{extra}")
+}
+
 /// The in-tree fixture server (built by `cargo test` as the example `fixture_server`).
 pub fn fixture() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");

@@ -1,0 +1,284 @@
+//! Write confirmation through the host, with the real Python `mcp` SDK client answering
+//! mcpguard's own `elicitation/create` (accept, decline, cancel, never) or not advertising the
+//! capability at all, against the fixture server and the real server-filesystem. A write reaches
+//! the server only after an approval; reads are never prompted; every decision is in the audit
+//! log, whose chain verifies.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::gate::{calls_received, reviewed_snapshot};
+use crate::interop::{argv, peers, python_command_with};
+use crate::support::{mcpguard, reads_policy, reads_policy_with, run_bounded};
+
+/// Runs the Python client with `--elicit <elicit>` and returns its transcript and stderr.
+fn python(elicit: &str, calls: &[(&str, Value)], server: &[String]) -> (Value, String) {
+    let mut cmd = python_command_with("legacy", &["--elicit", elicit], calls, server);
+    let out = run_bounded(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "client.py failed: {stderr}");
+    let t = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "client.py printed no JSON ({e}): {}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (t, stderr)
+}
+
+/// `mcpguard --manifest ... --policy POLICY --audit-log AUDIT -- <server...>`
+fn gate(
+    snap: &Path,
+    digest: &str,
+    key: &str,
+    policy: &Path,
+    audit: &Path,
+    server: &[String],
+) -> Vec<String> {
+    let mut v: Vec<String> = vec![mcpguard().display().to_string()];
+    for a in [
+        "--manifest",
+        &snap.display().to_string(),
+        "--sha256",
+        digest,
+        "--server",
+        key,
+        "--policy",
+        &policy.display().to_string(),
+        "--audit-log",
+        &audit.display().to_string(),
+        "--",
+    ] {
+        v.push(a.to_string());
+    }
+    v.extend_from_slice(server);
+    v
+}
+
+fn refusal_code(call: &Value) -> Value {
+    call["result"]["_meta"]["dev.mcpguard/refusal"]["code"].clone()
+}
+
+fn audit_events(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["event"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn audit_verifies(path: &Path) {
+    let out = Command::new(mcpguard())
+        .args(["audit", "verify"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "audit verify: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn fixture_writes_reach_the_server_only_when_the_person_approves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    // (answer, whether the write reaches the server, the refusal code otherwise)
+    let cases = [
+        ("accept", true, Value::Null),
+        ("decline", false, json!("consent_required")),
+        ("cancel", false, json!("consent_required")),
+        ("none", false, json!("approval_required")),
+    ];
+    for (elicit, dispatched, code) in cases {
+        let log = dir.path().join(format!("server-{elicit}.log"));
+        let audit = dir.path().join(format!("audit-{elicit}.jsonl"));
+        let mut server = vec![
+            crate::support::fixture().display().to_string(),
+            "--log".into(),
+            log.display().to_string(),
+        ];
+        server = gate(&snap, &digest, "fixture", &reads_policy(), &audit, &server);
+        let (t, stderr) = python(
+            elicit,
+            &[
+                ("echo", json!({"text": "a read"})),
+                // An argument claiming confirmation is the model attesting to itself: ignored.
+                (
+                    "write_note",
+                    json!({"path": "/notes/a", "body": "hello", "confirmed": true}),
+                ),
+            ],
+            &server,
+        );
+        let what = format!("--elicit {elicit}: {t}\n{stderr}");
+        assert_eq!(t["ok"], true, "{what}");
+        assert_eq!(
+            t["calls"][0]["result"]["structuredContent"]["text"], "a read",
+            "{what}"
+        );
+        let callbacks = t["callbacks"].as_array().unwrap();
+        if elicit == "none" {
+            assert!(callbacks.is_empty(), "{what}");
+        } else {
+            // One question, for the write only; the read was never prompted.
+            assert_eq!(callbacks.len(), 1, "{what}");
+            let message = callbacks[0]["params"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("write_note") && message.contains("fixture"),
+                "the question names the tool and the server: {message}"
+            );
+            assert!(
+                message.contains("hello"),
+                "and shows the arguments: {message}"
+            );
+        }
+        let write = &t["calls"][1];
+        let received = calls_received(&log);
+        if dispatched {
+            assert_eq!(received, vec!["echo", "write_note"], "{what}");
+            assert_ne!(write["result"]["isError"], true, "{what}");
+            assert!(write.to_string().contains("wrote 5 bytes"), "{what}");
+        } else {
+            assert_eq!(
+                received,
+                vec!["echo"],
+                "the write never reaches the server: {what}"
+            );
+            assert_eq!(write["result"]["isError"], true, "{what}");
+            assert_eq!(refusal_code(write), code, "{what}");
+        }
+        let events = audit_events(&audit);
+        let expected = match elicit {
+            "accept" => "call_confirmed",
+            "none" => "call_refused",
+            _ => "call_denied_by_user",
+        };
+        assert!(events.iter().any(|e| e == expected), "{elicit}: {events:?}");
+        audit_verifies(&audit);
+    }
+}
+
+#[test]
+fn a_question_nobody_answers_is_a_denial_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with("[confirmation]\ntimeout = \"2s\"\n"),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let audit = dir.path().join("audit.jsonl");
+    let server = vec![
+        crate::support::fixture().display().to_string(),
+        "--log".into(),
+        log.display().to_string(),
+    ];
+    let (t, stderr) = python(
+        "hang",
+        &[("write_note", json!({"path": "/notes/a", "body": "hello"}))],
+        &gate(&snap, &digest, "fixture", &policy, &audit, &server),
+    );
+    let write = &t["calls"][0];
+    assert_eq!(refusal_code(write), "consent_required", "{t}\n{stderr}");
+    assert!(write.to_string().contains("no answer within 2 s"), "{t}");
+    assert!(calls_received(&log).is_empty());
+    assert!(audit_events(&audit)
+        .iter()
+        .any(|e| e == "call_denied_by_user"));
+}
+
+#[test]
+fn server_filesystem_write_file_needs_an_approval_and_a_path_authority_makes_reads_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "a note\n").unwrap();
+    let root = root.canonicalize().unwrap();
+    let mut server = argv(&peers()["server_filesystem"]);
+    server.push(root.display().to_string());
+    let snap = dir.path().join("fs.snapshot.json");
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args(["capture", "--server", "fs", "--out"])
+            .arg(&snap)
+            .arg("--")
+            .args(&server),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let review = |channels: Value, effects: Value| {
+        json!({"reviewer": "itest@example.test", "assertions": {"headless": true, "independentCalls": true,
+               "modelBacked": false, "sideEffects": effects, "concurrency": "serialize", "referenceBasedIO": true},
+               "inputChannels": channels})
+    };
+    let reviews = dir.path().join("reviews.json");
+    std::fs::write(
+        &reviews,
+        json!({
+            "write_file": review(json!({"/path": "authority", "/content": "data"}), json!(["writes files under the allowed root"])),
+            "read_text_file": review(json!({"/path": "authority", "/head": "data", "/tail": "data"}), json!([])),
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .arg("review")
+            .arg(&snap)
+            .args(["--server", "fs", "--from"])
+            .arg(&reviews),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let target = root.join("written.txt");
+    let calls = [
+        (
+            "write_file",
+            json!({"path": target.display().to_string(), "content": "approved\n"}),
+        ),
+        (
+            "read_text_file",
+            json!({"path": root.join("note.txt").display().to_string()}),
+        ),
+    ];
+    for elicit in ["decline", "accept"] {
+        let audit = dir.path().join(format!("audit-{elicit}.jsonl"));
+        let (t, stderr) = python(
+            elicit,
+            &calls,
+            &gate(&snap, &digest, "fs", &reads_policy(), &audit, &server),
+        );
+        let what = format!("--elicit {elicit}: {t}\n{stderr}");
+        // Both calls asked: write_file is unclassified, and read_text_file, although the policy
+        // classifies it as a read, has a path the reviewer marked as authority.
+        assert_eq!(t["callbacks"].as_array().map(Vec::len), Some(2), "{what}");
+        if elicit == "accept" {
+            assert_eq!(
+                std::fs::read_to_string(&target).unwrap(),
+                "approved\n",
+                "{what}"
+            );
+            assert!(t["calls"][1].to_string().contains("a note"), "{what}");
+        } else {
+            assert!(!target.exists(), "a declined write never happens: {what}");
+            assert_eq!(refusal_code(&t["calls"][0]), "consent_required", "{what}");
+            assert_eq!(refusal_code(&t["calls"][1]), "consent_required", "{what}");
+        }
+        audit_verifies(&audit);
+    }
+}
