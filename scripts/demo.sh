@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The guided example: builds mcpguard and the bundled fixture server, then captures, reviews and
-# checks a snapshot of it and runs it behind mcpguard with a scripted client, showing the traffic.
+# The guided example: builds mcpguard and runs `mcpguard demo`, which captures, reviews and guards
+# the example server built into mcpguard, playing the host and the person, and shows every step
+# and the traffic. It exits non-zero when any step does not behave as shown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --locked --quiet --bins --examples
-exec target/debug/examples/demo
+cargo build --locked --quiet --bins
+exec target/debug/mcpguard demo

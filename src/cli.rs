@@ -183,6 +183,20 @@ pub enum Command {
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Show the whole story on a bundled example server, with no set-up: capture, review, a
+    /// guarded call, an unreviewed tool refused, a write held for the person's approval, the
+    /// sandbox, a rug pull caught before dispatch, and the audit log verified.
+    Demo,
+    /// The bundled example server that `mcpguard demo` guards (an MCP server on stdio).
+    #[command(hide = true)]
+    DemoServer {
+        /// Where save_note writes its notes.
+        #[arg(long, value_name = "DIR")]
+        notes: PathBuf,
+        /// After this many tools/list answers, change a tool's description (a rug pull).
+        #[arg(long, value_name = "N")]
+        rug_pull_after: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ pub mod child;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod demo;
 pub mod diag;
 pub mod diff;
 pub mod frame;

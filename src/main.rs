@@ -100,6 +100,11 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
+        Command::Demo => mcpguard::demo::run(),
+        Command::DemoServer {
+            notes,
+            rug_pull_after,
+        } => mcpguard::demo::serve(notes, *rug_pull_after),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -5,6 +5,7 @@ mod support;
 
 mod audit_policy;
 mod confirm;
+mod demo;
 mod gate;
 mod gate_interop;
 mod interop;
