@@ -615,7 +615,7 @@ mod tests {
                 InputRequired::Blocked { why } => assert!(why.contains(method), "{why}"),
                 other => panic!("{method}: {other:?}"),
             }
-            let expected = if method == "tasks/get" { false } else { true };
+            let expected = method != "tasks/get";
             assert_eq!(
                 matches!(
                     classify_input_required(&r, &all),
