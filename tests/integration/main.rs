@@ -8,5 +8,6 @@ mod gate;
 mod gate_interop;
 mod interop;
 mod lifecycle;
+mod modern;
 mod relay;
 mod snapshot;
