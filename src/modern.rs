@@ -61,6 +61,25 @@ pub fn cache_fields(result: &Value) -> Map<String, Value> {
     m
 }
 
+/// Removes the cache directives from a server entry's discover record and tool pages.
+pub fn strip_cache_fields(entry: &mut Value) {
+    let pages = entry
+        .get_mut("toolPages")
+        .and_then(Value::as_array_mut)
+        .map(|p| p.iter_mut().collect::<Vec<_>>())
+        .unwrap_or_default();
+    for result in pages {
+        if let Some(o) = result.as_object_mut() {
+            o.remove("ttlMs");
+            o.remove("cacheScope");
+        }
+    }
+    if let Some(o) = entry.get_mut("discover").and_then(Value::as_object_mut) {
+        o.remove("ttlMs");
+        o.remove("cacheScope");
+    }
+}
+
 impl ModernPin {
     /// Reads the modern additions of a snapshot's server entry (written by a modern capture).
     pub fn from_entry(entry: &Value) -> Result<ModernPin, String> {
@@ -584,6 +603,17 @@ mod tests {
         assert_eq!(list["ttlMs"], 7);
         assert_eq!(list["resultType"], "complete");
         assert!(ModernPin::from_entry(&json!({"toolPages": []})).is_err());
+    }
+
+    #[test]
+    fn cache_fields_are_stripped_for_comparison_only_where_they_live() {
+        let mut entry = json!({"discover": {"supportedVersions": ["v"], "ttlMs": 1, "cacheScope": "private"},
+                               "toolPages": [{"tools": [{"name": "t", "ttlMs": 3}], "ttlMs": 2, "cacheScope": "public"}]});
+        strip_cache_fields(&mut entry);
+        assert_eq!(
+            entry,
+            json!({"discover": {"supportedVersions": ["v"]}, "toolPages": [{"tools": [{"name": "t", "ttlMs": 3}]}]})
+        );
     }
 
     #[test]

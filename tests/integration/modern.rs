@@ -656,3 +656,29 @@ fn inspector_modern_era_through_the_gate_with_mcp_server_time() {
     let (code, _, _) = inspector(&unreviewed, &gated);
     assert_ne!(code, Some(0));
 }
+
+#[test]
+fn check_of_a_modern_snapshot_ignores_cache_fields_and_reports_tool_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest, _) = fixture_snapshot(dir.path());
+    let check = |args: &[&str]| {
+        run(Command::new(mcpguard())
+            .arg("check")
+            .arg(&snap)
+            .args(["--sha256", &digest, "--"])
+            .args(modern_fixture(args)))
+    };
+    let out = check(&["--instructions", "Be nice.", "--ttl-ms", "7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = check(&["--instructions", "Be nice.", "--schema-drift"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/inputSchema/properties/text/maxLength"),
+        "{err}"
+    );
+}
