@@ -88,6 +88,27 @@
 //! * `--echo-bench`: ignore MCP entirely and answer every input line that has a non-null `id`
 //!   with `{"jsonrpc":"2.0","id":<the same raw id bytes>,"result":{}}`, as fast as possible.
 //!
+//! # Modern mode (`--modern`, protocol 2026-07-28)
+//!
+//! * There is no handshake: `initialize` gets -32022, and so does a request whose
+//!   `_meta["io.modelcontextprotocol/protocolVersion"]` is not 2026-07-28; a request without the
+//!   envelope (version and `clientCapabilities`) gets -32602.
+//! * `server/discover` answers `{supportedVersions: ["2026-07-28"], capabilities: {tools:
+//!   {listChanged: true}}, instructions?, ttlMs, cacheScope: "private"}`.
+//! * Every result gets `resultType: "complete"` (unless it has one) and
+//!   `_meta["io.modelcontextprotocol/serverInfo"]`; `tools/list` pages also get `ttlMs` and
+//!   `cacheScope`.
+//! * `subscriptions/listen {notifications}` opens a stream: it is acknowledged with
+//!   `notifications/subscriptions/acknowledged` and never answered; every
+//!   `notifications/tools/list_changed` goes to each stream that asked for `toolsListChanged`,
+//!   tagged with its `_meta["io.modelcontextprotocol/subscriptionId"]`, and nowhere else.
+//! * `ask_sampling`, `ask_elicitation` and `ask_roots` answer with an `input_required` result
+//!   (one input request under the key `"ask"`, `requestState` `"fixture-state-<tool>"`); the retry
+//!   carrying that state gets a text block holding `{"inputResponses": ...}` as JSON.
+//! * `--ttl-ms N`: the `ttlMs` of list pages and discover (default 1000).
+//! * `--identity-change-after N`: after N results, the serverInfo in result `_meta` reports
+//!   version "6.6.6".
+//!
 //! # Stderr markers (each on its own line)
 //!
 //! * `fixture-pid=N`: printed once start-up is complete (signal dispositions are in place).
@@ -104,7 +125,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read, Write};
 use std::process::{self, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::Duration;
 
@@ -162,6 +183,9 @@ struct Options {
     grandchild_keeps_pipes: bool,
     ask_timeout_ms: u64,
     echo_bench: bool,
+    modern: bool,
+    ttl_ms: u64,
+    identity_change_after: Option<u64>,
 }
 
 impl Default for Options {
@@ -194,6 +218,9 @@ impl Default for Options {
             grandchild_keeps_pipes: false,
             ask_timeout_ms: 10_000,
             echo_bench: false,
+            modern: false,
+            ttl_ms: 1000,
+            identity_change_after: None,
         }
     }
 }
@@ -226,6 +253,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--spawn-grandchild" => Some(&mut opts.spawn_grandchild),
             "--grandchild-keeps-pipes" => Some(&mut opts.grandchild_keeps_pipes),
             "--echo-bench" => Some(&mut opts.echo_bench),
+            "--modern" => Some(&mut opts.modern),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -261,6 +289,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--flood" => opts.flood = parse_number(&flag, &value)?,
             "--exit-code" => opts.exit_code = parse_number(&flag, &value)?,
             "--ask-timeout-ms" => opts.ask_timeout_ms = parse_number(&flag, &value)?,
+            "--ttl-ms" => opts.ttl_ms = parse_number(&flag, &value)?,
+            "--identity-change-after" => {
+                opts.identity_change_after = Some(parse_number(&flag, &value)?);
+            }
             _ => return Err(format!("unknown argument {arg:?}")),
         }
     }
@@ -295,15 +327,95 @@ fn write_stdout(bytes: &[u8]) {
 /// Sends the response for request `id`.
 fn send_reply(id: &Value, reply: Reply) {
     let message = match reply {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Ok(mut result) => {
+            modern_stamp_result(&mut result);
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        }
         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
     };
     send(&message);
 }
 
-/// Sends a notification.
+/// Sends a notification. In modern mode a tool list change goes only to the listen streams that
+/// asked for it, tagged with each stream's id.
 fn notify(method: &str, params: Value) {
+    if MODERN.get().is_some() && method == "notifications/tools/list_changed" {
+        for stream in lock(&STREAMS).iter() {
+            let mut p = params.clone();
+            p["_meta"] = json!({SUBSCRIPTION_ID_META: stream});
+            send(&json!({"jsonrpc": "2.0", "method": method, "params": p}));
+        }
+        return;
+    }
     send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Modern mode (2026-07-28). Replies are written from several threads through free functions, so
+// the little state the modern wire needs (the identity to stamp, the open streams) is global.
+
+const MODERN_VERSION: &str = "2026-07-28";
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What every modern result is stamped with.
+struct ModernWire {
+    server_info: Value,
+    identity_change_after: Option<u64>,
+}
+
+static MODERN: OnceLock<ModernWire> = OnceLock::new();
+/// Ids of the open `subscriptions/listen` streams that asked for tool list changes.
+static STREAMS: Mutex<Vec<Value>> = Mutex::new(Vec::new());
+/// Results sent so far, for `--identity-change-after`.
+static RESULTS: AtomicU64 = AtomicU64::new(0);
+
+/// Adds `resultType` and the self-reported identity to a result in modern mode.
+fn modern_stamp_result(result: &mut Value) {
+    let Some(wire) = MODERN.get() else { return };
+    let Some(object) = result.as_object_mut() else {
+        return;
+    };
+    let count = RESULTS.fetch_add(1, Ordering::SeqCst);
+    let mut info = wire.server_info.clone();
+    if wire.identity_change_after.is_some_and(|n| count >= n) {
+        info["version"] = json!("6.6.6");
+    }
+    object
+        .entry("resultType")
+        .or_insert_with(|| json!("complete"));
+    let meta = object.entry("_meta").or_insert_with(|| json!({}));
+    meta[SERVER_INFO_META] = info;
+}
+
+/// The modern envelope check: `Err` is the error to answer with.
+fn check_envelope(method: &str, params: &Value) -> Result<(), Value> {
+    if method == "initialize" {
+        let requested = params
+            .get("protocolVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        return Err(
+            json!({"code": -32022, "message": "this server speaks 2026-07-28 only; there is no initialize",
+                          "data": {"supported": [MODERN_VERSION], "requested": requested}}),
+        );
+    }
+    let meta = params.get("_meta");
+    let version = meta.and_then(|m| m.get(PROTOCOL_VERSION_META));
+    let caps = meta.and_then(|m| m.get(CLIENT_CAPABILITIES_META));
+    match (version.and_then(Value::as_str), caps) {
+        (Some(MODERN_VERSION), Some(c)) if c.is_object() => Ok(()),
+        (Some(v), Some(_)) if v != MODERN_VERSION => Err(
+            json!({"code": -32022, "message": "Unsupported protocol version",
+                          "data": {"supported": [MODERN_VERSION], "requested": v}}),
+        ),
+        _ => Err(rpc_error(
+            -32602,
+            "params._meta must carry the protocol version and client capabilities",
+        )),
+    }
 }
 
 /// Builds a JSON-RPC error object.
@@ -420,6 +532,26 @@ impl Server {
     }
 
     fn on_request(self: &Arc<Self>, id: &Value, method: &str, params: Value) {
+        if self.opts.modern {
+            if let Err(error) = check_envelope(method, &params) {
+                return send_reply(id, Err(error));
+            }
+            match method {
+                "server/discover" => return send_reply(id, Ok(self.discover_result())),
+                "subscriptions/listen" => {
+                    let honored = json!({"toolsListChanged": true});
+                    if params.pointer("/notifications/toolsListChanged") == Some(&json!(true)) {
+                        lock(&STREAMS).push(id.clone());
+                    }
+                    notify(
+                        "notifications/subscriptions/acknowledged",
+                        json!({"notifications": honored, "_meta": {SUBSCRIPTION_ID_META: id}}),
+                    );
+                    return;
+                }
+                _ => {}
+            }
+        }
         let reply = match method {
             "initialize" => Ok(self.initialize_result(&params)),
             "ping" | "logging/setLevel" => Ok(json!({})),
@@ -442,6 +574,19 @@ impl Server {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": true}, "logging": {}},
             "serverInfo": {"name": self.opts.server_name, "version": self.opts.server_version},
+        });
+        if let Some(instructions) = &self.opts.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        result
+    }
+
+    fn discover_result(&self) -> Value {
+        let mut result = json!({
+            "supportedVersions": [MODERN_VERSION],
+            "capabilities": {"tools": {"listChanged": true}},
+            "ttlMs": self.opts.ttl_ms,
+            "cacheScope": "private",
         });
         if let Some(instructions) = &self.opts.instructions {
             result["instructions"] = json!(instructions);
@@ -657,6 +802,10 @@ impl Server {
         if let Some(next_page) = next_page {
             result["nextCursor"] = json!(format!("page-{next_page}"));
         }
+        if self.opts.modern {
+            result["ttlMs"] = json!(self.opts.ttl_ms);
+            result["cacheScope"] = json!("private");
+        }
         Ok(result)
     }
 
@@ -701,6 +850,9 @@ impl Server {
 
     /// The tool bodies. The outer `Err(String)` means "invalid arguments".
     fn run_tool(&self, name: &str, args: &Value, params: &Value) -> Result<Reply, String> {
+        if self.opts.modern && name.starts_with("ask_") {
+            return Ok(Ok(modern_ask(name, params)));
+        }
         let reply = match name {
             "echo" => {
                 let text = string_arg(args, "text")?;
@@ -860,6 +1012,26 @@ impl Server {
 }
 
 /// A finished task as the 2025-11-25 `Task` type describes it.
+/// A modern `ask_*` tool: the first call asks for input inside its result (MRTR); the retry
+/// carrying the fixture's state reports the input responses it got.
+fn modern_ask(name: &str, params: &Value) -> Value {
+    let state = format!("fixture-state-{name}");
+    if params.get("requestState").and_then(Value::as_str) == Some(state.as_str()) {
+        let responses = params.get("inputResponses").cloned().unwrap_or(Value::Null);
+        return text_result(json!({"inputResponses": responses}).to_string());
+    }
+    let request = match name {
+        "ask_sampling" => json!({"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello."}}],
+            "maxTokens": 16}}),
+        "ask_elicitation" => json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": "May the fixture continue?",
+            "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}}}),
+        _ => json!({"method": "roots/list", "params": {}}),
+    };
+    json!({"resultType": "input_required", "inputRequests": {"ask": request}, "requestState": state})
+}
+
 fn task_object(task_id: &str, ttl: Value) -> Value {
     json!({
         "taskId": task_id,
@@ -966,6 +1138,12 @@ fn on_stdin_eof(opts: &Options) -> ! {
 
 /// The MCP server loop: read a line, log it, handle it.
 fn serve(opts: Options, mut log: ReceivedLog) -> ! {
+    if opts.modern {
+        let _ = MODERN.set(ModernWire {
+            server_info: json!({"name": opts.server_name, "version": opts.server_version}),
+            identity_change_after: opts.identity_change_after,
+        });
+    }
     let server = Arc::new(Server::new(opts));
     let mut stdin = io::stdin().lock();
     let mut line = Vec::new();

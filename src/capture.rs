@@ -42,11 +42,15 @@ impl Default for Limits {
 }
 
 /// Performs the legacy handshake with `protocol_version`, then walks `tools/list` to the end.
+/// A modern `protocol_version` (2026-07-28) has no handshake: see [`capture_modern`].
 pub fn capture(
     client: &mut Client,
     protocol_version: &str,
     limits: &Limits,
 ) -> Result<Captured, String> {
+    if crate::modern::is_modern(protocol_version) {
+        return capture_modern(client, protocol_version, limits);
+    }
     let init = client
         .request(
             "initialize",
@@ -110,6 +114,66 @@ pub fn capture(
     entry.insert("reviews".into(), json!({}));
     Ok(Captured {
         protocol_version: negotiated,
+        entry: Value::Object(entry),
+    })
+}
+
+/// The modern capture: every request carries the envelope at `protocol_version`;
+/// `server/discover` gives the supported versions, capabilities, instructions and (in its
+/// `_meta`) the server's identity; then `tools/list` is walked to the end. The entry records the
+/// discover result's versions and cache directives under `discover`, and the pages whole (with
+/// their `ttlMs` and `cacheScope`, which are page fields and never part of a Tool).
+pub fn capture_modern(
+    client: &mut Client,
+    protocol_version: &str,
+    limits: &Limits,
+) -> Result<Captured, String> {
+    use crate::modern::{self, SERVER_INFO_META};
+    client.envelope = Some(protocol_version.to_string());
+    let discover = client
+        .request("server/discover", json!({}))
+        .map_err(|e| format!("{e} (a 2026-07-28 server must answer server/discover; capture a legacy server with --protocol-version 2025-11-25)"))?;
+    let supported: Vec<Value> = discover
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or("the server/discover result has no supportedVersions array")?;
+    if !supported.iter().any(|v| v == protocol_version) {
+        return Err(format!(
+            "the server does not support protocol {protocol_version} (its server/discover lists {}); capture it with one of those",
+            Value::Array(supported.clone())
+        ));
+    }
+    let server_info = discover
+        .pointer("/_meta")
+        .and_then(|m| m.get(SERVER_INFO_META))
+        .filter(|v| v.is_object())
+        .cloned()
+        .ok_or("the server/discover result names no server (no _meta[\"io.modelcontextprotocol/serverInfo\"] object); mcpguard cannot pin its identity")?;
+    let pages = list_all(client, limits)?;
+    // Every page must name the same server as discover did: a result's identity is part of
+    // what is reviewed.
+    for (n, page) in pages.iter().enumerate() {
+        let live = page.pointer("/_meta").and_then(|m| m.get(SERVER_INFO_META));
+        modern::check_server_info(live, &server_info)
+            .map_err(|e| format!("tools/list page {}: {e}", n + 1))?;
+    }
+    let mut record = Map::new();
+    record.insert("supportedVersions".into(), Value::Array(supported));
+    record.extend(modern::cache_fields(&discover));
+    let mut entry = Map::new();
+    entry.insert("serverInfo".into(), server_info);
+    if let Some(instructions) = discover.get("instructions") {
+        entry.insert("instructions".into(), instructions.clone());
+    }
+    if let Some(caps) = discover.get("capabilities") {
+        entry.insert("capabilities".into(), caps.clone());
+    }
+    entry.insert("discover".into(), Value::Object(record));
+    entry.insert("toolPages".into(), Value::Array(pages));
+    entry.insert("reviews".into(), json!({}));
+    Ok(Captured {
+        protocol_version: protocol_version.to_string(),
         entry: Value::Object(entry),
     })
 }

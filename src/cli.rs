@@ -106,7 +106,8 @@ pub enum Command {
         /// How long the snapshot stays valid (at most the policy's maximum, 30 days by default).
         #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
         expires_in: Duration,
-        /// The protocol version to initialize the server with.
+        /// The protocol version to capture at: up to 2025-11-25 through the initialize
+        /// handshake, 2026-07-28 through server/discover and per-request envelopes.
         #[arg(long, value_name = "VERSION", default_value = crate::capture::DEFAULT_PROTOCOL_VERSION)]
         protocol_version: String,
         /// Replace FILE if it exists (its reviews are lost).

@@ -54,6 +54,9 @@ pub struct Client {
     pub timeout: Duration,
     /// Notification methods received so far, in order (e.g. to notice `list_changed`).
     pub notifications: Vec<String>,
+    /// The modern protocol version to stamp into every request's `_meta` (2026-07-28 has no
+    /// handshake: each request carries the envelope); `None` in the legacy era.
+    pub envelope: Option<String>,
 }
 
 impl Client {
@@ -101,6 +104,7 @@ impl Client {
             next_id: 0,
             timeout,
             notifications: Vec::new(),
+            envelope: None,
         })
     }
 
@@ -163,6 +167,10 @@ impl Client {
     pub fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
+        let params = match &self.envelope {
+            Some(version) => crate::modern::stamp(Some(params), version),
+            None => params,
+        };
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .map_err(|e| self.gone(method, e))?;
         let deadline = Instant::now() + self.timeout;

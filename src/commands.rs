@@ -416,6 +416,9 @@ pub fn live_drift(key: &str, pinned: &Value, live: &Value) -> String {
         if let Some(o) = v.as_object_mut() {
             o.remove("reviews");
         }
+        // Cache directives of the modern era (ttlMs, cacheScope) describe a result, not a Tool
+        // or the server: they are kept as captured but a change is not drift.
+        crate::modern::strip_cache_fields(v);
     }
     let wrap = |entry: Value| json!({"servers": {key: entry}});
     let changes = crate::diff::diff_documents(&wrap(pinned), &wrap(live));

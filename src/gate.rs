@@ -56,6 +56,8 @@ pub struct Pin {
     pub unreviewed: Vec<String>,
     /// Reviewed tools the local policy refuses (never served).
     pub refused_by_policy: Vec<String>,
+    /// What a 2026-07-28 snapshot pins beyond the above; `None` for a legacy snapshot.
+    pub modern: Option<crate::modern::ModernPin>,
 }
 
 impl Pin {
@@ -122,12 +124,17 @@ pub fn pin_from_manifest(
     }
     let entry = m.server(server_key).map_err(|p| p.to_string())?;
     let protocol_version = m.protocol_version().unwrap_or_default().to_string();
-    if !crate::capture::LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
+    let modern = if crate::modern::is_modern(&protocol_version) {
+        Some(crate::modern::ModernPin::from_entry(entry)?)
+    } else if crate::capture::LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
+        None
+    } else {
         return Err(format!(
-            "the snapshot pins protocol {protocol_version:?}; this gate speaks {}",
-            crate::capture::LEGACY_VERSIONS.join(", ")
+            "the snapshot pins protocol {protocol_version:?}; this gate speaks {} and {}",
+            crate::capture::LEGACY_VERSIONS.join(", "),
+            crate::modern::MODERN_VERSIONS.join(", ")
         ));
-    }
+    };
     let all = manifest::tools(server_key, entry).map_err(|ps| {
         ps.iter()
             .map(|p| p.to_string())
@@ -184,6 +191,7 @@ pub fn pin_from_manifest(
         tools,
         unreviewed,
         refused_by_policy: Vec::new(),
+        modern,
     })
 }
 

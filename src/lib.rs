@@ -16,6 +16,7 @@ pub mod frame;
 pub mod gate;
 pub mod manifest;
 pub mod message;
+pub mod modern;
 pub mod policy;
 pub mod proxy;
 pub mod reviewview;

@@ -31,7 +31,7 @@ use crate::audit::{AuditLog, Event as AuditEvent, EventKind};
 use crate::child;
 use crate::diag;
 use crate::frame::LineDecoder;
-use crate::session::{AuditNote, Config, Level, Mode, Out, Session};
+use crate::session::{AuditNote, Config, Era, Level, Mode, Out, Session};
 use crate::sink::Sink;
 
 /// Options of one proxy run.
@@ -136,6 +136,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             audit: opts.audit.is_some(),
             policy: opts.policy.clone(),
             dry_run: opts.dry_run,
+            // The snapshot's protocol version decides the era; without one the legacy
+            // lifecycle is enforced.
+            era: match &opts.mode {
+                Mode::Pinned(pin) if pin.modern.is_some() => Era::Modern,
+                _ => Era::Legacy,
+            },
             ..Config::new(opts.mode.clone())
         },
         &nonce(),

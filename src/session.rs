@@ -31,6 +31,9 @@ use crate::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
 use crate::policy::{Classification, Decision, Policy};
 use crate::strict;
 
+// The 2026-07-28 era's part of the state machine; called from the hooks marked "modern era".
+mod modern_era;
+
 /// JSON-RPC error codes that mcpguard itself returns. They sit outside -32768..-32000, which
 /// JSON-RPC and MCP reserve, as the MCP error-code policy asks of application codes.
 pub mod codes {
@@ -114,6 +117,10 @@ pub enum Purpose {
     Ping,
     /// One page of a live `tools/list` walk.
     ListPage { generation: u64 },
+    /// The live `server/discover` checked before a host's is answered (modern era).
+    Discover,
+    /// mcpguard's own `subscriptions/listen` stream (modern era).
+    Listen,
 }
 
 /// What the gate enforces.
@@ -298,11 +305,18 @@ pub struct Session {
     abandoned: HashSet<Id>,
     /// Milliseconds since the start, as last told by the driver (`tick`).
     clock_ms: u64,
+    /// State of the 2026-07-28 era (unused in the legacy era).
+    modern: modern_era::ModernState,
 }
 
 impl Session {
     /// `nonce` makes mcpguard's own request ids unguessable by the host; any string works.
     pub fn new(config: Config, nonce: &str) -> Self {
+        // The modern era has no handshake: the session is ready from the start.
+        let phase = match config.era {
+            Era::Legacy => Phase::AwaitInitialize,
+            Era::Modern => Phase::Ready,
+        };
         Session {
             config,
             host_requests: IdMap::default(),
@@ -310,7 +324,8 @@ impl Session {
             own_requests: IdMap::default(),
             own_prefix: format!("mcpguard-{nonce}-"),
             next_own: 0,
-            phase: Phase::AwaitInitialize,
+            // The modern era has no handshake: the session is ready from the start.
+            phase,
             bound: false,
             invalidated: None,
             live: None,
@@ -325,6 +340,7 @@ impl Session {
             progress_tokens: HashSet::new(),
             abandoned: HashSet::new(),
             clock_ms: 0,
+            modern: modern_era::ModernState::default(),
         }
     }
 
@@ -413,6 +429,11 @@ impl Session {
         if let Phase::Failed(why) = &self.phase {
             let m = format!("refused {method}: {why}");
             refuse_to_host(Some(&id), codes::PIN_MISMATCH, &m, out);
+            return;
+        }
+        // Modern era: the envelope, initialize, server/discover, listen streams, MRTR retries.
+        if self.config.era == Era::Modern && self.modern_host_request(&id, method, msg, &line, out)
+        {
             return;
         }
         match method {
@@ -603,7 +624,7 @@ impl Session {
             }
             Mode::Pinned(_) => {
                 if self.invalidated.is_some() {
-                    respond(out, &id, json!({"tools": []}));
+                    respond(out, &id, self.list_result(Vec::new()));
                     return;
                 }
                 let needs = self.need_walk(out);
@@ -735,7 +756,7 @@ impl Session {
             }
         }
         let authority = tool.authority;
-        let line = minimal_call(&params, line);
+        let line = self.forwardable_call(&params, line);
         self.admit(id, name, authority, args, line, progress, out);
     }
 
@@ -937,8 +958,8 @@ impl Session {
                     Level::Warn,
                     format!("call {} of {:?}: {}", call.id, call.tool, r.message),
                 ));
-                let may_have_output = self.may_have_output(&call.tool);
-                respond(out, &call.id, r.to_result(may_have_output));
+                let result = self.own_result(r.to_result(self.may_have_output(&call.tool)));
+                respond(out, &call.id, result);
             }
         }
     }
@@ -993,7 +1014,8 @@ impl Session {
             Level::Warn,
             format!("call {id} of {tool:?}: {}", r.message),
         ));
-        respond(out, id, r.to_result(self.may_have_output(tool)));
+        let result = self.own_result(r.to_result(self.may_have_output(tool)));
+        respond(out, id, result);
     }
 
     fn dispatch_call(&mut self, call: Call, out: &mut Vec<Out>) {
@@ -1094,11 +1116,8 @@ impl Session {
         ));
         let text =
             String::from_utf8(crate::canonical::canonical_bytes(&structured)).unwrap_or_default();
-        respond(
-            out,
-            &call.id,
-            json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false}),
-        );
+        let result = self.own_result(json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false}));
+        respond(out, &call.id, result);
     }
 
     // ---------------------------------------------------------------- live verification
@@ -1263,7 +1282,7 @@ impl Session {
                     detail: Some(format!("{} reviewed tools listed", tools.len())),
                     ..AuditNote::new(EventKind::ListServed)
                 });
-                respond(out, &h.id, json!({"tools": tools}));
+                respond(out, &h.id, self.list_result(tools));
             }
             HeldWhat::Call(call) => {
                 let tool = call.tool.clone();
@@ -1344,7 +1363,7 @@ impl Session {
         let held = std::mem::take(&mut self.held);
         for h in held {
             match h.what {
-                HeldWhat::List => respond(out, &h.id, json!({"tools": []})),
+                HeldWhat::List => respond(out, &h.id, self.list_result(Vec::new())),
                 HeldWhat::Call(Call { tool, .. }) => {
                     let r = Refusal::new(
                         code::REVIEW_INVALIDATED,
@@ -1394,6 +1413,10 @@ impl Session {
                     ));
                     return;
                 };
+                // Modern era: the identity in results, and input_required results of calls.
+                if self.config.era == Era::Modern && self.modern_response(&id, &msg, &line, out) {
+                    return;
+                }
                 if let Some(purpose) = self.own_requests.remove(&id) {
                     self.own_response(purpose, &msg, out);
                 } else if let Some(p) = self.host_requests.remove(&id) {
@@ -1434,6 +1457,12 @@ impl Session {
                 codes::ID_CONFLICT,
                 format!("another request with id {id} is still pending"),
             );
+            return;
+        }
+        // Modern era: on stdio the server sends no requests; input comes back inside results.
+        if self.config.era == Era::Modern {
+            let why = format!("{method}: a 2026-07-28 server does not send requests on stdio");
+            refuse(out, message::INVALID_REQUEST, why);
             return;
         }
         let caps = &self.config.capabilities;
@@ -1482,7 +1511,10 @@ impl Session {
                         walk.restart = true;
                     }
                 }
-                out.push(Out::Host(line));
+                // Modern era: only notifications of the host's own streams reach it.
+                if self.notification_for_host(msg) {
+                    out.push(Out::Host(line));
+                }
             }
             "notifications/message" => out.push(Out::Host(line)),
             "notifications/progress" => {
@@ -1511,6 +1543,9 @@ impl Session {
                 if target.is_some_and(|t| self.server_requests.remove(&t).is_some()) {
                     out.push(Out::Host(line));
                 }
+            }
+            "notifications/subscriptions/acknowledged" if self.notification_for_host(msg) => {
+                out.push(Out::Host(line))
             }
             m => out.push(Out::Diag(
                 Level::Info,
@@ -1937,6 +1972,7 @@ impl Session {
         self.own_requests.clear();
         self.server_requests.clear();
         self.walk = None;
+        self.modern_server_closed(why, out);
     }
 
     /// Sends a request of mcpguard's own to the server; its response is consumed, never
@@ -1950,6 +1986,8 @@ impl Session {
     ) -> Id {
         let id = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
         self.next_own += 1;
+        // Modern era: every request carries the envelope.
+        let params = self.own_params(params);
         let mut req = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": method});
         if let Some(p) = params {
             req["params"] = p;
@@ -1975,6 +2013,7 @@ impl Session {
                 ));
             }
             Purpose::ListPage { generation } => self.walk_page(generation, msg, out),
+            Purpose::Discover | Purpose::Listen => self.modern_own_response(purpose, msg, out),
         }
     }
 

@@ -10,5 +10,6 @@ mod gate;
 mod gate_interop;
 mod interop;
 mod lifecycle;
+mod modern;
 mod relay;
 mod snapshot;
