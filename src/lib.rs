@@ -18,6 +18,7 @@ pub mod message;
 pub mod policy;
 pub mod proxy;
 pub mod reviewview;
+pub mod sandbox;
 pub mod sanitize;
 pub mod schema;
 pub mod session;
