@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::{fixture, mcpguard, Peer};
+use crate::support::{fixture, mcpguard, sandbox_grants, Peer};
 
 /// The fixture's tools this suite reviews, with their input channels.
 fn reviews() -> Value {
@@ -88,6 +88,7 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
         "fixture".into(),
     ];
     argv.extend(opts.iter().cloned());
+    argv.extend(sandbox_grants(fixture_args));
     argv.push("--".into());
     argv.push(fixture().display().to_string());
     argv.extend(fixture_args.iter().cloned());

@@ -51,8 +51,9 @@ impl Reviewed {
             self.digest.clone(),
             "--server".into(),
             self.key.into(),
-            "--".into(),
         ];
+        v.extend(crate::support::sandbox_grants(&server[1..]));
+        v.push("--".into());
         v.extend_from_slice(server);
         v
     }

@@ -64,8 +64,9 @@ pub fn guarded(server: &[String]) -> Vec<String> {
     let mut v = vec![
         mcpguard().display().to_string(),
         "--allow-unpinned".to_string(),
-        "--".to_string(),
     ];
+    v.extend(crate::support::sandbox_grants(&server[1..]));
+    v.push("--".to_string());
     v.extend_from_slice(server);
     v
 }

@@ -9,4 +9,5 @@ mod gate_interop;
 mod interop;
 mod lifecycle;
 mod relay;
+mod sandbox;
 mod snapshot;
