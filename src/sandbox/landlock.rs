@@ -182,9 +182,8 @@ impl Ruleset {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: the kernel returned a new descriptor that nothing else owns.
-        Ok(Ruleset {
-            fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        Ok(Ruleset { fd })
     }
 
     /// Allows `access` beneath the file or directory opened as `parent` (an O_PATH descriptor).

@@ -171,6 +171,14 @@ fn python_sdk_with_mcp_server_time() {
     );
 }
 
+/// mcp-server-fetch starts and lists its tool under the default sandbox (no network: fetching
+/// itself needs `tcp_connect = [80, 443]` and `allow_udp = true` in the policy).
+#[test]
+fn python_sdk_with_mcp_server_fetch() {
+    let server = argv(&peers()["server_fetch"]);
+    check_server(server, &[], &["legacy"]);
+}
+
 fn inspector(args: &[&str], server: &[String]) -> (i32, Value) {
     let p = peers();
     let cli = argv(&p["inspector"]);
