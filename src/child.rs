@@ -9,10 +9,12 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
+use crate::sandbox::Prepared;
 use crate::sanitize::{self, Clean};
 
 /// Why the server could not be started, with the exit code a shell would use.
@@ -24,8 +26,50 @@ pub struct SpawnError {
     pub exit_code: i32,
 }
 
+/// How the child's standard streams are connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// Pipes to mcpguard (the proxy and the snapshot client).
+    Piped,
+    /// mcpguard's own stdin, stdout and stderr (`mcpguard sandbox-check -- CMD`).
+    Inherit,
+}
+
+/// Finds the server program the way the spawn would (PATH lookup for a bare name), so that the
+/// sandbox can grant its directory and the exec runs exactly the file that was examined.
+pub fn resolve_program(command: &[OsString]) -> Result<std::path::PathBuf, SpawnError> {
+    let Some(program) = command.first() else {
+        return Err(SpawnError {
+            program: String::new(),
+            reason: "no server command was given (put it after `--`)".into(),
+            exit_code: 2,
+        });
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let path_var = std::env::var_os("PATH");
+    crate::sandbox::presets::find_program(program, path_var.as_deref(), &cwd).ok_or_else(|| {
+        SpawnError {
+            program: program.to_string_lossy().into_owned(),
+            reason: "no such file or command (check the path and PATH), or it is not executable"
+                .into(),
+            exit_code: 127,
+        }
+    })
+}
+
 /// Spawns `command` with piped stdio in a new process group. Must be called from the main thread.
 pub fn spawn(command: &[OsString]) -> Result<Child, SpawnError> {
+    spawn_with(command, None, Io::Piped)
+}
+
+/// Spawns `command` in a new process group, confined by `sandbox` when one is given (its
+/// resolved program is executed, with its environment only). Must be called from the main
+/// thread.
+pub fn spawn_with(
+    command: &[OsString],
+    sandbox: Option<&Arc<Prepared>>,
+    io: Io,
+) -> Result<Child, SpawnError> {
     let program_name = command
         .first()
         .map(|p| p.to_string_lossy().into_owned())
@@ -37,27 +81,55 @@ pub fn spawn(command: &[OsString]) -> Result<Child, SpawnError> {
             exit_code: 2,
         });
     };
-    let mut cmd = Command::new(program);
+    let mut cmd = match sandbox {
+        Some(s) => {
+            let mut cmd = Command::new(&s.program);
+            // argv[0] stays what the user wrote; the file executed is the one examined.
+            cmd.arg0(program).env_clear().envs(s.env.iter().cloned());
+            cmd
+        }
+        None => Command::new(program),
+    };
+    let stdio = || match io {
+        Io::Piped => Stdio::piped(),
+        Io::Inherit => Stdio::inherit(),
+    };
     cmd.args(&command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdin(stdio())
+        .stdout(stdio())
+        .stderr(stdio())
         .process_group(0);
     let parent = std::process::id();
+    let confinement = sandbox.cloned();
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed; `arm_parent_death` makes raw syscalls only (see there).
+    // calls are allowed; `arm_parent_death` and `Prepared::apply_in_child` make raw system
+    // calls only, on memory prepared before the fork (see there). The `Arc` is only read.
     unsafe {
-        cmd.pre_exec(move || arm_parent_death(parent));
+        cmd.pre_exec(move || {
+            arm_parent_death(parent)?;
+            match &confinement {
+                Some(s) => s.apply_in_child(),
+                None => Ok(()),
+            }
+        });
     }
+    let sandboxed = sandbox.is_some();
     cmd.spawn().map_err(|e| {
         let (reason, exit_code) = match e.kind() {
             io::ErrorKind::NotFound => (
                 "no such file or command (check the path and PATH)".to_string(),
                 127,
             ),
+            // Under the sandbox, EACCES at exec usually means Landlock refused to run the
+            // program (or its interpreter): say so, the fix is in the policy.
+            io::ErrorKind::PermissionDenied if sandboxed => (
+                format!("{e}: the sandbox does not let it run (its directory, or its interpreter's, is not in sandbox.execute), or it is not executable; `mcpguard sandbox-check -- <command>` shows what is granted"),
+                126,
+            ),
             io::ErrorKind::PermissionDenied => {
                 ("permission denied (is it executable?)".to_string(), 126)
             }
+            _ if sandboxed => (format!("{e} (while applying the sandbox or starting the program)"), 1),
             _ => (e.to_string(), 1),
         };
         SpawnError {

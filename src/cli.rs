@@ -71,6 +71,9 @@ pub struct ProxyArgs {
     #[arg(long = "server", value_name = "KEY", requires = "manifest")]
     pub server_key: Option<String>,
 
+    #[command(flatten)]
+    pub grants: SandboxGrants,
+
     /// Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering,
     /// capability blocking and error hygiene still apply.
     #[arg(long, conflicts_with = "manifest")]
@@ -198,6 +201,47 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         rug_pull_after: Option<u64>,
     },
+    /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
+    /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
+    /// becomes mcpguard's). Exit 1 when sandbox.mode = "require" would refuse to start.
+    SandboxCheck {
+        /// The local policy (default: the built-in policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        grants: SandboxGrants,
+        /// The command to examine and run, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<OsString>,
+    },
+}
+
+/// Paths granted to the sandboxed server for this run, on top of the policy's lists.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SandboxGrants {
+    /// Let the server read PATH (a file, or a directory and everything beneath it). Repeatable.
+    #[arg(long = "sandbox-read", value_name = "PATH", value_parser = absolute_path)]
+    pub read: Vec<PathBuf>,
+    /// Let the server read, write, create and remove under PATH (for example the one directory
+    /// a filesystem server is given). Repeatable.
+    #[arg(long = "sandbox-write", value_name = "PATH", value_parser = absolute_path)]
+    pub write: Vec<PathBuf>,
+}
+
+/// A path for the sandbox: relative paths are taken from the current directory, because that
+/// is what the user sees when typing them; the rule records the absolute path.
+fn absolute_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    if s.is_empty() {
+        return Err("an empty path".into());
+    }
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .map_err(|e| format!("cannot resolve {s:?}: {e}"))
+    }
 }
 
 #[derive(Debug, Subcommand)]

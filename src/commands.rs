@@ -524,3 +524,108 @@ pub fn trust_report(file: &Path, server: Option<&str>) -> CmdResult {
         .map_err(|e| format!("cannot write standard output: {e}"))?;
     Ok(0)
 }
+
+/// `mcpguard sandbox-check [--policy FILE] [--sandbox-read P] [--sandbox-write P] [-- CMD...]`:
+/// prints the kernel's Landlock ABI, what the profile asks and what this kernel enforces (text,
+/// or one JSON object with `--log-format json`), then runs CMD under exactly that sandbox with
+/// mcpguard's stdio. Exit status: CMD's (128 + signal when it was killed); without CMD, 1 when
+/// `require` would refuse to start a server, else 0.
+pub fn sandbox_check(
+    policy: &crate::policy::Policy,
+    extra: &crate::sandbox::Extra,
+    command: &[std::ffi::OsString],
+    json: bool,
+) -> CmdResult {
+    use crate::child;
+    use crate::policy::{PathContext, SandboxMode};
+    use crate::sandbox::{self, Kernel};
+    use std::os::unix::process::ExitStatusExt;
+
+    let kernel = Kernel::probe();
+    let mut out = std::io::stdout().lock();
+    let run = |sandbox: Option<&std::sync::Arc<sandbox::Prepared>>| -> CmdResult {
+        let mut c =
+            child::spawn_with(command, sandbox, child::Io::Inherit).map_err(|e| e.to_string())?;
+        let status = c
+            .wait()
+            .map_err(|e| format!("waiting for the command: {e}"))?;
+        Ok(match (status.code(), status.signal()) {
+            (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
+            (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+            _ => 1,
+        })
+    };
+    let write = |out: &mut std::io::StdoutLock<'_>, text: &str| {
+        out.write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(|e| format!("cannot write standard output: {e}"))
+    };
+
+    if policy.sandbox.mode == SandboxMode::Off {
+        let text = if json {
+            format!(
+                "{}\n",
+                json!({"mode": "off", "landlock_abi": kernel.landlock.version(), "seccomp": kernel.seccomp, "lines": []})
+            )
+        } else {
+            format!(
+                "kernel: Linux {}\nlandlock: ABI {}\nsandbox.mode: off\nverdict: no sandbox; the command runs unconfined, with your whole environment\n",
+                kernel.release,
+                kernel.landlock.version()
+            )
+        };
+        write(&mut out, &text)?;
+        drop(out);
+        return if command.is_empty() { Ok(0) } else { run(None) };
+    }
+
+    let program = if command.is_empty() {
+        None
+    } else {
+        match child::resolve_program(command) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("mcpguard: error: {e}");
+                return Ok(u8::try_from(e.exit_code).unwrap_or(1));
+            }
+        }
+    };
+    let tmp = sandbox::PrivateTmp::create()
+        .map_err(|e| format!("cannot create the private temporary directory: {e}"))?;
+    let ctx = PathContext::from_process(Some(tmp.path().to_path_buf()));
+    let env: Vec<_> = std::env::vars_os().collect();
+    let args = command.get(1..).unwrap_or_default();
+    let req = sandbox::resolve(&sandbox::Inputs {
+        profile: &policy.sandbox,
+        program: program.as_deref(),
+        args,
+        extra,
+        ctx: &ctx,
+        env: &env,
+    })?;
+    let report = sandbox::plan(&req, &kernel);
+    let text = if json {
+        format!(
+            "{}\n",
+            serde_json::to_string(&report).map_err(|e| e.to_string())?
+        )
+    } else {
+        report.text()
+    };
+    write(&mut out, &text)?;
+    drop(out);
+    if program.is_none() {
+        let refuses = policy.sandbox.mode == SandboxMode::Require && !report.dropped().is_empty();
+        return Ok(u8::from(refuses));
+    }
+    let prepared = match sandbox::prepare(req, &kernel) {
+        Ok(p) => std::sync::Arc::new(p),
+        Err(e) => {
+            eprintln!("mcpguard: error: refusing to run the command: {}", e.0);
+            return Ok(1);
+        }
+    };
+    let code = run(Some(&prepared));
+    drop(tmp);
+    code
+}

@@ -379,11 +379,13 @@ impl Demo {
             json!({"path": self.secret.display().to_string()}),
         )?;
         let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
-        if text.contains("DEMO-PRIVATE-KEY") {
-            s.note("the sandbox is not enforced here, so a reviewed read reached a private file");
-        } else {
-            s.good("the sandbox kept a reviewed read away from a private file");
-        }
+        // The policy's sandbox mode is `require`, so mcpguard would not have started the server
+        // had this kernel been unable to enforce it: the read must fail.
+        expect(
+            !text.contains("DEMO-PRIVATE-KEY") && r["result"]["isError"] == true,
+            "the sandbox stops the read of a private file",
+        )?;
+        s.good("the sandbox kept a reviewed read away from a private file (the gate allowed the call; the kernel refused the file)");
         host.finish()?;
 
         s.title(
@@ -444,6 +446,9 @@ impl Demo {
             self.policy.display().to_string(),
             "--audit-log".into(),
             self.audit.display().to_string(),
+            // The sandbox lets the server write its notes and nothing else of the demo's.
+            "--sandbox-write".into(),
+            self.notes.display().to_string(),
             "--".into(),
         ];
         args.extend(self.server_command(server_extra));

@@ -14,6 +14,11 @@ pub fn set_json(json: bool) {
     JSON.store(json, Ordering::Relaxed);
 }
 
+/// Whether diagnostics are JSON lines (`--log-format json`).
+pub fn is_json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
 /// Sets the most verbose level printed, from `MCPGUARD_LOG` (error, warn, info, debug).
 pub fn init_from_env() {
     let level = match std::env::var("MCPGUARD_LOG").as_deref() {

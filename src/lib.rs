@@ -20,6 +20,7 @@ pub mod modern;
 pub mod policy;
 pub mod proxy;
 pub mod reviewview;
+pub mod sandbox;
 pub mod sanitize;
 pub mod schema;
 pub mod session;

@@ -22,6 +22,57 @@ fn main() -> ExitCode {
     }
 }
 
+fn extra(grants: &mcpguard::cli::SandboxGrants) -> mcpguard::sandbox::Extra {
+    mcpguard::sandbox::Extra {
+        read: grants.read.clone(),
+        read_write: grants.write.clone(),
+    }
+}
+
+/// Prepares the sandbox of the proxied server, or says why it will not start. `Ok(None)` when
+/// the policy turns the sandbox off.
+fn sandbox_for(
+    policy: &policy::Policy,
+    command: &[std::ffi::OsString],
+    grants: &mcpguard::cli::SandboxGrants,
+) -> Result<Option<mcpguard::sandbox::Setup>, ExitCode> {
+    use mcpguard::sandbox;
+    if policy.sandbox.mode == policy::SandboxMode::Off {
+        return Ok(None);
+    }
+    let program = mcpguard::child::resolve_program(command).map_err(|e| {
+        diag::emit(Level::Error, &e.to_string());
+        ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
+    })?;
+    let kernel = sandbox::Kernel::probe();
+    let setup = sandbox::setup(
+        &policy.sandbox,
+        &program,
+        &command[1..],
+        &extra(grants),
+        &kernel,
+    )
+    .map_err(|e| fail(&format!("refusing to start the server: {}", e.0)))?;
+    if let Some(s) = &setup {
+        let report = &s.prepared.report;
+        for line in report.dropped() {
+            if let sandbox::Status::Dropped(why) = &line.status {
+                diag::emit(
+                    Level::Warn,
+                    &format!("sandbox (best-effort): NOT enforced: {} ({why})", line.rule),
+                );
+            }
+        }
+        diag::emit(Level::Info, &report.summary());
+        if diag::enabled(Level::Debug) {
+            for line in report.text().lines() {
+                diag::emit(Level::Debug, line);
+            }
+        }
+    }
+    Ok(setup)
+}
+
 fn run_command(cmd: Command) -> ExitCode {
     let limits = |live: &LiveArgs| Limits {
         max_pages: live.max_pages,
@@ -105,6 +156,14 @@ fn run_command(cmd: Command) -> ExitCode {
             notes,
             rug_pull_after,
         } => mcpguard::demo::serve(notes, *rug_pull_after),
+        Command::SandboxCheck {
+            policy,
+            grants,
+            command,
+        } => match load_policy(policy.as_deref()) {
+            Ok(p) => commands::sandbox_check(&p, &extra(grants), command, diag::is_json()),
+            Err(e) => return fail(&e),
+        },
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -253,6 +312,10 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
             "dry run (--dry-run): calls are checked, classified and confirmed but never dispatched",
         );
     }
+    let sandbox = match sandbox_for(&policy, &args.server, &args.grants) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let max_message_bytes = args
         .max_message_bytes
         .map_or(policy.limits.max_message_bytes, |b| {
@@ -272,8 +335,13 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         audit,
         dry_run: args.dry_run,
         policy: std::sync::Arc::new(policy),
+        sandbox: sandbox.as_ref().map(|s| s.prepared.clone()),
     };
-    match proxy::run(opts) {
+    let outcome = proxy::run(opts);
+    // The server has exited: its private temporary directory goes now, before mcpguard may end
+    // itself with the server's signal.
+    drop(sandbox);
+    match outcome {
         Ok(Outcome::Child(status)) => mirror_exit(status),
         Ok(Outcome::SpawnFailed(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {

@@ -229,8 +229,9 @@ impl Problem {
 // ---------------------------------------------------------------------------------------------
 
 /// A parsed, validated policy. `Policy::default()` is the value of a file with no keys at all:
-/// every section at its documented, fail-closed default (which includes an empty sandbox profile,
-/// so a required sandbox lets the server read nothing; `policies/default.toml` fills it in).
+/// every section at its documented, fail-closed default. The sandbox's default is the profile of
+/// `policies/default.toml` (system paths, a private temporary directory, no network, a short
+/// environment allowlist), so a file without `[sandbox]` still runs servers confined.
 ///
 /// Build it with [`parse`] or [`load`]: deserializing it directly with serde checks each value but
 /// skips the ranges and cross-key rules, and loses the line numbers of their errors.
@@ -564,6 +565,11 @@ pub struct Sandbox {
     /// TCP ports the server may bind; 0 means an ephemeral port.
     pub tcp_bind: Vec<u16>,
     pub allow_udp: bool,
+    /// Creating UNIX sockets with socket(2). Off by default because a UNIX socket reached by path
+    /// (the D-Bus session bus, a container engine's socket) is a way out of any sandbox, and
+    /// Landlock cannot restrict connecting to one before ABI 9. socketpair(2), which runtimes use
+    /// for internal pipes, stays allowed.
+    pub allow_unix_sockets: bool,
     /// Socket families other than AF_UNIX, AF_INET and AF_INET6 (netlink, packet, raw, ...).
     pub allow_other_sockets: bool,
     /// Keep the server from signalling processes outside its sandbox (mcpguard included).
@@ -575,21 +581,66 @@ pub struct Sandbox {
     pub limits: SandboxLimits,
 }
 
+/// System files that programs read at start-up (the dynamic linker's cache, time zone, TLS roots,
+/// name resolution, the user database). `policies/default.toml` spells out the same list.
+pub const SYSTEM_READ: [&str; 18] = [
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/mime.types",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/zero",
+];
+
+/// The system's programs and libraries, which root owns.
+pub const SYSTEM_EXECUTE: [&str; 5] = ["/usr", "/bin", "/sbin", "/lib", "/lib64"];
+
+/// The private temporary directory of the run and `/dev/null`.
+pub const DEFAULT_READ_WRITE: [&str; 2] = ["$TMPDIR", "/dev/null"];
+
+/// Variables every program expects; nothing secret.
+pub const DEFAULT_ENV: [&str; 8] = [
+    "PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TZ", "USER", "LOGNAME",
+];
+
+/// The default profile is the one `policies/default.toml` writes out: system paths, the private
+/// temporary directory, no network, a short environment allowlist and the runtime preset chosen
+/// from the server command. A policy file that leaves out `[sandbox]`, or some of its keys, gets
+/// these values, so a small policy about tools still runs servers confined and usable. (An
+/// empty profile would be "restrictive" only in the sense that nothing could start at all.)
 impl Default for Sandbox {
     fn default() -> Self {
+        let paths = |list: &[&str]| {
+            list.iter()
+                .map(|p| PolicyPath::parse(p).expect("the built-in sandbox paths are valid"))
+                .collect()
+        };
         Sandbox {
             mode: SandboxMode::Require,
-            preset: Preset::None,
-            read: Vec::new(),
-            read_write: Vec::new(),
-            execute: Vec::new(),
+            preset: Preset::Auto,
+            read: paths(&SYSTEM_READ),
+            read_write: paths(&DEFAULT_READ_WRITE),
+            execute: paths(&SYSTEM_EXECUTE),
             tcp_connect: Vec::new(),
             tcp_bind: Vec::new(),
             allow_udp: false,
+            allow_unix_sockets: false,
             allow_other_sockets: false,
             scope_signals: true,
             scope_abstract_unix_sockets: true,
-            env: Vec::new(),
+            env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }
     }
@@ -1535,6 +1586,22 @@ mod tests {
         assert_eq!(builtin().unwrap(), shipped_one("default.toml"));
     }
 
+    /// A policy that leaves out `[sandbox]` (or some of its keys) gets default.toml's profile, so
+    /// a small policy about tools runs the server confined rather than not at all.
+    #[test]
+    fn an_omitted_sandbox_section_is_the_shipped_profile() {
+        let default = shipped_one("default.toml");
+        assert_eq!(parse("", "t.toml").unwrap().sandbox, default.sandbox);
+        let p = parse("[review]\nrefused_tools = [\"echo\"]\n", "t.toml").unwrap();
+        assert_eq!(p.sandbox, default.sandbox);
+        let p = parse("[sandbox]\nallow_udp = true\n", "t.toml").unwrap();
+        assert!(p.sandbox.allow_udp);
+        assert_eq!(
+            p.sandbox.read, default.sandbox.read,
+            "other keys keep their defaults"
+        );
+    }
+
     #[test]
     fn shipped_policies_behave_as_documented() {
         let default = shipped_one("default.toml");
@@ -1736,17 +1803,26 @@ mod tests {
         assert_eq!(p.audit.payload, AuditPayload::Digests);
         let s = &p.sandbox;
         assert_eq!(s.mode, SandboxMode::Require);
-        assert_eq!(s.preset, Preset::None);
-        assert!(s.read.is_empty() && s.read_write.is_empty() && s.execute.is_empty());
+        assert_eq!(s.preset, Preset::Auto);
+        assert_eq!(s.read.len(), SYSTEM_READ.len());
+        assert_eq!(s.execute.len(), SYSTEM_EXECUTE.len());
+        let rw: Vec<&str> = s.read_write.iter().map(PolicyPath::as_str).collect();
+        assert_eq!(rw, ["$TMPDIR", "/dev/null"]);
         assert!(s.tcp_connect.is_empty() && s.tcp_bind.is_empty());
         assert!(!s.allow_udp && !s.allow_other_sockets);
         assert!(s.scope_signals && s.scope_abstract_unix_sockets);
-        assert!(s.env.is_empty());
+        assert!(s.env.iter().any(|e| e == "PATH") && !s.env.iter().any(|e| e.contains("TOKEN")));
         assert_eq!(s.limits.open_files, Limit::Max(1024));
         assert_eq!(s.limits.processes, Limit::Inherit);
         assert_eq!(s.limits.address_space_mb, Limit::Inherit);
         assert!(!s.limits.core_dumps);
-        // An empty sandbox profile cannot run anything, and the warning says so.
+        assert!(p.warnings().is_empty(), "{:?}", p.warnings());
+        // A profile that names no program path still draws the warning.
+        let p = parse(
+            "[sandbox]\npreset = \"none\"\nread = []\nexecute = []\n",
+            "t",
+        )
+        .unwrap();
         assert!(p
             .warnings()
             .iter()

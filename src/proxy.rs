@@ -56,6 +56,8 @@ pub struct Options {
     /// Write classification and confirmation.
     pub policy: Arc<crate::policy::Policy>,
     pub dry_run: bool,
+    /// The prepared sandbox; `None` when the policy turns it off.
+    pub sandbox: Option<Arc<crate::sandbox::Prepared>>,
 }
 
 /// How the proxy ended; the binary turns it into its own exit status.
@@ -100,13 +102,29 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             })?;
     }
 
-    let mut child = match child::spawn(&opts.command) {
+    let mut child = match child::spawn_with(&opts.command, opts.sandbox.as_ref(), child::Io::Piped)
+    {
         Ok(c) => c,
         Err(e) => {
             diag::emit(Level::Error, &e.to_string());
             return Ok(Outcome::SpawnFailed(e.exit_code));
         }
     };
+    // The spawn succeeded, so every step of the sandbox ran in the child: the record states what
+    // was applied, not what was hoped for.
+    if let Some(log) = &opts.audit {
+        let detail = match &opts.sandbox {
+            Some(s) => s.report.summary(),
+            None => "sandbox off (sandbox.mode = \"off\"): the server runs unconfined".to_string(),
+        };
+        record_note(
+            log,
+            &AuditNote {
+                detail: Some(detail),
+                ..AuditNote::new(EventKind::SandboxApplied)
+            },
+        );
+    }
     let pgid = child.id();
     let (Some(child_in), Some(child_out), Some(child_err)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

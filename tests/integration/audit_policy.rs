@@ -120,6 +120,7 @@ fn a_gated_session_leaves_a_verifiable_chain_and_tampering_is_caught() {
     for e in [
         "start",
         "snapshot_verified",
+        "sandbox_applied",
         "handshake_pinned",
         "call_allowed",
         "child_exit",
@@ -129,6 +130,16 @@ fn a_gated_session_leaves_a_verifiable_chain_and_tampering_is_caught() {
     assert!(
         records.iter().all(|r| r["snapshot"] == json!(digest)),
         "every record names the snapshot"
+    );
+    let sandbox = records
+        .iter()
+        .find(|r| r["event"] == "sandbox_applied")
+        .unwrap();
+    assert!(
+        sandbox
+            .to_string()
+            .contains("sandbox require (Landlock ABI"),
+        "the record states what was enforced: {sandbox}"
     );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
@@ -147,8 +158,16 @@ fn a_gated_session_leaves_a_verifiable_chain_and_tampering_is_caught() {
         std::fs::write(&log, l.join("\n") + "\n").unwrap();
         verify(&log)
     };
-    let (ok, msg) = tampered(&|l| l[2] = l[2].replace("handshake_pinned", "handshake_pinnedX"));
-    assert!(!ok && msg.contains("line 3"), "edit: {msg}");
+    let pinned = original
+        .iter()
+        .position(|l| l.contains("handshake_pinned"))
+        .unwrap();
+    let (ok, msg) =
+        tampered(&|l| l[pinned] = l[pinned].replace("handshake_pinned", "handshake_pinnedX"));
+    assert!(
+        !ok && msg.contains(&format!("line {}", pinned + 1)),
+        "edit: {msg}"
+    );
     let (ok, msg) = tampered(&|l| {
         l.remove(1);
     });

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::gate::{calls_received, reviewed_snapshot};
 use crate::interop::{argv, peers, python_command_with};
-use crate::support::{mcpguard, reads_policy, reads_policy_with, run_bounded};
+use crate::support::{mcpguard, reads_policy, reads_policy_with, run_bounded, sandbox_grants};
 
 /// Runs the Python client with `--elicit <elicit>` and returns its transcript and stderr.
 fn python(elicit: &str, calls: &[(&str, Value)], server: &[String]) -> (Value, String) {
@@ -49,10 +49,13 @@ fn gate(
         &policy.display().to_string(),
         "--audit-log",
         &audit.display().to_string(),
-        "--",
     ] {
         v.push(a.to_string());
     }
+    // The sandbox lets the server write only where it must: the fixture's log, the filesystem
+    // server's root.
+    v.extend(sandbox_grants(&server[1..]));
+    v.push("--".into());
     v.extend_from_slice(server);
     v
 }

@@ -20,6 +20,7 @@ fn the_demo_runs_every_step_as_shown() {
         "the unreviewed tool is refused",
         "waited for the person's approval",
         "the person declined never reached the server",
+        "the sandbox kept a reviewed read away from a private file",
         "caught before dispatch",
         "the edited copy is caught",
     ] {

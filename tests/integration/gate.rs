@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::{fixture, mcpguard, reads_policy, Peer};
+use crate::support::{fixture, mcpguard, reads_policy, sandbox_grants, Peer};
 
 /// The fixture's tools this suite reviews, with their input channels.
 fn reviews() -> Value {
@@ -91,6 +91,7 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
         argv.extend(["--policy".into(), reads_policy().display().to_string()]);
     }
     argv.extend(opts.iter().cloned());
+    argv.extend(sandbox_grants(fixture_args));
     argv.push("--".into());
     argv.push(fixture().display().to_string());
     argv.extend(fixture_args.iter().cloned());

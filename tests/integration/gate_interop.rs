@@ -53,8 +53,9 @@ impl Reviewed {
             self.key.into(),
             "--policy".into(),
             reads_policy().display().to_string(),
-            "--".into(),
         ];
+        v.extend(crate::support::sandbox_grants(&server[1..]));
+        v.push("--".into());
         v.extend_from_slice(server);
         v
     }

@@ -77,8 +77,9 @@ pub fn guarded(server: &[String]) -> Vec<String> {
         "--allow-unpinned".to_string(),
         "--policy".to_string(),
         reads_policy().display().to_string(),
-        "--".to_string(),
     ];
+    v.extend(crate::support::sandbox_grants(&server[1..]));
+    v.push("--".to_string());
     v.extend_from_slice(server);
     v
 }
@@ -181,6 +182,14 @@ fn python_sdk_with_mcp_server_time() {
         )],
         &["legacy", "auto"],
     );
+}
+
+/// mcp-server-fetch starts and lists its tool under the default sandbox (no network: fetching
+/// itself needs `tcp_connect = [80, 443]` and `allow_udp = true` in the policy).
+#[test]
+fn python_sdk_with_mcp_server_fetch() {
+    let server = argv(&peers()["server_fetch"]);
+    check_server(server, &[], &["legacy"]);
 }
 
 fn inspector(args: &[&str], server: &[String]) -> (i32, Value) {

@@ -12,4 +12,5 @@ mod interop;
 mod lifecycle;
 mod modern;
 mod relay;
+mod sandbox;
 mod snapshot;

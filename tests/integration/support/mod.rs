@@ -354,3 +354,30 @@ pub fn run_bounded(cmd: &mut Command) -> Output {
         stderr: collect(err, "stderr"),
     }
 }
+
+/// The `--sandbox-write` options a host configuration would add for a server started with
+/// `server_args`: the directories it is given (server-filesystem's root) and the directory of
+/// the fixture's `--log FILE`. The sandbox grants nothing else outside the system paths.
+pub fn sandbox_grants<S: AsRef<str>>(server_args: &[S]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut grant = |dir: &std::path::Path| {
+        out.push("--sandbox-write".to_string());
+        out.push(dir.display().to_string());
+    };
+    let mut args = server_args.iter().map(AsRef::as_ref);
+    while let Some(a) = args.next() {
+        let p = std::path::Path::new(a);
+        if a == "--log" {
+            if let Some(dir) = args.next().and_then(|f| std::path::Path::new(f).parent()) {
+                grant(dir);
+            }
+        } else if let Some(f) = a.strip_prefix("--log=") {
+            if let Some(dir) = std::path::Path::new(f).parent() {
+                grant(dir);
+            }
+        } else if p.is_absolute() && p.is_dir() {
+            grant(p);
+        }
+    }
+    out
+}

@@ -1,0 +1,526 @@
+//! Discovery of the paths a server needs beyond the policy's lists: the server program's own
+//! directory, and the runtime presets (node, python) that make real servers start.
+//!
+//! Everything here reads the file system (existence, symlink targets, `#!` lines, `pyvenv.cfg`)
+//! but decides nothing: it returns candidate paths with the reason each was added, and the
+//! caller opens, filters and reports them.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::policy::{PathContext, Preset};
+
+/// What a discovered path may be used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    Read,
+    /// Read and execute.
+    Execute,
+    ReadWrite,
+    /// Read, write and execute: only for runtime caches that hold installed tools (uv).
+    ReadWriteExecute,
+}
+
+impl Access {
+    pub fn label(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Execute => "execute",
+            Access::ReadWrite => "read-write",
+            Access::ReadWriteExecute => "read-write-execute",
+        }
+    }
+}
+
+/// A path found by discovery, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub access: Access,
+    pub path: PathBuf,
+    pub origin: String,
+}
+
+fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) -> Found {
+    Found {
+        access,
+        path: path.into(),
+        origin: origin.into(),
+    }
+}
+
+/// The environment of mcpguard, as read by discovery.
+pub struct Env<'a> {
+    pub vars: &'a [(OsString, OsString)],
+}
+
+impl Env<'_> {
+    pub fn get(&self, name: &str) -> Option<&OsStr> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_os_str())
+    }
+
+    /// A variable holding an absolute path, or nothing.
+    fn abs_path(&self, name: &str) -> Option<PathBuf> {
+        self.get(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    }
+}
+
+/// Finds `program` the way execvp would: a name with a `/` is a path (relative to `cwd`), any
+/// other name is looked up in `path_var`. Only executable regular files count.
+pub fn find_program(program: &OsStr, path_var: Option<&OsStr>, cwd: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.as_bytes().contains(&b'/') {
+        let p = cwd.join(program);
+        return executable(&p).then_some(p);
+    }
+    if program.is_empty() {
+        return None;
+    }
+    std::env::split_paths(path_var?)
+        .map(|dir| {
+            if dir.as_os_str().is_empty() {
+                cwd.join(program)
+            } else {
+                cwd.join(dir).join(program)
+            }
+        })
+        .find(|p| executable(p))
+}
+
+/// The runtime a program name belongs to.
+fn runtime_of(name: &str) -> Option<Preset> {
+    match name {
+        "node" | "nodejs" | "npx" | "npm" => Some(Preset::Node),
+        "uv" | "uvx" | "pipx" => Some(Preset::Python),
+        n if n
+            .strip_prefix("python")
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.')) =>
+        {
+            Some(Preset::Python)
+        }
+        _ => None,
+    }
+}
+
+fn file_name(p: &Path) -> &str {
+    p.file_name().and_then(OsStr::to_str).unwrap_or("")
+}
+
+/// The interpreter named by a script's `#!` line, and the program `env` is asked to run when
+/// the interpreter is `env` (`#!/usr/bin/env node`, `#!/usr/bin/env -S node --flag`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shebang {
+    pub interpreter: PathBuf,
+    pub via_env: Option<String>,
+}
+
+pub fn shebang(program: &Path) -> Option<Shebang> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    parse_shebang(&head[..n])
+}
+
+fn parse_shebang(head: &[u8]) -> Option<Shebang> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n')?];
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let interpreter = PathBuf::from(words.next()?);
+    let via_env = if file_name(&interpreter) == "env" {
+        words.find(|w| !w.starts_with('-')).map(str::to_string)
+    } else {
+        None
+    };
+    Some(Shebang {
+        interpreter,
+        via_env,
+    })
+}
+
+/// The preset `auto` picks for `program`, and why (for the report).
+pub fn auto(program: &Path) -> (Preset, String) {
+    if let Some(p) = runtime_of(file_name(program)) {
+        return (p, format!("the server command is {}", file_name(program)));
+    }
+    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    if let Some(p) = runtime_of(file_name(&real)) {
+        return (p, format!("the server command runs {}", real.display()));
+    }
+    if let Some(sb) = shebang(&real) {
+        let name = sb
+            .via_env
+            .clone()
+            .unwrap_or_else(|| file_name(&sb.interpreter).to_string());
+        if let Some(p) = runtime_of(&name) {
+            return (p, format!("the server command is a {name} script"));
+        }
+    }
+    (
+        Preset::None,
+        "the server command is neither node nor python".into(),
+    )
+}
+
+/// The install prefix of a runtime binary: the directory above `bin/` when it lives in one (so
+/// that `lib/` beside it is included), else its own directory.
+fn prefix_of(binary: &Path) -> Option<PathBuf> {
+    let dir = binary.parent()?;
+    if file_name(dir) == "bin" {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir.to_path_buf())
+    }
+}
+
+/// The program's own directory (read and execute), and its symlink target's when that differs.
+pub fn program_dirs(program: &Path) -> Vec<Found> {
+    let mut out = Vec::new();
+    if let Some(dir) = program.parent() {
+        out.push(found(
+            Access::Execute,
+            dir,
+            "the server program's directory",
+        ));
+    }
+    if let Ok(real) = std::fs::canonicalize(program) {
+        if let Some(dir) = real.parent() {
+            if Some(dir) != program.parent() {
+                out.push(found(
+                    Access::Execute,
+                    dir,
+                    "the directory of the server program's symlink target",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The node preset: node's install prefix, the npm cache, the package trees of the scripts the
+/// command runs, and the /proc and /sys files libuv reads for CPU and memory figures.
+pub fn node(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
+    let mut out = Vec::new();
+    let cwd = ctx.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let node_binary = if matches!(file_name(program), "node" | "nodejs") {
+        Some(program.to_path_buf())
+    } else {
+        match shebang(&std::fs::canonicalize(program).unwrap_or_else(|_| program.into())) {
+            Some(Shebang {
+                interpreter,
+                via_env: None,
+            }) if matches!(file_name(&interpreter), "node" | "nodejs") => Some(interpreter),
+            _ => find_program(OsStr::new("node"), env.get("PATH"), &cwd),
+        }
+    };
+    if let Some(real) = node_binary.and_then(|n| std::fs::canonicalize(n).ok()) {
+        if let Some(prefix) = prefix_of(&real) {
+            out.push(found(
+                Access::Execute,
+                prefix,
+                "preset node: node's install prefix",
+            ));
+        }
+    }
+    let cache = env
+        .abs_path("npm_config_cache")
+        .or_else(|| ctx.home.as_ref().map(|h| h.join(".npm")));
+    if let Some(cache) = cache {
+        out.push(found(
+            Access::ReadWrite,
+            cache,
+            "preset node: the npm cache",
+        ));
+    }
+    // The scripts the command runs: the program itself when it is a script, and every argument
+    // that names an existing file (`node /path/to/dist/index.js`).
+    let mut scripts = vec![std::fs::canonicalize(program).unwrap_or_else(|_| program.into())];
+    for a in args {
+        let p = cwd.join(a);
+        if p.is_file() {
+            if let Ok(real) = std::fs::canonicalize(&p) {
+                scripts.push(real);
+            }
+        }
+    }
+    for script in scripts {
+        if let Some(tree) = package_tree(&script) {
+            if !out.iter().any(|f| f.path == tree.path) {
+                out.push(tree);
+            }
+        }
+    }
+    for p in [
+        "/proc/cpuinfo",
+        "/proc/meminfo",
+        "/proc/stat",
+        "/sys/fs/cgroup",
+        "/sys/devices/system/cpu",
+    ] {
+        out.push(found(
+            Access::Read,
+            p,
+            "preset node: CPU and memory figures",
+        ));
+    }
+    out
+}
+
+/// Where a node script's code lives: its nearest `node_modules` ancestor (a package and its
+/// dependencies; read and execute, because packages ship helper binaries), else the nearest
+/// directory with a `package.json` (read), else the script's directory (read).
+fn package_tree(script: &Path) -> Option<Found> {
+    let dir = script.parent()?;
+    if let Some(nm) = dir.ancestors().find(|a| file_name(a) == "node_modules") {
+        return Some(found(
+            Access::Execute,
+            nm,
+            format!("preset node: the node_modules tree of {}", script.display()),
+        ));
+    }
+    if script
+        .extension()
+        .and_then(OsStr::to_str)
+        .is_none_or(|e| !matches!(e, "js" | "mjs" | "cjs"))
+    {
+        // A native program is not a node script; its directory is already granted.
+        return None;
+    }
+    if let Some(pkg) = dir.ancestors().find(|a| a.join("package.json").is_file()) {
+        return Some(found(
+            Access::Read,
+            pkg,
+            format!("preset node: the package of {}", script.display()),
+        ));
+    }
+    Some(found(
+        Access::Read,
+        dir,
+        format!("preset node: the directory of {}", script.display()),
+    ))
+}
+
+/// The python preset: the interpreter's prefix, the virtual environment (and the prefix of the
+/// interpreter it was made from), and uv's cache and data directories.
+pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
+    let mut out = Vec::new();
+    let cwd = ctx.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let mut interpreters = Vec::new();
+    if runtime_of(file_name(program)).is_some() {
+        interpreters.push(program.to_path_buf());
+    }
+    match shebang(program) {
+        Some(Shebang {
+            interpreter,
+            via_env: None,
+        }) => interpreters.push(interpreter),
+        Some(Shebang {
+            via_env: Some(name),
+            ..
+        }) => interpreters.extend(find_program(OsStr::new(&name), env.get("PATH"), &cwd)),
+        None => {}
+    }
+    if interpreters.is_empty() {
+        interpreters.extend(find_program(OsStr::new("python3"), env.get("PATH"), &cwd));
+    }
+    let mut venvs: Vec<PathBuf> = env.abs_path("VIRTUAL_ENV").into_iter().collect();
+    for i in &interpreters {
+        // A virtual environment: <venv>/bin/python with <venv>/pyvenv.cfg. Its interpreter is a
+        // symlink, so the venv is found from the path as written, before resolving links.
+        if let Some(venv) = i
+            .parent()
+            .filter(|d| file_name(d) == "bin")
+            .and_then(Path::parent)
+        {
+            if venv.join("pyvenv.cfg").is_file() {
+                venvs.push(venv.to_path_buf());
+            }
+        }
+        if let Some(prefix) = std::fs::canonicalize(i).ok().as_deref().and_then(prefix_of) {
+            out.push(found(
+                Access::Execute,
+                prefix,
+                format!("preset python: the prefix of {}", i.display()),
+            ));
+        }
+    }
+    for venv in venvs {
+        if let Some(home) = venv_home(&venv) {
+            if let Some(prefix) = std::fs::canonicalize(&home)
+                .ok()
+                .and_then(|h| prefix_of(&h.join("python")))
+            {
+                out.push(found(
+                    Access::Execute,
+                    prefix,
+                    format!(
+                        "preset python: the base interpreter of {} (pyvenv.cfg home)",
+                        venv.display()
+                    ),
+                ));
+            }
+        }
+        out.push(found(
+            Access::Execute,
+            venv,
+            "preset python: the virtual environment",
+        ));
+    }
+    let uv_cache = env.abs_path("UV_CACHE_DIR").or_else(|| {
+        ctx.cache_home
+            .clone()
+            .or_else(|| ctx.home.as_ref().map(|h| h.join(".cache")))
+            .map(|c| c.join("uv"))
+    });
+    let uv_data = ctx
+        .data_home
+        .clone()
+        .or_else(|| ctx.home.as_ref().map(|h| h.join(".local/share")))
+        .map(|d| d.join("uv"));
+    for (dir, what) in [(uv_cache, "uv's cache"), (uv_data, "uv's data directory")] {
+        if let Some(dir) = dir {
+            out.push(found(
+                Access::ReadWriteExecute,
+                dir,
+                format!("preset python: {what} (uvx runs the tools it installs there)"),
+            ));
+        }
+    }
+    let mut seen = Vec::new();
+    out.retain(|f| {
+        let new = !seen.contains(&f.path);
+        seen.push(f.path.clone());
+        new
+    });
+    out
+}
+
+/// The `home` key of a virtual environment's `pyvenv.cfg`: the directory of the interpreter
+/// the environment was made from.
+fn venv_home(venv: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "home")
+            .then(|| PathBuf::from(v.trim()))
+            .filter(|p| p.is_absolute())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_are_recognised_by_name() {
+        for (name, want) in [
+            ("node", Some(Preset::Node)),
+            ("npx", Some(Preset::Node)),
+            ("python3.11", Some(Preset::Python)),
+            ("python", Some(Preset::Python)),
+            ("uvx", Some(Preset::Python)),
+            ("python-config", None),
+            ("sh", None),
+            ("mcp-server-time", None),
+        ] {
+            assert_eq!(runtime_of(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn shebang_lines() {
+        let sb = parse_shebang(b"#!/usr/bin/env -S node --no-warnings\nrest").unwrap();
+        assert_eq!(sb.via_env.as_deref(), Some("node"));
+        let sb = parse_shebang(b"#!/opt/venv/bin/python\n").unwrap();
+        assert_eq!(sb.interpreter, PathBuf::from("/opt/venv/bin/python"));
+        assert_eq!(sb.via_env, None);
+        assert_eq!(parse_shebang(b"\x7fELF..."), None);
+        assert_eq!(
+            parse_shebang(b"#!/bin/sh"),
+            None,
+            "no newline: not a whole line"
+        );
+    }
+
+    #[test]
+    fn a_venv_script_finds_the_venv_and_its_base_interpreter() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("base");
+        std::fs::create_dir_all(base.join("bin")).unwrap();
+        std::fs::write(base.join("bin/python3.11"), "").unwrap();
+        let venv = dir.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink(base.join("bin/python3.11"), venv.join("bin/python")).unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!("home = {}\nversion = 3.11.7\n", base.join("bin").display()),
+        )
+        .unwrap();
+        let script = venv.join("bin/mcp-server-x");
+        std::fs::write(
+            &script,
+            format!("#!{}\nimport x\n", venv.join("bin/python").display()),
+        )
+        .unwrap();
+        let ctx = PathContext {
+            home: Some(dir.path().join("home")),
+            ..PathContext::default()
+        };
+        let found = python(&script, &Env { vars: &[] }, &ctx);
+        let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        let base = base.canonicalize().unwrap();
+        assert!(paths.contains(&base.as_path()), "{found:#?}");
+        assert!(paths.contains(&venv.as_path()), "{found:#?}");
+        assert!(found
+            .iter()
+            .any(|f| f.path.ends_with(".cache/uv") && f.access == Access::ReadWriteExecute));
+    }
+
+    #[test]
+    fn node_scripts_bring_their_package_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let pkg = dir.path().join("node_modules/@scope/server/dist");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("index.js"), "").unwrap();
+        let tree = package_tree(&pkg.join("index.js")).unwrap();
+        assert_eq!(tree.path, dir.path().join("node_modules"));
+        assert_eq!(tree.access, Access::Execute);
+        let own = dir.path().join("own/src");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::write(dir.path().join("own/package.json"), "{}").unwrap();
+        std::fs::write(own.join("main.mjs"), "").unwrap();
+        let tree = package_tree(&own.join("main.mjs")).unwrap();
+        assert_eq!(
+            (tree.path, tree.access),
+            (dir.path().join("own"), Access::Read)
+        );
+        assert_eq!(package_tree(&own.join("native-binary")), None);
+    }
+
+    #[test]
+    fn programs_are_found_like_execvp() {
+        let path = OsString::from("/nonexistent:/usr/bin:/bin");
+        let sh = find_program(OsStr::new("sh"), Some(&path), Path::new("/")).unwrap();
+        assert!(sh.ends_with("sh"));
+        assert_eq!(
+            find_program(OsStr::new("no-such-program-x"), Some(&path), Path::new("/")),
+            None
+        );
+        assert_eq!(
+            find_program(OsStr::new("/etc/passwd"), Some(&path), Path::new("/")),
+            None,
+            "not executable"
+        );
+    }
+}

@@ -1,0 +1,444 @@
+//! The sandbox, proven with real processes. Each probe tries something the default profile
+//! forbids, once under the sandbox (it must fail) and once with `sandbox.mode = "off"` (it must
+//! succeed, so that a probe that fails for another reason cannot make a test pass). The probes
+//! run through `mcpguard sandbox-check --policy P -- <probe>`, which applies exactly the
+//! sandbox the proxy applies, and one test goes through the proxy itself.
+//!
+//! A kernel without Landlock ABI 6 cannot enforce the default profile: every test here then
+//! fails with a message saying so, on stdout and stderr; none passes silently.
+
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{mcpguard, run_bounded, Peer};
+
+/// A scratch world: a HOME with a planted canary, and two policies (the default profile, and
+/// the same with the sandbox off).
+struct World {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+    sandboxed: PathBuf,
+    off: PathBuf,
+}
+
+const CANARY: &str = "CANARY-7f3a9c";
+const SECRET: &str = "hunter2-secret-value";
+
+impl World {
+    fn new() -> World {
+        require_landlock();
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::write(home.join("canary.txt"), CANARY).unwrap();
+        // A policy that leaves the sandbox at its defaults (default.toml's profile).
+        let sandboxed = dir.path().join("sandboxed.toml");
+        std::fs::write(&sandboxed, "[sandbox]\nmode = \"require\"\n").unwrap();
+        let off = dir.path().join("off.toml");
+        std::fs::write(&off, "[sandbox]\nmode = \"off\"\n").unwrap();
+        World {
+            dir,
+            home,
+            sandboxed,
+            off,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `mcpguard sandbox-check --policy POLICY [opts] -- probe...` with HOME in the scratch world
+    /// and a secret in the environment.
+    fn check(&self, policy: &Path, opts: &[&str], probe: &[&str]) -> Output {
+        let mut cmd = Command::new(mcpguard());
+        cmd.arg("sandbox-check")
+            .arg("--policy")
+            .arg(policy)
+            .args(opts)
+            .arg("--")
+            .args(probe)
+            .env("HOME", &self.home)
+            .env("MCPGUARD_TEST_SECRET", SECRET);
+        run_bounded(&mut cmd)
+    }
+
+    /// Runs `probe` sandboxed and unsandboxed.
+    fn both(&self, probe: &[&str]) -> (Output, Output) {
+        (
+            self.check(&self.sandboxed, &[], probe),
+            self.check(&self.off, &[], probe),
+        )
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+/// The kernel's Landlock ABI as mcpguard reports it; fails loudly when it is too old for the
+/// default profile, so these tests never pass without having tested anything.
+fn require_landlock() -> u32 {
+    let out = run_bounded(Command::new(mcpguard()).args(["sandbox-check", "--log-format", "json"]));
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("sandbox-check printed no JSON ({e}): {}", show(&out)));
+    let abi = report["landlock_abi"].as_u64().unwrap_or(0) as u32;
+    if abi < 6 || report["seccomp"] != true {
+        let msg = format!(
+            "SANDBOX TESTS CANNOT RUN ON THIS KERNEL: Landlock ABI {abi} (6 needed), seccomp {}. \
+             These tests fail rather than pass without testing anything.",
+            report["seccomp"]
+        );
+        println!("{msg}");
+        eprintln!("{msg}");
+        panic!("{msg}");
+    }
+    abi
+}
+
+/// The python interpreter of the system (not a pyenv shim, which is a shell script that runs
+/// programs from the home directory).
+fn python() -> &'static str {
+    let p = "/usr/bin/python3";
+    assert!(
+        Path::new(p).exists(),
+        "{p} is needed for the network probes"
+    );
+    p
+}
+
+#[test]
+fn sandbox_check_reports_the_kernel_and_every_rule() {
+    let abi = require_landlock();
+    let w = World::new();
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args(["sandbox-check", "--policy"])
+            .arg(&w.sandboxed)
+            .env("HOME", &w.home),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let s = text(&out.stdout);
+    for want in [
+        format!("landlock: ABI {abi}"),
+        "sandbox.mode: require".into(),
+        "execute            /usr  (sandbox.execute /usr)  [enforced]".into(),
+        "TCP connect only to ports: none  [enforced]".into(),
+        "no UDP sockets (seccomp)  [enforced]".into(),
+        "no signals to processes outside the sandbox, mcpguard included  [enforced]".into(),
+        "no core dumps  [enforced]".into(),
+        "verdict: every rule of the profile is enforced on this kernel".into(),
+    ] {
+        assert!(s.contains(&want), "missing {want:?} in:\n{s}");
+    }
+}
+
+#[test]
+fn reading_a_file_outside_the_allowed_set_fails() {
+    let w = World::new();
+    let probe = ["sh", "-c", "cat \"$HOME/canary.txt\""];
+    let (sandboxed, off) = w.both(&probe);
+    assert!(
+        !text(&sandboxed.stdout).contains(CANARY) && !sandboxed.status.success(),
+        "the canary was read inside the sandbox:\n{}",
+        show(&sandboxed)
+    );
+    assert!(
+        text(&sandboxed.stderr).contains("Permission denied"),
+        "{}",
+        show(&sandboxed)
+    );
+    assert!(
+        text(&off.stdout).contains(CANARY),
+        "without the sandbox the probe must read the canary:\n{}",
+        show(&off)
+    );
+}
+
+#[test]
+fn writing_outside_the_writable_set_fails_and_the_private_tmpdir_works() {
+    let w = World::new();
+    let target = w.path("outside");
+    std::fs::create_dir(&target).unwrap();
+    let probe = [
+        "sh",
+        "-c",
+        "echo x > \"$1/written\"; echo y > \"$TMPDIR/private\" && echo tmp-ok; echo tmpdir=$TMPDIR",
+        "sh",
+        target.to_str().unwrap(),
+    ];
+    let sandboxed = w.check(&w.sandboxed, &[], &probe);
+    assert!(
+        !target.join("written").exists(),
+        "a file was written outside the sandbox:\n{}",
+        show(&sandboxed)
+    );
+    let s = text(&sandboxed.stdout);
+    assert!(
+        s.contains("tmp-ok"),
+        "the private TMPDIR is writable:\n{}",
+        show(&sandboxed)
+    );
+    let tmpdir = s
+        .lines()
+        .find_map(|l| l.strip_prefix("tmpdir="))
+        .unwrap()
+        .to_string();
+    assert!(
+        !Path::new(&tmpdir).exists(),
+        "the private TMPDIR {tmpdir} is removed when the command ends"
+    );
+    let off = w.check(&w.off, &[], &probe);
+    assert!(
+        target.join("written").exists(),
+        "without the sandbox the write must succeed:\n{}",
+        show(&off)
+    );
+}
+
+#[test]
+fn a_granted_directory_is_writable_and_nothing_else_is() {
+    let w = World::new();
+    let granted = w.path("granted");
+    std::fs::create_dir(&granted).unwrap();
+    let probe = [
+        "sh",
+        "-c",
+        "echo x > \"$1/ok\"; cat \"$HOME/canary.txt\"",
+        "sh",
+        granted.to_str().unwrap(),
+    ];
+    let out = w.check(
+        &w.sandboxed,
+        &["--sandbox-write", granted.to_str().unwrap()],
+        &probe,
+    );
+    assert!(granted.join("ok").exists(), "{}", show(&out));
+    assert!(!text(&out.stdout).contains(CANARY), "{}", show(&out));
+}
+
+#[test]
+fn executing_a_binary_outside_the_allowed_set_fails() {
+    let w = World::new();
+    let bin = w.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let copy = bin.join("probe-true");
+    std::fs::copy("/usr/bin/true", &copy).unwrap();
+    let probe = [
+        "sh",
+        "-c",
+        "\"$1\"; echo status=$?",
+        "sh",
+        copy.to_str().unwrap(),
+    ];
+    let (sandboxed, off) = w.both(&probe);
+    assert!(
+        text(&sandboxed.stdout).contains("status=126"),
+        "a binary outside sandbox.execute ran:\n{}",
+        show(&sandboxed)
+    );
+    assert!(text(&off.stdout).contains("status=0"), "{}", show(&off));
+}
+
+#[test]
+fn tcp_connect_to_a_port_not_allowed_never_reaches_the_listener() {
+    let w = World::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let script = "import socket,sys\ns=socket.socket()\ns.settimeout(5)\ntry:\n s.connect(('127.0.0.1', int(sys.argv[1])))\n print('connected')\nexcept OSError as e:\n print('refused', e)\n";
+    let probe = [python(), "-c", script, &port];
+    let accepted = |l: &TcpListener| {
+        // The connect happened before the probe exited; one accept finds it if it exists.
+        l.accept().is_ok()
+    };
+    let sandboxed = w.check(&w.sandboxed, &[], &probe);
+    assert!(
+        text(&sandboxed.stdout).contains("refused"),
+        "{}",
+        show(&sandboxed)
+    );
+    assert!(
+        !accepted(&listener),
+        "the listener saw a connection from inside the sandbox"
+    );
+    let off = w.check(&w.off, &[], &probe);
+    assert!(text(&off.stdout).contains("connected"), "{}", show(&off));
+    assert!(
+        accepted(&listener),
+        "without the sandbox the listener must see the connection"
+    );
+}
+
+#[test]
+fn udp_send_to_a_loopback_socket_delivers_nothing() {
+    let w = World::new();
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let port = receiver.local_addr().unwrap().port().to_string();
+    let script = "import socket,sys\ntry:\n s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n s.sendto(b'ping', ('127.0.0.1', int(sys.argv[1])))\n print('sent')\nexcept OSError as e:\n print('refused', e)\n";
+    let probe = [python(), "-c", script, &port];
+    let mut buf = [0u8; 16];
+    let sandboxed = w.check(&w.sandboxed, &[], &probe);
+    assert!(
+        text(&sandboxed.stdout).contains("refused"),
+        "{}",
+        show(&sandboxed)
+    );
+    assert!(
+        receiver.recv_from(&mut buf).is_err(),
+        "a datagram arrived from inside the sandbox"
+    );
+    let off = w.check(&w.off, &[], &probe);
+    assert!(text(&off.stdout).contains("sent"), "{}", show(&off));
+    let (n, _) = receiver
+        .recv_from(&mut buf)
+        .expect("without the sandbox the datagram must arrive");
+    assert_eq!(&buf[..n], b"ping");
+}
+
+#[test]
+fn signalling_mcpguard_from_inside_the_sandbox_fails() {
+    let w = World::new();
+    // $PPID is mcpguard: sandbox-check runs the probe as its direct child.
+    let probe = ["sh", "-c", "kill -USR1 $PPID; echo kill-status=$?"];
+    let (sandboxed, off) = w.both(&probe);
+    assert!(
+        text(&sandboxed.stdout).contains("kill-status=1"),
+        "{}",
+        show(&sandboxed)
+    );
+    assert_eq!(sandboxed.status.signal(), None, "{}", show(&sandboxed));
+    assert_eq!(
+        off.status.signal(),
+        Some(libc::SIGUSR1),
+        "without the sandbox the signal must reach mcpguard:\n{}",
+        show(&off)
+    );
+}
+
+#[test]
+fn an_environment_secret_that_is_not_allowlisted_is_absent() {
+    let w = World::new();
+    let probe = ["sh", "-c", "echo \"secret=[$MCPGUARD_TEST_SECRET]\""];
+    let (sandboxed, off) = w.both(&probe);
+    assert!(
+        text(&sandboxed.stdout).contains("secret=[]"),
+        "{}",
+        show(&sandboxed)
+    );
+    assert!(
+        text(&off.stdout).contains(&format!("secret=[{SECRET}]")),
+        "{}",
+        show(&off)
+    );
+    // A secret the policy names does pass.
+    let named = w.path("named.toml");
+    std::fs::write(
+        &named,
+        "[sandbox]\nenv = [\"PATH\", \"MCPGUARD_TEST_SECRET\"]\n",
+    )
+    .unwrap();
+    let passed = w.check(&named, &[], &probe);
+    assert!(
+        text(&passed.stdout).contains(&format!("secret=[{SECRET}]")),
+        "{}",
+        show(&passed)
+    );
+}
+
+/// The proxy applies the same sandbox to the server it starts: the server cannot read the
+/// canary, runs with a private TMPDIR that is gone after it exits, and the start-up line says
+/// what was enforced.
+#[test]
+fn the_proxied_server_runs_in_the_sandbox() {
+    let w = World::new();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--policy")
+        .arg(&w.sandboxed)
+        .args(["--", "sh", "-c"])
+        .arg(
+            "cat \"$HOME/canary.txt\" >&2 || echo canary-denied >&2; \
+             echo tmpdir=$TMPDIR >&2; echo secret=[$MCPGUARD_TEST_SECRET] >&2; read line; exit 0",
+        )
+        .env("HOME", &w.home)
+        .env("MCPGUARD_TEST_SECRET", SECRET);
+    let mut p = Peer::start_with(&mut cmd);
+    let stderr = p.wait_stderr("secret=");
+    assert!(stderr.contains("[server] canary-denied"), "{stderr}");
+    assert!(!stderr.contains(CANARY), "{stderr}");
+    assert!(stderr.contains("[server] secret=[]"), "{stderr}");
+    assert!(
+        stderr.contains("sandbox require (Landlock ABI"),
+        "the start-up line states what was enforced: {stderr}"
+    );
+    let tmpdir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("[server] tmpdir="))
+        .unwrap()
+        .to_string();
+    assert!(Path::new(&tmpdir).is_dir(), "{stderr}");
+    p.close_stdin();
+    assert!(p.wait().success());
+    assert!(
+        !Path::new(&tmpdir).exists(),
+        "the private TMPDIR {tmpdir} outlived the server"
+    );
+}
+
+/// A policy that leaves out `[sandbox]` still confines the server (the default profile), and
+/// the gated fixture server runs under it.
+#[test]
+fn a_policy_without_a_sandbox_section_runs_the_fixture_confined() {
+    let w = World::new();
+    let policy = w.path("tools-only.toml");
+    std::fs::write(&policy, "[review]\nrefused_tools = [\"echo\"]\n").unwrap();
+    let fixture = crate::support::fixture();
+    let out = w.check(&policy, &[], &[fixture.to_str().unwrap(), "--echo-bench"]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("the server program's directory)  [enforced]"),
+        "{}",
+        show(&out)
+    );
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+#[test]
+fn sandbox_check_speaks_json_with_log_format_json() {
+    let w = World::new();
+    let mut cmd = Command::new(mcpguard());
+    cmd.args(["sandbox-check", "--log-format", "json", "--policy"])
+        .arg(&w.sandboxed)
+        .args(["--", "sh", "-c", "echo probe-ran"])
+        .env("HOME", &w.home);
+    let out = run_bounded(&mut cmd);
+    assert!(out.status.success(), "{}", show(&out));
+    let s = text(&out.stdout);
+    let (first, rest) = s.split_once('\n').unwrap();
+    let report: Value = serde_json::from_str(first).unwrap();
+    assert_eq!(report["mode"], "require");
+    let lines = report["lines"].as_array().unwrap();
+    assert!(lines.iter().any(
+        |l| l["status"] == "skipped" && l["reason"] == "does not exist"
+            || l["status"] == "enforced"
+    ));
+    assert!(lines.iter().all(|l| l["status"] != "dropped"), "{report}");
+    assert_eq!(rest.trim(), "probe-ran");
+}
