@@ -323,6 +323,50 @@ pub fn decorate_result(result: &mut Value, server_info: &Value) {
     }
 }
 
+/// The `requestState` prefix of mcpguard's own confirmation questions (never a server's).
+pub const APPROVAL_STATE_PREFIX: &str = "mcpguard.approval.v1.";
+
+/// The `inputRequests` key of mcpguard's own confirmation question.
+pub const APPROVAL_INPUT_KEY: &str = "dev.mcpguard/approval";
+
+/// HMAC-SHA256 (RFC 2104) with a key of at most one block, which is all mcpguard needs.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// The `requestState` of mcpguard's `n`-th confirmation question about the call whose approval
+/// binding is `binding`: the number and an HMAC over both, so that a state cannot be forged or
+/// moved to another call (other arguments give another binding).
+pub fn approval_token(key: &[u8; 32], n: u64, binding: &str) -> String {
+    let mac = hmac_sha256(key, format!("{n}:{binding}").as_bytes());
+    let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{APPROVAL_STATE_PREFIX}{n}.{hex}")
+}
+
+/// The question number of an approval state, if it has the shape of one.
+pub fn approval_number(state: &str) -> Option<u64> {
+    let rest = state.strip_prefix(APPROVAL_STATE_PREFIX)?;
+    let (n, mac) = rest.split_once('.')?;
+    (mac.len() == 64).then_some(())?;
+    n.parse().ok()
+}
+
 /// What the gate does with an `input_required` result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputRequired {
@@ -730,5 +774,31 @@ mod tests {
         let (kept, removed) = filter_listen(f.as_object().unwrap(), &Capabilities::default());
         assert_eq!(Value::Object(kept), json!({"toolsListChanged": true}));
         assert_eq!(removed, vec!["promptsListChanged", "resourceSubscriptions"]);
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_and_tokens_bind_their_call() {
+        // RFC 4231, test case 2.
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let key = [7u8; 32];
+        let t = approval_token(&key, 3, "abc");
+        assert_eq!(approval_number(&t), Some(3));
+        assert_ne!(
+            t,
+            approval_token(&key, 3, "abd"),
+            "another call, another state"
+        );
+        assert_ne!(
+            t,
+            approval_token(&[8u8; 32], 3, "abc"),
+            "another key, another state"
+        );
+        assert_eq!(approval_number("mcpguard.approval.v1.3.short"), None);
+        assert_eq!(approval_number("server-state"), None);
     }
 }

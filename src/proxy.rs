@@ -154,6 +154,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             audit: opts.audit.is_some(),
             policy: opts.policy.clone(),
             dry_run: opts.dry_run,
+            secret: secret_key()?,
             // The snapshot's protocol version decides the era; without one the legacy
             // lifecycle is enforced.
             era: match &opts.mode {
@@ -520,6 +521,21 @@ impl<R: Read> Read for Counting<R> {
         self.1.bytes.fetch_add(n as u64, Ordering::SeqCst);
         Ok(n)
     }
+}
+
+/// The per-process key of the HMAC on mcpguard's own confirmation state, from the kernel's
+/// random source. Without randomness mcpguard does not start: a guessable key would let a host
+/// forge approvals.
+fn secret_key() -> io::Result<[u8; 32]> {
+    let mut key = [0u8; 32];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(|e| {
+            io::Error::other(format!(
+                "cannot read /dev/urandom for the approval key: {e}"
+            ))
+        })?;
+    Ok(key)
 }
 
 /// A per-process random nonce for mcpguard's own request ids.

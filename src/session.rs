@@ -33,6 +33,7 @@ use crate::strict;
 
 // The 2026-07-28 era's part of the state machine; called from the hooks marked "modern era".
 mod modern_era;
+use modern_era::Mrtr;
 
 /// JSON-RPC error codes that mcpguard itself returns. They sit outside -32768..-32000, which
 /// JSON-RPC and MCP reserve, as the MCP error-code policy asks of application codes.
@@ -161,6 +162,9 @@ pub struct Config {
     /// `--dry-run`: calls are checked, classified and confirmed, then answered with what would
     /// have been sent instead of being dispatched (SPEC §3.11).
     pub dry_run: bool,
+    /// The key of the HMAC on mcpguard's own `requestState` (2026-07-28 confirmations). The
+    /// proxy draws it from the kernel's random source; `Config::new` leaves it zero for tests.
+    pub secret: [u8; 32],
 }
 
 impl Config {
@@ -179,6 +183,7 @@ impl Config {
             structured_only: false,
             policy: Arc::new(Policy::default()),
             dry_run: false,
+            secret: [0; 32],
         }
     }
 }
@@ -638,7 +643,8 @@ impl Session {
     }
 
     fn host_tools_call(&mut self, id: Id, msg: &Message<'_>, line: Bytes, out: &mut Vec<Out>) {
-        let Some(params) = object_params(&id, msg, "tools/call", out) else {
+        let mut line = line;
+        let Some(mut params) = object_params(&id, msg, "tools/call", out) else {
             return;
         };
         let Some(name) = params
@@ -701,7 +707,7 @@ impl Session {
             Mode::Unpinned => {
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 let line = minimal_call(&params, line);
-                self.admit(id, name, false, args, line, progress, out);
+                self.admit(id, name, false, args, line, progress, Mrtr::default(), out);
                 return;
             }
             Mode::Pinned(pin) => pin.clone(),
@@ -756,8 +762,9 @@ impl Session {
             }
         }
         let authority = tool.authority;
+        let mrtr = self.take_own_approval(&mut params, &id, &mut line);
         let line = self.forwardable_call(&params, line);
-        self.admit(id, name, authority, args, line, progress, out);
+        self.admit(id, name, authority, args, line, progress, mrtr, out);
     }
 
     /// The policy's decision on a call that passed the static checks: forward it (after the
@@ -771,6 +778,7 @@ impl Session {
         arguments: Value,
         line: Bytes,
         progress: Option<String>,
+        mrtr: Mrtr,
         out: &mut Vec<Out>,
     ) {
         let class = self.config.policy.classify(&tool, authority);
@@ -803,6 +811,9 @@ impl Session {
                 let r = Refusal::new(code, Category::Authorization, format!("refused: {reason}"));
                 self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
             }
+            Decision::Confirm if self.config.era == Era::Modern => {
+                self.confirm_modern(call, &class, arguments, mrtr, out)
+            }
             Decision::Confirm if !self.host_can_elicit => {
                 let r = Refusal::new(
                     code::APPROVAL_REQUIRED,
@@ -830,35 +841,8 @@ impl Session {
         arguments: Value,
         out: &mut Vec<Out>,
     ) {
-        let (server, snapshot) = match &self.config.mode {
-            Mode::Pinned(pin) => (pin.server_key.clone(), pin.digest.clone()),
-            _ => ("(unpinned)".to_string(), "unpinned".to_string()),
-        };
-        let binding = approval_binding(&snapshot, &call.tool, &arguments);
-        let timeout_s = self.config.policy.confirmation.timeout.as_secs().max(1);
-        let message = format!(
-            "mcpguard asks for your approval.\n\nThe AI wants to call the tool \"{}\" of the MCP server \"{}\". {}.\n\nArguments:\n{}\n\nApprove only if you want this to happen now. This approval is for this one call only (approval {}, expires in {timeout_s} s).",
-            crate::sanitize::clean(&call.tool, crate::sanitize::Clean { keep_newlines: false, max_bytes: 200 }),
-            crate::sanitize::clean(&server, crate::sanitize::Clean { keep_newlines: false, max_bytes: 200 }),
-            write_reason(class),
-            argument_summary(&arguments),
-            &binding[..12],
-        );
-        let params = json!({
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "approve": {
-                        "type": "boolean",
-                        "title": "Approve this call",
-                        "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
-                        "default": false
-                    }
-                },
-                "required": ["approve"]
-            }
-        });
+        let binding = self.binding_of(&call.tool, &arguments);
+        let params = self.approval_question(&call.tool, class, &arguments, &binding);
         let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
         self.next_own += 1;
         let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": "elicitation/create", "params": params});
@@ -885,23 +869,64 @@ impl Session {
         );
     }
 
+    /// The digest the approval of a call of `tool` with `arguments` is bound to.
+    fn binding_of(&self, tool: &str, arguments: &Value) -> String {
+        let snapshot = match &self.config.mode {
+            Mode::Pinned(pin) => pin.digest.as_str(),
+            _ => "unpinned",
+        };
+        approval_binding(snapshot, tool, arguments)
+    }
+
+    /// The params of mcpguard's own `elicitation/create`: one boolean field and a message naming
+    /// the tool, the server and the arguments (both eras ask the same question).
+    fn approval_question(
+        &self,
+        tool: &str,
+        class: &Classification,
+        arguments: &Value,
+        binding: &str,
+    ) -> Value {
+        let server = match &self.config.mode {
+            Mode::Pinned(pin) => pin.server_key.clone(),
+            _ => "(unpinned)".to_string(),
+        };
+        let timeout_s = self.config.policy.confirmation.timeout.as_secs().max(1);
+        let short = crate::sanitize::Clean {
+            keep_newlines: false,
+            max_bytes: 200,
+        };
+        let message = format!(
+            "mcpguard asks for your approval.\n\nThe AI wants to call the tool \"{}\" of the MCP server \"{}\". {}.\n\nArguments:\n{}\n\nApprove only if you want this to happen now. This approval is for this one call only (approval {}, expires in {timeout_s} s).",
+            crate::sanitize::clean(tool, short),
+            crate::sanitize::clean(&server, short),
+            write_reason(class),
+            argument_summary(arguments),
+            &binding[..12],
+        );
+        json!({
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "approve": {
+                        "type": "boolean",
+                        "title": "Approve this call",
+                        "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
+                        "default": false
+                    }
+                },
+                "required": ["approve"]
+            }
+        })
+    }
+
     /// The host answered one of mcpguard's confirmation requests. Only `accept` with
     /// `approve: true` lets the call go on; anything else refuses it.
     fn confirmation_answer(&mut self, c: Confirming, msg: &Message<'_>, out: &mut Vec<Out>) {
         let verdict = match (msg.kind, msg.result) {
             (Kind::Response, Some(raw)) => match strict::parse_strict_str(raw.get()) {
-                Ok(v) => match v.get("action").and_then(Value::as_str) {
-                    Some("accept") => {
-                        if v.pointer("/content/approve") == Some(&Value::Bool(true)) {
-                            Ok(())
-                        } else {
-                            Err("the person did not tick approve".to_string())
-                        }
-                    }
-                    Some("decline") => Err("the person declined".to_string()),
-                    Some("cancel") => Err("the person dismissed the request".to_string()),
-                    _ => Err("the host's answer has no valid action".to_string()),
-                },
+                Ok(v) => elicit_verdict(&v),
                 Err(e) => Err(format!("the host's answer is malformed ({e})")),
             },
             _ => Err("the host answered with an error".to_string()),
@@ -2035,6 +2060,22 @@ impl Session {
         } else if let Some(Purpose::ListPage { .. }) = self.own_requests.remove(&id) {
             self.walk_failed(what, out);
         }
+    }
+}
+
+/// Reads an elicitation answer (`ElicitResult`): only `accept` with `approve: true` approves.
+fn elicit_verdict(v: &Value) -> Result<(), String> {
+    match v.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            if v.pointer("/content/approve") == Some(&Value::Bool(true)) {
+                Ok(())
+            } else {
+                Err("the person did not tick approve".to_string())
+            }
+        }
+        Some("decline") => Err("the person declined".to_string()),
+        Some("cancel") => Err("the person dismissed the request".to_string()),
+        _ => Err("the host's answer has no valid action".to_string()),
     }
 }
 

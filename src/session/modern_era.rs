@@ -15,11 +15,9 @@
 //! `subscriptions/listen` streams are relayed, and mcpguard opens one of its own so that a tool
 //! list change is noticed even when the host does not listen.
 //!
-//! Write confirmation through mcpguard's own `input_required` elicitation (an HMAC-protected
-//! `requestState`) is not here yet: it builds on the confirmation machinery of the policy issue.
-//! Its seam is `modern_host_request` for `tools/call` (where a retry carrying mcpguard's own
-//! state would be recognized) and `client_can_confirm` (whether the request's capabilities
-//! allow asking).
+//! Write confirmation goes through mcpguard's own `input_required` elicitation: the question's
+//! `requestState` is an HMAC over its number and the call's approval binding, single-use, and
+//! taken out of the retry before the server sees it.
 
 use std::collections::HashSet;
 
@@ -27,13 +25,14 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::{
-    codes, refuse_to_host, respond, AuditNote, Era, Level, Mode, Out, Pending, PendingKind, Phase,
-    Purpose, Session,
+    codes, elicit_verdict, refuse_to_host, respond, write_reason, AuditNote, Call, Confirming, Era,
+    Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
 };
 use crate::audit::EventKind;
 use crate::gate::{code, Category, Refusal};
 use crate::message::{self, Id, Kind, Message};
 use crate::modern::{self, EnvelopeError, InputRequired};
+use crate::policy::Classification;
 use crate::strict;
 
 /// Most `requestState` values relayed to the host and not yet returned. Older ones are
@@ -53,6 +52,18 @@ pub(super) struct ModernState {
     own_stream: Option<String>,
     /// Each `requestState` relayed to the host with the tool it belongs to.
     states: Vec<(String, String)>,
+    /// mcpguard's own confirmation questions not answered yet: number → (binding, asked at).
+    approvals: std::collections::HashMap<u64, (String, u64)>,
+    next_approval: u64,
+}
+
+/// What a modern host's `tools/call` carries for mcpguard's own confirmation.
+#[derive(Debug, Default)]
+pub(super) struct Mrtr {
+    /// The request's client capabilities include form elicitation.
+    client_can_elicit: bool,
+    /// mcpguard's own `requestState` and the host's answer to its question, on a retry.
+    approval: Option<(String, Option<Value>)>,
 }
 
 impl Session {
@@ -207,6 +218,14 @@ impl Session {
         let Some(state) = params.and_then(|p| p.get("requestState")) else {
             return true;
         };
+        // mcpguard's own confirmation state: checked (HMAC, binding, single use) when the
+        // call is classified, and never forwarded.
+        if state
+            .as_str()
+            .is_some_and(|s| s.starts_with(modern::APPROVAL_STATE_PREFIX))
+        {
+            return true;
+        }
         let tool = params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
@@ -235,15 +254,154 @@ impl Session {
         }
     }
 
-    /// Whether a request's client capabilities let mcpguard ask the host for confirmation
-    /// through an `input_required` elicitation (the seam for modern write confirmation).
-    #[allow(dead_code)]
-    pub(super) fn client_can_confirm(params: &Value) -> bool {
-        params
-            .pointer("/_meta")
+    /// Hook: takes mcpguard's own confirmation state (and the answer to its question) out of a
+    /// modern `tools/call`, rebuilding the line so that the server never sees them, and notes
+    /// whether the request's client capabilities allow asking.
+    pub(super) fn take_own_approval(
+        &self,
+        params: &mut serde_json::Map<String, Value>,
+        id: &Id,
+        line: &mut Bytes,
+    ) -> Mrtr {
+        if self.config.era != Era::Modern {
+            return Mrtr::default();
+        }
+        let client_can_elicit = params
+            .get("_meta")
             .and_then(|m| m.get(modern::CLIENT_CAPABILITIES_META))
             .and_then(|c| c.get("elicitation"))
-            .is_some()
+            .and_then(Value::as_object)
+            .is_some_and(|e| e.is_empty() || e.contains_key("form"));
+        let ours = params
+            .get("requestState")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.starts_with(modern::APPROVAL_STATE_PREFIX));
+        let approval = if ours {
+            let state = params
+                .remove("requestState")
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let answer = params
+                .remove("inputResponses")
+                .and_then(|r| r.get(modern::APPROVAL_INPUT_KEY).cloned());
+            let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": "tools/call", "params": params});
+            *line = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+            Some((state, answer))
+        } else {
+            None
+        };
+        Mrtr {
+            client_can_elicit,
+            approval,
+        }
+    }
+
+    /// A write that needs confirmation from a modern host: the first call gets mcpguard's own
+    /// `input_required` question (form elicitation, an HMAC-bound `requestState`); the retry
+    /// carrying that state and an approval goes on, once, for exactly the same call.
+    pub(super) fn confirm_modern(
+        &mut self,
+        call: Call,
+        class: &Classification,
+        arguments: Value,
+        mrtr: Mrtr,
+        out: &mut Vec<Out>,
+    ) {
+        let binding = self.binding_of(&call.tool, &arguments);
+        let timeout_ms =
+            u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
+        match mrtr.approval {
+            Some((state, answer)) => {
+                let verdict = self
+                    .check_approval(&state, &binding, timeout_ms)
+                    .and_then(|()| match answer {
+                        Some(a) => elicit_verdict(&a),
+                        None => Err("the retry carries no answer to mcpguard's question".into()),
+                    });
+                let c = Confirming {
+                    call,
+                    binding,
+                    arguments,
+                    asked_ms: self.clock_ms,
+                };
+                self.settle(c, verdict, out);
+            }
+            None if mrtr.client_can_elicit => {
+                let n = self.modern.next_approval;
+                self.modern.next_approval += 1;
+                if self.modern.approvals.len() >= MAX_OUTSTANDING_STATES {
+                    // Forget the oldest question; its retry is then refused.
+                    if let Some(&oldest) = self.modern.approvals.keys().min() {
+                        self.modern.approvals.remove(&oldest);
+                    }
+                }
+                self.modern
+                    .approvals
+                    .insert(n, (binding.clone(), self.clock_ms));
+                let state = modern::approval_token(&self.config.secret, n, &binding);
+                let question = self.approval_question(&call.tool, class, &arguments, &binding);
+                let server_info = match &self.config.mode {
+                    Mode::Pinned(pin) => pin.server_info.clone(),
+                    _ => Value::Null,
+                };
+                out.push(Out::Diag(
+                    Level::Info,
+                    format!(
+                        "call {} of {:?} is a write: asking the person through the host's input_required (approval {})",
+                        call.id,
+                        call.tool,
+                        &binding[..12]
+                    ),
+                ));
+                respond(
+                    out,
+                    &call.id,
+                    json!({
+                        "resultType": "input_required",
+                        "inputRequests": {modern::APPROVAL_INPUT_KEY: {"method": "elicitation/create", "params": question}},
+                        "requestState": state,
+                        "_meta": {modern::SERVER_INFO_META: server_info},
+                    }),
+                );
+            }
+            None => {
+                let r = Refusal::new(
+                    code::APPROVAL_REQUIRED,
+                    Category::Authorization,
+                    format!(
+                        "refused {:?}: {} and needs a person's approval, but this request's client capabilities do not include form elicitation, so mcpguard cannot ask anyone; use a client that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                        call.tool,
+                        write_reason(class),
+                        call.tool
+                    ),
+                );
+                self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
+            }
+        }
+    }
+
+    /// Checks mcpguard's own `requestState` on a retry: issued in this session and not used yet
+    /// (it is used up now, whatever the outcome), its HMAC matching this very call, in time.
+    fn check_approval(
+        &mut self,
+        state: &str,
+        binding: &str,
+        timeout_ms: u64,
+    ) -> Result<(), String> {
+        let Some(n) = modern::approval_number(state) else {
+            return Err("mcpguard's approval state is malformed".into());
+        };
+        let Some((issued_for, asked_ms)) = self.modern.approvals.remove(&n) else {
+            return Err("the approval was already used, or was not issued in this session".into());
+        };
+        if modern::approval_token(&self.config.secret, n, binding) != state || issued_for != binding
+        {
+            return Err("the approval was given for another call (other tool or arguments)".into());
+        }
+        if self.clock_ms.saturating_sub(asked_ms) >= timeout_ms {
+            return Err(format!("no answer within {} s", timeout_ms / 1000));
+        }
+        Ok(())
     }
 
     /// Hook: the `tools/call` bytes that reach the server.
@@ -629,11 +787,13 @@ mod tests {
     impl T {
         fn new(caps: Capabilities) -> T {
             // The tools of these tests are reads, so no call waits for a person's approval.
-            let policy = crate::policy::parse(
+            Self::with_policy(
+                caps,
                 "[writes.tools.echo]\nside_effect = \"read\"\n[writes.tools.ask]\nside_effect = \"read\"\n",
-                "test",
             )
-            .unwrap();
+        }
+        fn with_policy(caps: Capabilities, policy: &str) -> T {
+            let policy = crate::policy::parse(policy, "test").unwrap();
             let config = Config {
                 era: Era::Modern,
                 capabilities: caps,
@@ -951,5 +1111,108 @@ mod tests {
             t.server.last().unwrap()["error"]["code"],
             message::INVALID_REQUEST
         );
+    }
+
+    /// `ask` is a write here (the policy classifies only `echo`).
+    fn writes_ask() -> T {
+        T::with_policy(
+            Capabilities::default(),
+            "[writes.tools.echo]\nside_effect = \"read\"\n",
+        )
+        .bound()
+    }
+
+    fn call_ask(t: &mut T, id: i64, elicit: bool, arguments: Value, extra: Value) {
+        let mut m = meta();
+        if elicit {
+            m[modern::CLIENT_CAPABILITIES_META] = json!({"elicitation": {}});
+        }
+        let mut params = json!({"name": "ask", "arguments": arguments, "_meta": m});
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        t.host_says(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+    }
+
+    fn approve(state: &Value, approve: bool) -> Value {
+        json!({"requestState": state, "inputResponses": {modern::APPROVAL_INPUT_KEY:
+            {"action": "accept", "content": {"approve": approve}}}})
+    }
+
+    fn refusal(t: &T) -> Value {
+        t.host.last().unwrap()["result"]["_meta"][gate::REFUSAL_META]["code"].clone()
+    }
+
+    #[test]
+    fn a_modern_write_is_asked_through_input_required_and_its_approval_is_bound_and_single_use() {
+        let mut t = writes_ask();
+        call_ask(&mut t, 2, true, json!({"n": 1}), json!({}));
+        let q = t.host.last().unwrap().clone();
+        assert_eq!(q["id"], 2);
+        assert_eq!(q["result"]["resultType"], "input_required", "{q}");
+        let ask = &q["result"]["inputRequests"][modern::APPROVAL_INPUT_KEY];
+        assert_eq!(ask["method"], "elicitation/create");
+        assert!(ask["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"ask\""));
+        let state = q["result"]["requestState"].clone();
+        assert!(t.server.iter().all(|m| m["method"] != "tools/call"));
+
+        // The retry with the approval goes on; the server never sees mcpguard's state.
+        call_ask(&mut t, 3, true, json!({"n": 1}), approve(&state, true));
+        t.answer_own("tools/list", page(5));
+        let sent = t
+            .server
+            .iter()
+            .find(|m| m["method"] == "tools/call")
+            .expect("dispatched after the approval")
+            .clone();
+        assert!(sent["params"].get("requestState").is_none(), "{sent}");
+        assert!(sent["params"].get("inputResponses").is_none(), "{sent}");
+
+        // The same state again: used up.
+        call_ask(&mut t, 4, true, json!({"n": 1}), approve(&state, true));
+        assert_eq!(refusal(&t), "consent_required");
+
+        // A fresh question, answered for other arguments: refused.
+        call_ask(&mut t, 5, true, json!({"n": 1}), json!({}));
+        let state = t.host.last().unwrap()["result"]["requestState"].clone();
+        call_ask(&mut t, 6, true, json!({"n": 2}), approve(&state, true));
+        assert_eq!(refusal(&t), "consent_required");
+
+        // A forged state (the HMAC altered): refused.
+        call_ask(&mut t, 7, true, json!({"n": 1}), json!({}));
+        let mut forged = t.host.last().unwrap()["result"]["requestState"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let last = forged.pop().unwrap();
+        forged.push(if last == '0' { '1' } else { '0' });
+        call_ask(
+            &mut t,
+            8,
+            true,
+            json!({"n": 1}),
+            approve(&json!(forged), true),
+        );
+        assert_eq!(refusal(&t), "consent_required");
+
+        // Declined: refused.
+        call_ask(&mut t, 9, true, json!({"n": 1}), json!({}));
+        let state = t.host.last().unwrap()["result"]["requestState"].clone();
+        call_ask(&mut t, 10, true, json!({"n": 1}), approve(&state, false));
+        assert_eq!(refusal(&t), "consent_required");
+        let dispatched = t
+            .server
+            .iter()
+            .filter(|m| m["method"] == "tools/call")
+            .count();
+        assert_eq!(dispatched, 1, "only the approved call reached the server");
+
+        // A request whose client capabilities lack elicitation cannot be asked.
+        call_ask(&mut t, 11, false, json!({"n": 1}), json!({}));
+        assert_eq!(refusal(&t), "approval_required");
+        assert_eq!(t.host.last().unwrap()["result"]["resultType"], "complete");
     }
 }

@@ -96,6 +96,7 @@ fn gate_argv(
         v.extend(["--policy".into(), reads_policy().display().to_string()]);
     }
     v.extend_from_slice(opts);
+    v.extend(crate::support::sandbox_grants(&server[1..]));
     v.push("--".into());
     v.extend_from_slice(server);
     v
@@ -688,4 +689,77 @@ fn check_of_a_modern_snapshot_ignores_cache_fields_and_reports_tool_drift() {
         err.contains("/inputSchema/properties/text/maxLength"),
         "{err}"
     );
+}
+
+/// Write confirmation in the modern era, with the real Python SDK client (2026-07-28 mode): a
+/// write gets mcpguard's own `input_required` question; the client's elicitation callback
+/// answers it and the SDK retries with mcpguard's `requestState`. Only an approval lets the write
+/// reach the server, which never sees mcpguard's state; a client without the elicitation
+/// capability is refused with `approval_required`.
+#[test]
+fn python_client_confirms_a_modern_write_through_input_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = modern_fixture(&["--log", log.to_str().unwrap()]);
+    let (snap, digest, _) = capture_modern(
+        dir.path(),
+        "fixture",
+        &server,
+        &[
+            ("echo", json!({"/text": "data"})),
+            ("write_note", json!({"/path": "authority", "/body": "data"})),
+        ],
+    );
+    let gated = gate_argv(&snap, &digest, "fixture", &[], &server);
+    let calls = [
+        ("echo", json!({"text": "a read"})),
+        ("write_note", json!({"path": "/notes/a", "body": "hello"})),
+    ];
+    for (elicit, dispatched, code) in [
+        ("accept", true, Value::Null),
+        ("decline", false, json!("consent_required")),
+        ("none", false, json!("approval_required")),
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let mut cmd =
+            crate::interop::python_command_with("modern", &["--elicit", elicit], &calls, &gated);
+        let out = run(&mut cmd);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let t: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("client.py printed no JSON ({e}): {stderr}"));
+        let what = format!("--elicit {elicit}: {t}\n{stderr}");
+        assert_eq!(t["protocol_version"], V, "{what}");
+        let received: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["method"] == "tools/call")
+            .collect();
+        let names: Vec<&str> = received
+            .iter()
+            .filter_map(|m| m["params"]["name"].as_str())
+            .collect();
+        let write = &t["calls"][1];
+        if dispatched {
+            assert_eq!(names, ["echo", "write_note"], "{what}");
+            let sent = &received[1]["params"];
+            assert!(
+                sent.get("requestState").is_none() && sent.get("inputResponses").is_none(),
+                "the server never sees mcpguard's state: {sent}"
+            );
+            assert!(write.to_string().contains("wrote 5 bytes"), "{what}");
+            let callbacks = t["callbacks"].as_array().unwrap();
+            assert_eq!(callbacks.len(), 1, "one question, for the write: {what}");
+        } else {
+            assert_eq!(
+                names,
+                ["echo"],
+                "the write never reaches the server: {what}"
+            );
+            assert_eq!(
+                write["result"]["_meta"]["dev.mcpguard/refusal"]["code"], code,
+                "{what}"
+            );
+        }
+    }
 }
