@@ -339,3 +339,84 @@ fn redacted_error_text_and_structured_only_output_with_the_raw_text_in_the_audit
     );
     assert!(verify(&log).0);
 }
+
+/// The shipped profiles behave as docs/policy.md says, through the real binary and the
+/// fixture, with a host that cannot be asked (no elicitation): under `default.toml` an
+/// unclassified tool is a write that needs an approval nobody can give; `observe.toml` forwards
+/// it unconfirmed (and audits it so); `strict.toml` refuses every write outright
+/// (`confirmation.mode = "deny"`). The server's log shows which writes reached it.
+#[test]
+fn the_shipped_policies_treat_writes_as_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let shipped = |name: &str| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("policies")
+            .join(name)
+            .display()
+            .to_string()
+    };
+    let log = dir.path().join("server.log");
+    let fixture_args = ["--log".to_string(), log.display().to_string()];
+    let write = json!({"name": "write_note", "arguments": {"path": "/n", "body": "b"}});
+
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".to_string(), shipped("default.toml")],
+        &fixture_args,
+    );
+    p.initialize();
+    let r = p.request(1, "tools/call", write.clone());
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "approval_required",
+        "default.toml: {r}"
+    );
+    p.close_stdin();
+    p.wait();
+    assert!(crate::gate::calls_received(&log).is_empty());
+
+    let audit = dir.path().join("observe.jsonl");
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &[
+            "--policy".to_string(),
+            shipped("observe.toml"),
+            "--audit-log".to_string(),
+            audit.display().to_string(),
+        ],
+        &fixture_args,
+    );
+    p.initialize();
+    let r = p.request(1, "tools/call", write.clone());
+    assert!(r.to_string().contains("wrote 1 bytes"), "observe.toml: {r}");
+    p.close_stdin();
+    p.wait();
+    assert_eq!(crate::gate::calls_received(&log), vec!["write_note"]);
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert!(
+        text.contains("without confirmation"),
+        "observe.toml audits the write as unconfirmed: {text}"
+    );
+
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".to_string(), shipped("strict.toml")],
+        &fixture_args,
+    );
+    p.initialize();
+    let r = p.request(1, "tools/call", write);
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "approval_required",
+        "strict.toml: {r}"
+    );
+    assert!(
+        r.to_string().contains("confirmation.mode = \\\"deny\\\""),
+        "strict.toml refuses writes outright and says so: {r}"
+    );
+    p.close_stdin();
+    p.wait();
+    assert_eq!(crate::gate::calls_received(&log), vec!["write_note"]);
+}
