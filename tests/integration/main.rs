@@ -4,6 +4,7 @@
 mod support;
 
 mod audit_policy;
+mod docs;
 mod gate;
 mod gate_interop;
 mod interop;
