@@ -11,3 +11,4 @@ mod interop;
 mod lifecycle;
 mod relay;
 mod snapshot;
+mod wrap;
