@@ -21,9 +21,11 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--profile release|dev] [--out DIR]" >&2; exit 2 ;;
   esac
 done
+# A dev package only serves CI's install check, so it is compressed fast (its unoptimized binary
+# is large and xz would take most of the step's time); a release package gets xz.
 case "$profile" in
-  dev|debug) profile=dev; bindir=target/debug ;;
-  release) bindir=target/release ;;
+  dev|debug) profile=dev; bindir=target/debug; compress=(-Zgzip -z1) ;;
+  release) bindir=target/release; compress=(-Zxz) ;;
   *) echo "unknown profile $profile (release or dev)" >&2; exit 2 ;;
 esac
 
@@ -88,5 +90,5 @@ find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
 
 mkdir -p "$out"
 deb="$out/mcpguard_${deb_version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+dpkg-deb --root-owner-group "${compress[@]}" --build "$root" "$deb" >/dev/null
 echo "$deb"
