@@ -1,6 +1,9 @@
 //! The proxy benchmark: latency and throughput of small JSON-RPC messages through
 //! (a) a direct connection to a fast echo server, (b) a minimal pipe relay and (c) mcpguard,
-//! measured side by side in one run, plus peak memory relaying 64 MiB messages.
+//! measured side by side in one run, plus peak memory relaying 64 MiB messages; then a gated
+//! `tools/call` against a 1,016-tool catalogue, the cost of hashing that catalogue, and the
+//! start-up time to the first answered `initialize`, each beside its baseline in the same run.
+//! BENCHMARKS.md records the figures.
 //!
 //! Run it with `scripts/bench.sh` (which builds in release mode first). This is a benchmark,
 //! not a test: it prints figures and ratios and never fails on a number.
@@ -253,7 +256,101 @@ fn gate_figures(mcpguard: &Path, fixture: &Path, n: usize) {
         figures[2].0 / figures[0].0
     );
     own_work(&snap, n);
+    catalogue_hashing(&snap, n);
+    startup(&paths, (n / 10).clamp(20, 100));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Pinning a whole snapshot (what mcpguard does before it starts the server, and what `hash`,
+/// `capture` and `review` do): strict parse, RFC 8785 canonical form and SHA-256, beside the
+/// baseline of a plain `serde_json` parse of the same bytes.
+fn catalogue_hashing(snap: &Path, n: usize) {
+    use mcpguard::manifest;
+    let bytes = std::fs::read(snap).expect("snapshot");
+    let runs = (n / 10).max(20);
+    let time = |f: &dyn Fn()| {
+        let mut samples: Vec<f64> = (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        samples.sort_by(|a, b| a.total_cmp(b));
+        samples[samples.len() / 2]
+    };
+    let plain = time(&|| {
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        std::hint::black_box(v);
+    });
+    let pinned = time(&|| {
+        let m = manifest::from_bytes(&bytes).expect("snapshot");
+        std::hint::black_box(m.digest);
+    });
+    let mib = bytes.len() as f64 / f64::from(1u32 << 20);
+    println!(
+        "catalogue hashing, {} KiB snapshot of 1,016 tools: strict parse + RFC 8785 + SHA-256 {:.2} ms ({:.0} MiB/s); plain serde_json parse {:.2} ms ({:.0} MiB/s); ratio {:.2}x",
+        bytes.len() >> 10,
+        pinned * 1e3,
+        mib / pinned,
+        plain * 1e3,
+        mib / plain,
+        pinned / plain
+    );
+}
+
+/// Start-up: from spawning the command to the answer of the first `initialize`, which through
+/// mcpguard includes loading and verifying the snapshot, spawning the server and forwarding the
+/// request. Hosts kill servers that start slowly, so this is measured against the server alone.
+fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) {
+    let init = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n";
+    println!();
+    println!("start-up to the first initialize answered ({runs} starts each)");
+    println!("{:<22} {:>10} {:>10}", "path", "p50 ms", "p90 ms");
+    let mut p50s = Vec::new();
+    for (name, cmd) in paths {
+        let mut samples: Vec<f64> = (0..runs + 3)
+            .map(|_| {
+                let start = Instant::now();
+                let mut child = Command::new(&cmd[0])
+                    .args(&cmd[1..])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("spawn");
+                let mut stdin = child.stdin.take().expect("stdin");
+                stdin.write_all(init).expect("write");
+                let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+                let mut line = Vec::new();
+                stdout.read_until(b'\n', &mut line).expect("read");
+                assert!(
+                    line.starts_with(b"{") && line.windows(8).any(|w| w == b"\"result\""),
+                    "{name}: no initialize result: {}",
+                    String::from_utf8_lossy(&line)
+                );
+                let elapsed = start.elapsed();
+                drop(stdin);
+                let _ = child.wait();
+                elapsed.as_secs_f64() * 1e3
+            })
+            .skip(3)
+            .collect();
+        samples.sort_by(|a, b| a.total_cmp(b));
+        let (p50, p90) = (samples[samples.len() / 2], samples[samples.len() * 9 / 10]);
+        println!(
+            "{:<22} {:>10.2} {:>10.2}",
+            format!("start {name}"),
+            p50,
+            p90
+        );
+        p50s.push(p50);
+    }
+    println!(
+        "start-up p50: relay-only / direct {:.2}x, gated (snapshot verified) / direct {:.2}x",
+        p50s[1] / p50s[0],
+        p50s[2] / p50s[0]
+    );
 }
 
 /// mcpguard's own work per gated call, measured in process: parsing the live page strictly,

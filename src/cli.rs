@@ -201,6 +201,30 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         rug_pull_after: Option<u64>,
     },
+    /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code) so that every local
+    /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is
+    /// captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent.
+    Wrap {
+        /// The host's configuration file (claude_desktop_config.json, .cursor/mcp.json,
+        /// .vscode/mcp.json or VS Code's settings.json).
+        config: PathBuf,
+        /// Print the changes as a diff and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Where the wrapped servers' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots,
+        /// else ~/.config/mcpguard/snapshots).
+        #[arg(long, value_name = "DIR")]
+        snapshot_dir: Option<PathBuf>,
+        /// The mcpguard the host should run (default: this executable).
+        #[arg(long, value_name = "PATH")]
+        mcpguard: Option<PathBuf>,
+        /// A policy file every wrapped server is started with (--policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Instead of wrapping: pin the digest of each wrapped server's reviewed snapshot.
+        #[arg(long, conflicts_with_all = ["snapshot_dir", "mcpguard", "policy"])]
+        pin: bool,
+    },
     /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
     /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
     /// becomes mcpguard's). Exit 1 when sandbox.mode = "require" would refuse to start.

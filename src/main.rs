@@ -164,6 +164,21 @@ fn run_command(cmd: Command) -> ExitCode {
             Ok(p) => commands::sandbox_check(&p, &extra(grants), command, diag::is_json()),
             Err(e) => return fail(&e),
         },
+        Command::Wrap {
+            config,
+            dry_run,
+            snapshot_dir,
+            mcpguard,
+            policy,
+            pin,
+        } => mcpguard::wrap::run(&mcpguard::wrap::WrapArgs {
+            config,
+            dry_run: *dry_run,
+            snapshot_dir: snapshot_dir.as_deref(),
+            mcpguard: mcpguard.as_deref(),
+            policy: policy.as_deref(),
+            pin: *pin,
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -248,6 +263,9 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
     // The snapshot is verified before the server is spawned: a mismatch never starts it.
     let mode = match (&args.manifest, &args.sha256, &args.server_key) {
         (Some(path), Some(sha), Some(key)) => {
+            if let Some(why) = mcpguard::wrap::pending_pin(sha, path, key, &args.server) {
+                return fail(&why);
+            }
             match mcpguard::gate::load_pin(
                 path,
                 sha,

@@ -1,0 +1,135 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_mcpguard_global_optspecs
+    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= allow-unpinned dry-run h/help V/version
+end
+
+function __fish_mcpguard_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_mcpguard_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_mcpguard_using_subcommand
+    set -l cmd (__fish_mcpguard_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l max-message-bytes -d 'Largest accepted JSON-RPC message, in bytes, in either direction (default: the policy\'s limits.max_message_bytes, 16 MiB unless changed)' -r
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l policy -d 'The local policy (TOML); without it the built-in default policy applies' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l audit-log -d 'Append the hash-chained audit log here (overrides the policy\'s audit.path)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l grace -d 'How long to wait after closing the server\'s stdin before SIGTERM, and after SIGTERM before SIGKILL (e.g. 2s, 500ms)' -r
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l manifest -d 'The reviewed snapshot to enforce (with --sha256 and --server)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sha256 -d 'The digest the snapshot must have (`mcpguard hash FILE`); checked before the server starts' -r
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l server -d 'Which server of the snapshot this is' -r
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l allow-unpinned -d 'Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering, capability blocking and error hygiene still apply'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l dry-run -d 'Check, classify and (for writes) confirm calls exactly as usual, but never dispatch them: the host gets {dryRun, validatedInput, operationPolicy, operationSummary} instead'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -s V -l version -d 'Print version'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "canonicalize" -d 'Write the RFC 8785 canonical form of a JSON document to stdout'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "hash" -d 'Print the lowercase SHA-256 of a JSON document\'s RFC 8785 canonical form'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "capture" -d 'Capture a live server\'s tool catalogue into a new snapshot'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "review" -d 'Record a reviewer\'s assertions and input-channel classification for a tool'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "show" -d 'The reviewer\'s view: every field the model will see, hidden characters made visible'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "check" -d 'Validate a snapshot offline and, with a server command, against the live server'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "diff" -d 'The semantic difference between two snapshots (exit 1 when they differ)'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "policy" -d 'Work with local policy files'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "audit" -d 'Work with audit logs'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo" -d 'Show the whole story on a bundled example server, with no set-up: capture, review, a guarded call, an unreviewed tool refused, a write held for the person\'s approval, the sandbox, a rug pull caught before dispatch, and the audit log verified'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo-server" -d 'The bundled example server that `mcpguard demo` guards (an MCP server on stdio)'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "wrap" -d 'Rewrite a host\'s MCP configuration (Claude Desktop, Cursor, VS Code) so that every local server runs under mcpguard. A wrapped server refuses to start until its snapshot is captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "sandbox-check" -d 'Show the kernel\'s Landlock ABI, what the policy\'s sandbox asks and what this kernel will enforce; with a command, run it under that sandbox (stdio inherited, its exit status becomes mcpguard\'s). Exit 1 when sandbox.mode = "require" would refuse to start'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand canonicalize" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand canonicalize" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand hash" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand hash" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l server -d 'Symbolic key of the server in the snapshot (the host config names it with --server)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l out -d 'The snapshot file to write' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l expires-in -d 'How long the snapshot stays valid (at most the policy\'s maximum, 30 days by default)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l protocol-version -d 'The protocol version to capture at: up to 2025-11-25 through the initialize handshake, 2026-07-28 through server/discover and per-request envelopes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l timeout -d 'How long to wait for each answer of the server' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-pages -d 'The most tools/list pages followed before giving up' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l server -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'The tool reviewed (or use --from for many tools at once)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewer -d 'Who reviewed (an e-mail address or another stable identity)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l assert -d 'An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false; sideEffects = comma list (empty for none); concurrency = safe|serialize' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l channel -d 'An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l server -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l tool -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l report -d 'Print the content-trust report instead: each reviewed tool\'s input-channel map and the value capability of each output location (free_text, constrained_scalar, composite, unknown)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sha256 -d 'The digest the snapshot must have' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l server -d 'Which server of the snapshot the command runs (needed when there are several)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l policy -d 'Judge the reviews by this local policy (default: the built-in policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l timeout -d 'How long to wait for each answer of the server' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-pages -d 'The most tools/list pages followed before giving up' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand diff" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Validate a policy file and print the effective policy (every default filled in)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and not __fish_seen_subcommand_from verify" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and not __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and not __fish_seen_subcommand_from verify" -f -a "verify" -d 'Verify an audit log\'s hash chain; names the first edited, removed or reordered line'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -l notes -d 'Where save_note writes its notes' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -l rug-pull-after -d 'After this many tools/list answers, change a tool\'s description (a rug pull)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l dry-run -d 'Print the changes as a diff and write nothing'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l pin -d 'Instead of wrapping: pin the digest of each wrapped server\'s reviewed snapshot'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l policy -d 'The local policy (default: the built-in policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -s h -l help -d 'Print help'

@@ -1,0 +1,357 @@
+//! `mcpguard wrap` on real configuration files of each host format: what it rewrites, what it
+//! keeps, what it refuses, and that a wrapped entry, run the way the host runs it, fails closed
+//! until its snapshot is reviewed and pinned and then guards the server.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::gate::{reviewed_snapshot, tool_names};
+use crate::support::{fixture, mcpguard, reads_policy_with, run_bounded, Peer};
+
+fn wrap(config: &Path, extra: &[&str]) -> Output {
+    run_bounded(Command::new(mcpguard()).arg("wrap").arg(config).args(extra))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn backups(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".bak-"))
+        .collect();
+    found.sort();
+    found
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The argument vector a wrapped entry must have.
+fn wrapped_args(snap_dir: &Path, name: &str, server: &[&str]) -> Vec<String> {
+    let mut want = vec![
+        "--manifest".to_string(),
+        snap_dir
+            .join(format!("{name}.snapshot.json"))
+            .display()
+            .to_string(),
+        "--sha256".into(),
+        "PENDING-REVIEW".into(),
+        "--server".into(),
+        name.into(),
+        "--".into(),
+    ];
+    want.extend(server.iter().map(|s| s.to_string()));
+    want
+}
+
+#[test]
+fn each_host_format_is_wrapped_keeping_everything_else() {
+    let cases = [
+        (
+            "claude_desktop_config.json",
+            json!({"globalShortcut": "Ctrl+Space",
+                   "mcpServers": {
+                       "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/n"], "env": {"K": "v"}},
+                       "remote": {"url": "https://example.test/mcp"}},
+                   "zLast": true}),
+            "/mcpServers",
+        ),
+        (
+            "mcp.json",
+            json!({"inputs": [{"type": "promptString", "id": "key"}],
+                   "servers": {
+                       "files": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/n"], "env": {"K": "v"}},
+                       "remote": {"type": "http", "url": "https://example.test/mcp"}}}),
+            "/servers",
+        ),
+        (
+            "settings.json",
+            json!({"editor.fontSize": 13,
+                   "mcp": {"servers": {
+                       "files": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/n"], "env": {"K": "v"}},
+                       "remote": {"type": "sse", "url": "https://example.test/sse"}}},
+                   "workbench.colorTheme": "Default Dark"}),
+            "/mcp/servers",
+        ),
+    ];
+    for (file, doc, at) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(file);
+        let original = serde_json::to_string_pretty(&doc).unwrap() + "\n";
+        std::fs::write(&config, &original).unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let snaps = dir.path().join("snaps");
+        let out = wrap(&config, &["--snapshot-dir", snaps.to_str().unwrap()]);
+        assert!(out.status.success(), "{file}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("left alone: \"remote\""),
+            "{file}: {}",
+            stderr(&out)
+        );
+
+        let new = read_json(&config);
+        let files = new.pointer(&format!("{at}/files")).unwrap();
+        assert_eq!(files["command"], mcpguard().display().to_string(), "{file}");
+        assert_eq!(
+            strings(&files["args"]),
+            wrapped_args(
+                &snaps,
+                "files",
+                &["npx", "-y", "@modelcontextprotocol/server-filesystem", "/n"]
+            ),
+            "{file}"
+        );
+        assert_eq!(files["env"], json!({"K": "v"}), "{file}: env is kept");
+        // Everything that is not a local server's command line is as it was, in the same order.
+        let mut expected = doc.clone();
+        let entry = expected.pointer_mut(&format!("{at}/files")).unwrap();
+        entry["command"] = files["command"].clone();
+        entry["args"] = files["args"].clone();
+        assert_eq!(
+            serde_json::to_string(&new).unwrap(),
+            serde_json::to_string(&expected).unwrap(),
+            "{file}: other keys and their order are kept"
+        );
+        assert!(snaps.is_dir(), "{file}: the snapshot directory is created");
+
+        let saved = backups(dir.path());
+        assert_eq!(saved.len(), 1, "{file}: one backup");
+        assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), original);
+        for p in [&config, &saved[0]] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}: the original's permissions", p.display());
+        }
+    }
+}
+
+#[test]
+fn wrapping_twice_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let snaps = dir.path().join("snaps");
+    let args = ["--snapshot-dir", snaps.to_str().unwrap()];
+    assert!(wrap(&config, &args).status.success());
+    let once = std::fs::read(&config).unwrap();
+    let out = wrap(&config, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("already wrapped: \"time\""),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("nothing to change"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&config).unwrap(), once);
+    assert_eq!(
+        backups(dir.path()).len(),
+        1,
+        "no backup when nothing changes"
+    );
+}
+
+#[test]
+fn a_dry_run_prints_the_diff_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let original = "{\n  \"servers\": {\n    \"time\": {\n      \"type\": \"stdio\",\n      \"command\": \"uvx\",\n      \"args\": [\"mcp-server-time\"]\n    }\n  }\n}\n";
+    std::fs::write(&config, original).unwrap();
+    let snaps = dir.path().join("snaps");
+    let out = wrap(
+        &config,
+        &["--dry-run", "--snapshot-dir", snaps.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let diff = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        diff.starts_with(&format!("--- {}\n+++ ", config.display())),
+        "{diff}"
+    );
+    assert!(diff.contains("\n-      \"command\": \"uvx\",\n"), "{diff}");
+    assert!(
+        diff.contains(&format!(
+            "\n+      \"command\": \"{}\",\n",
+            mcpguard().display()
+        )),
+        "{diff}"
+    );
+    assert!(diff.contains("\n+        \"PENDING-REVIEW\",\n"), "{diff}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+    assert!(backups(dir.path()).is_empty());
+    assert!(!snaps.exists(), "a dry run creates nothing");
+}
+
+#[test]
+fn a_file_it_does_not_understand_is_refused_whole() {
+    let cases = [
+        ("{\"editor.fontSize\": 13}", "no `mcpServers`"),
+        ("[1, 2]", "not a JSON object"),
+        ("{\"mcpServers\": {}, \"servers\": {}}", "more than one servers object"),
+        ("{\"mcpServers\": []}", "is not an object"),
+        // VS Code allows comments; a rewrite would drop them, so the file is left alone.
+        ("{\n  // my servers\n  \"servers\": {}\n}", "not plain JSON"),
+        ("{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", "not plain JSON"),
+        (
+            "{\"mcpServers\": {\"ok\": {\"command\": \"x\"}, \"odd\": {\"type\": \"pipe\", \"command\": \"y\"}}}",
+            "type \"pipe\"",
+        ),
+        ("{\"mcpServers\": {\"ok\": {\"command\": \"x\"}, \"odd\": {\"command\": \"y\", \"args\": [1]}}}", "`args`"),
+        ("{\"mcpServers\": {\"odd\": {\"env\": {}}}}", "neither `command` nor `url`"),
+    ];
+    for (text, why) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.json");
+        std::fs::write(&config, text).unwrap();
+        let out = wrap(&config, &["--snapshot-dir", dir.path().to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(stderr(&out).contains(why), "{text}: {}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "untouched");
+        assert!(backups(dir.path()).is_empty(), "{text}: no backup");
+    }
+}
+
+#[test]
+fn an_earlier_backup_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.json");
+    let snaps = dir.path().join("snaps");
+    let args = ["--snapshot-dir", snaps.to_str().unwrap()];
+    let first = json!({"mcpServers": {"a": {"command": "x"}}}).to_string();
+    let second = json!({"mcpServers": {"b": {"command": "y"}}}).to_string();
+    std::fs::write(&config, &first).unwrap();
+    assert!(wrap(&config, &args).status.success());
+    // Within the same second the backup name is taken; wrap must pick another one.
+    std::fs::write(&config, &second).unwrap();
+    assert!(wrap(&config, &args).status.success());
+    let saved = backups(dir.path());
+    assert_eq!(saved.len(), 2, "{saved:?}");
+    let contents: Vec<String> = saved
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        contents.contains(&first) && contents.contains(&second),
+        "{contents:?}"
+    );
+}
+
+#[test]
+fn a_wrapped_entry_fails_closed_until_pinned_then_guards_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    let log = dir.path().join("server.log");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fixture": {"command": fixture().display().to_string(),
+                                          "args": ["--log", log.display().to_string()]}}})
+        .to_string(),
+    )
+    .unwrap();
+    // The policy every wrapped server starts with: the fixture's tools are reads, and the
+    // sandbox lets the fixture write its log (the lists a policy names replace the defaults).
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
+            dir.path().display().to_string()
+        )),
+    )
+    .unwrap();
+    let out = wrap(
+        &config,
+        &[
+            "--snapshot-dir",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let entry = |config: &Path| {
+        let doc = read_json(config);
+        let e = &doc["mcpServers"]["fixture"];
+        let args: Vec<String> = strings(&e["args"]).iter().map(|s| s.to_string()).collect();
+        (e["command"].as_str().unwrap().to_string(), args)
+    };
+
+    // Run the entry the way the host does: before a snapshot is pinned it refuses to start, says
+    // how to capture, review and pin, and the server never runs.
+    let (command, args) = entry(&config);
+    let out = run_bounded(Command::new(&command).args(&args));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no reviewed snapshot is pinned for server \"fixture\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("mcpguard capture --server fixture --out "),
+        "{err}"
+    );
+    assert!(err.contains("mcpguard wrap --pin"), "{err}");
+    assert!(!log.exists(), "the server was started");
+
+    // `--pin` before the snapshot exists changes nothing and says why.
+    let out = wrap(&config, &["--pin"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("does not exist yet"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Capture and review (the snapshot path wrap chose is <dir>/fixture.snapshot.json), then pin.
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    assert_eq!(args[1], snap.display().to_string());
+    let out = wrap(&config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("pinned: \"fixture\" {digest}")),
+        "{}",
+        stderr(&out)
+    );
+    let (command, args) = entry(&config);
+    assert_eq!(args[3], digest);
+    let out = wrap(&config, &["--pin"]);
+    assert!(stderr(&out).contains("already pinned"), "{}", stderr(&out));
+
+    // Now the entry guards the server: reviewed tools are served and called.
+    let mut p = Peer::start(&command, &args);
+    let init = p.initialize();
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcpguard-fixture",
+        "{init}"
+    );
+    let list = p.request(1, "tools/list", json!({}));
+    assert!(tool_names(&list).contains(&"echo"), "{list}");
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+    p.close_stdin();
+    assert!(p.wait().success());
+}
