@@ -393,6 +393,19 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
                     new_args.extend(server_args.iter().cloned());
                     set_args(&mut servers[name.as_str()], &ours.display().to_string(), new_args);
                     notes.push(format!("wrapped: {name:?} (snapshot {snap_s}, not pinned yet)"));
+                    // The host still passes the entry's `env` to mcpguard, but the sandbox gives
+                    // the server only the variables its policy names, so say which ones to add.
+                    let env_names: Vec<String> = servers[name.as_str()]
+                        .get("env")
+                        .and_then(Value::as_object)
+                        .map(|e| e.keys().cloned().collect())
+                        .unwrap_or_default();
+                    if !env_names.is_empty() {
+                        notes.push(format!(
+                            "note: {name:?} sets environment variables ({}); the sandbox passes only those the policy names: add them to `env` under [sandbox] in the policy (--policy) or the server will not see them",
+                            env_names.join(", ")
+                        ));
+                    }
                     let cmd: Vec<String> = std::iter::once(command)
                         .chain(server_args)
                         .map(|a| shell_quote(a))

@@ -115,6 +115,11 @@ fn each_host_format_is_wrapped_keeping_everything_else() {
             "{file}"
         );
         assert_eq!(files["env"], json!({"K": "v"}), "{file}: env is kept");
+        assert!(
+            stderr(&out).contains("sets environment variables (K)"),
+            "{file}: the sandbox's environment allowlist is pointed out: {}",
+            stderr(&out)
+        );
         // Everything that is not a local server's command line is as it was, in the same order.
         let mut expected = doc.clone();
         let entry = expected.pointer_mut(&format!("{at}/files")).unwrap();
