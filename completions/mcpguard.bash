@@ -176,7 +176,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__capture)
-            opts="-h --server --out --expires-in --protocol-version --force --timeout --max-pages --max-message-bytes --log-format --help"
+            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -198,6 +198,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -207,6 +211,14 @@ _mcpguard() {
                     return 0
                     ;;
                 --max-message-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -222,7 +234,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__check)
-            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --log-format --help"
+            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -249,6 +261,14 @@ _mcpguard() {
                     return 0
                     ;;
                 --max-message-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

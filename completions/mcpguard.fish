@@ -62,9 +62,12 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l server -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l out -d 'The snapshot file to write' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l expires-in -d 'How long the snapshot stays valid (at most the policy\'s maximum, 30 days by default)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l protocol-version -d 'The protocol version to capture at: up to 2025-11-25 through the initialize handshake, 2026-07-28 through server/discover and per-request envelopes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l policy -d 'The local policy whose sandbox the server is captured in (default: the built-in policy), so that an untrusted server is confined from its very first run' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l timeout -d 'How long to wait for each answer of the server' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-pages -d 'The most tools/list pages followed before giving up' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
@@ -91,6 +94,8 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l policy -d 'J
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l timeout -d 'How long to wait for each answer of the server' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-pages -d 'The most tools/list pages followed before giving up' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -s h -l help -d 'Print help'

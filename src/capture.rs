@@ -260,9 +260,10 @@ pub fn capture_command(
     limits: &Limits,
     max_message_bytes: usize,
     timeout: Duration,
+    sandbox: Option<&std::sync::Arc<crate::sandbox::Prepared>>,
 ) -> Result<Captured, String> {
     let mut client =
-        Client::start(command, max_message_bytes, timeout).map_err(|e| e.to_string())?;
+        Client::start(command, max_message_bytes, timeout, sandbox).map_err(|e| e.to_string())?;
     let result = capture(&mut client, protocol_version, limits);
     client.shutdown(Duration::from_secs(2));
     result

@@ -116,6 +116,10 @@ pub enum Command {
         /// Replace FILE if it exists (its reviews are lost).
         #[arg(long)]
         force: bool,
+        /// The local policy whose sandbox the server is captured in (default: the built-in
+        /// policy), so that an untrusted server is confined from its very first run.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
         #[command(flatten)]
         live: LiveArgs,
         /// The MCP server to capture, after `--`.
@@ -292,6 +296,9 @@ pub struct LiveArgs {
     /// Largest accepted message from the server, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_message_bytes: usize,
+    /// The server runs under the policy's sandbox here too, with these extra grants.
+    #[command(flatten)]
+    pub grants: SandboxGrants,
 }
 
 /// Parses `500ms`, `2s`, `3m`, `1h` or `2d`.

@@ -60,13 +60,14 @@ pub struct Client {
 }
 
 impl Client {
-    /// Starts `command`; its stderr is relayed (sanitized) to ours.
+    /// Starts `command` (in `sandbox`, when given); its stderr is relayed (sanitized) to ours.
     pub fn start(
         command: &[OsString],
         max_message_bytes: usize,
         timeout: Duration,
+        sandbox: Option<&std::sync::Arc<crate::sandbox::Prepared>>,
     ) -> Result<Client, ClientError> {
-        let mut child = child::spawn(command)?;
+        let mut child = child::spawn_with(command, sandbox, child::Io::Piped)?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();

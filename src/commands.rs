@@ -69,6 +69,8 @@ pub struct CaptureArgs<'a> {
     pub timeout: Duration,
     pub max_message_bytes: usize,
     pub command: &'a [std::ffi::OsString],
+    /// The sandbox the server runs in (`None`: the policy turns it off).
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
 
 /// `mcpguard capture --server KEY --out FILE [--expires-in D] [--protocol-version V] -- CMD`
@@ -94,6 +96,7 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
         &args.limits,
         args.max_message_bytes,
         args.timeout,
+        args.sandbox.as_ref(),
     )
     .map_err(|e| format!("capture failed: {e}"))?;
     let now = Timestamp::now();
@@ -312,6 +315,8 @@ pub struct CheckArgs<'a> {
     pub max_message_bytes: usize,
     pub limits: Limits,
     pub acceptance: Acceptance,
+    /// The sandbox a live check runs the server in (`None`: off, or no command).
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
 
 /// `mcpguard check FILE [--sha256 HEX] [--server KEY] [-- CMD]`: offline validation and, with a
@@ -373,6 +378,7 @@ pub fn check(args: CheckArgs<'_>) -> CmdResult {
             &args.limits,
             args.max_message_bytes,
             args.timeout,
+            args.sandbox.as_ref(),
         ) {
             Err(e) => failures.push(format!("live check of server {key:?} failed: {e}")),
             Ok(live) => {

@@ -87,19 +87,34 @@ fn run_command(cmd: Command) -> ExitCode {
             expires_in,
             protocol_version,
             force,
+            policy,
             live,
             server_command,
-        } => commands::capture(commands::CaptureArgs {
-            server,
-            out,
-            expires_in: *expires_in,
-            protocol_version,
-            force: *force,
-            limits: limits(live),
-            timeout: live.timeout,
-            max_message_bytes: live.max_message_bytes,
-            command: server_command,
-        }),
+        } => {
+            // A server that cannot be found is a capture failure (exit 1) like any other.
+            if let Err(e) = mcpguard::child::resolve_program(server_command) {
+                return fail(&format!("capture failed: {e}"));
+            }
+            let setup = match load_policy(policy.as_deref())
+                .map_err(|e| fail(&e))
+                .and_then(|p| sandbox_for(&p, server_command, &live.grants))
+            {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            commands::capture(commands::CaptureArgs {
+                server,
+                out,
+                expires_in: *expires_in,
+                protocol_version,
+                force: *force,
+                limits: limits(live),
+                timeout: live.timeout,
+                max_message_bytes: live.max_message_bytes,
+                command: server_command,
+                sandbox: setup.as_ref().map(|s| s.prepared.clone()),
+            })
+        }
         Command::Review {
             file,
             server,
@@ -135,19 +150,34 @@ fn run_command(cmd: Command) -> ExitCode {
             policy,
             live,
             server_command,
-        } => commands::check(commands::CheckArgs {
-            acceptance: match load_policy(policy.as_deref()) {
-                Ok(p) => acceptance(&p),
+        } => {
+            let p = match load_policy(policy.as_deref()) {
+                Ok(p) => p,
                 Err(e) => return fail(&e),
-            },
-            file,
-            sha256: sha256.as_deref(),
-            server: server.as_deref(),
-            command: server_command,
-            timeout: live.timeout,
-            max_message_bytes: live.max_message_bytes,
-            limits: limits(live),
-        }),
+            };
+            // Offline checks start nothing; a live check runs the server sandboxed.
+            let setup = if server_command.is_empty() {
+                None
+            } else if let Err(e) = mcpguard::child::resolve_program(server_command) {
+                return fail(&format!("live check failed: {e}"));
+            } else {
+                match sandbox_for(&p, server_command, &live.grants) {
+                    Ok(s) => s,
+                    Err(code) => return code,
+                }
+            };
+            commands::check(commands::CheckArgs {
+                acceptance: acceptance(&p),
+                file,
+                sha256: sha256.as_deref(),
+                server: server.as_deref(),
+                command: server_command,
+                timeout: live.timeout,
+                max_message_bytes: live.max_message_bytes,
+                limits: limits(live),
+                sandbox: setup.as_ref().map(|s| s.prepared.clone()),
+            })
+        }
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),

@@ -44,6 +44,7 @@ fn capture_modern(
     let out = run(Command::new(mcpguard())
         .args(["capture", "--protocol-version", V, "--server", key, "--out"])
         .arg(&snap)
+        .args(crate::support::sandbox_grants(&server[1..]))
         .arg("--")
         .args(server));
     assert!(

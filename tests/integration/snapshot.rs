@@ -264,6 +264,12 @@ fn capture_keeps_what_the_fixture_sends_and_prints_the_digest() {
         let run = capture(&out, &["--expires-in", "2d"], &fixture_cmd(&flags));
         let after = jiff::Timestamp::now();
         let digest = run.digest();
+        // The untrusted server is confined from its very first run, the capture.
+        assert!(
+            run.stderr.contains("sandbox require (Landlock ABI"),
+            "{}",
+            run.stderr
+        );
         assert!(
             run.stderr.contains(&format!(
                 "captured 16 tools of server \"fx\" (protocol 2025-11-25) into {}",
@@ -492,7 +498,14 @@ fn capture_never_replaces_a_file_that_appears_during_the_capture() {
         out.display(),
         fixture().display()
     );
-    let run = capture(&out, &[], &os(&["sh", "-c", &script]));
+    // The "server" here is a shell that writes beside the snapshot and runs the fixture from the
+    // build folder; the sandbox would (rightly) stop both, so this test about the race runs it
+    // without one.
+    let policy_dir = tempfile::tempdir().unwrap();
+    let off = policy_dir.path().join("off.toml");
+    std::fs::write(&off, "[sandbox]\nmode = \"off\"\n").unwrap();
+    let off = off.display().to_string();
+    let run = capture(&out, &["--policy", &off], &os(&["sh", "-c", &script]));
     run.fails_with(&[&format!(
         "{} appeared during the capture and was left as it is; capture to a new file, or pass --force to replace it",
         out.display()
@@ -500,7 +513,12 @@ fn capture_never_replaces_a_file_that_appears_during_the_capture() {
     assert_eq!(std::fs::read(&out).unwrap(), b"{\"mine\": true}\n");
     assert_eq!(listing(dir.path()), ["s.json"]);
     // With --force the same race ends with the snapshot in place.
-    let d = capture(&out, &["--force"], &os(&["sh", "-c", &script])).digest();
+    let d = capture(
+        &out,
+        &["--force", "--policy", &off],
+        &os(&["sh", "-c", &script]),
+    )
+    .digest();
     assert_eq!(hash(&out), d);
     assert_eq!(listing(dir.path()), ["s.json"]);
 }
