@@ -188,7 +188,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                 read_loop(
                     stdin,
                     max,
-                    |frame, out| core_lock(&core).from_host(frame, out),
+                    |frames, out| {
+                        let mut core = core_lock(&core);
+                        for frame in frames.drain(..) {
+                            core.from_host(frame, out);
+                        }
+                    },
                     &sinks,
                     Route::FromHost,
                 );
@@ -207,7 +212,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                 read_loop(
                     Counting(child_out, progress),
                     max,
-                    |frame, out| core_lock(&core).from_server(frame, out),
+                    |frames, out| {
+                        let mut core = core_lock(&core);
+                        for frame in frames.drain(..) {
+                            core.from_server(frame, out);
+                        }
+                    },
                     &sinks,
                     Route::FromServer,
                 );
@@ -395,11 +405,13 @@ enum Route {
 }
 
 /// Reads `src` until end of file, decides every frame of each read in the core, and writes the
-/// results as one batch per destination.
+/// results as one batch per destination. The frames of one read are decided under one lock of
+/// the core: taking it per frame made the two reader threads contend on every message, which
+/// cost more than the decisions themselves when many small messages are pipelined.
 fn read_loop(
     mut src: impl Read,
     max: usize,
-    mut decide: impl FnMut(crate::frame::Frame, &mut Vec<Out>),
+    mut decide: impl FnMut(&mut Vec<crate::frame::Frame>, &mut Vec<Out>),
     sinks: &Sinks,
     route: Route,
 ) {
@@ -407,6 +419,7 @@ fn read_loop(
     let mut buf = BytesMut::with_capacity(64 << 10);
     let mut chunk = vec![0u8; 64 << 10];
     let mut out = Vec::new();
+    let mut frames = Vec::new();
     loop {
         let n = match src.read(&mut chunk) {
             Ok(0) => break,
@@ -419,7 +432,10 @@ fn read_loop(
         };
         buf.extend_from_slice(&chunk[..n]);
         while let Some(frame) = decoder.decode(&mut buf) {
-            decide(frame, &mut out);
+            frames.push(frame);
+        }
+        if !frames.is_empty() {
+            decide(&mut frames, &mut out);
         }
         sinks.dispatch(&mut out, route);
         // Grow the read size with the message being assembled, so a 64 MiB line takes a few
@@ -429,7 +445,10 @@ fn read_loop(
         }
     }
     while let Some(frame) = decoder.decode_eof(&mut buf) {
-        decide(frame, &mut out);
+        frames.push(frame);
+    }
+    if !frames.is_empty() {
+        decide(&mut frames, &mut out);
     }
     sinks.dispatch(&mut out, route);
 }
