@@ -111,6 +111,7 @@ fn proxy_figures(
         relay.1 .0 / results[0].1 .0,
         guard.1 .0 / results[0].1 .0
     );
+    core_cost(pipelined);
 
     println!();
     let big = if quick { 16 << 20 } else { 64 << 20 };
@@ -143,6 +144,46 @@ fn proxy_figures(
             hwm >> 10
         );
     }
+}
+
+/// Where the pipelined throughput goes: the core's own work per request/response pair, in
+/// process (no pipes, no threads), split into the two envelope parses and the rest (id
+/// correlation, verdicts). The relay does none of this; it only moves bytes.
+fn core_cost(n: usize) {
+    use mcpguard::frame::Frame;
+    use mcpguard::session::{Config, Mode, Session};
+    let requests: Vec<bytes::Bytes> = (0..n)
+        .map(|i| {
+            let mut r = request(i);
+            r.pop();
+            bytes::Bytes::from(r)
+        })
+        .collect();
+    let responses: Vec<bytes::Bytes> = (0..n)
+        .map(|i| {
+            bytes::Bytes::from(format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}"
+            ))
+        })
+        .collect();
+    let start = Instant::now();
+    for (q, r) in requests.iter().zip(&responses) {
+        std::hint::black_box(mcpguard::message::parse(q).is_ok());
+        std::hint::black_box(mcpguard::message::parse(r).is_ok());
+    }
+    let parse = start.elapsed().as_nanos() as f64 / n as f64;
+    let mut session = Session::new(Config::new(Mode::NoManifest), "bench");
+    let mut out = Vec::new();
+    let start = Instant::now();
+    for (q, r) in requests.iter().zip(&responses) {
+        session.from_host(Frame::Line(q.clone()), &mut out);
+        session.from_server(Frame::Line(r.clone()), &mut out);
+        out.clear();
+    }
+    let core = start.elapsed().as_nanos() as f64 / n as f64;
+    println!(
+        "core's own work per request/response pair, in process: {core:.0} ns, of which parsing the two envelopes {parse:.0} ns"
+    );
 }
 
 /// Per-call latency of a gated `tools/call` against a 1,000-tool catalogue, beside a direct
@@ -204,9 +245,15 @@ fn gate_figures(mcpguard: &Path, fixture: &Path, n: usize) {
         .output()
         .expect("review");
     let digest = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The called tool is a read, so that no call waits for (or is refused without) a person's
+    // approval: the figure is the gate's cost, not the confirmation's.
+    let policy = dir.join("bench-policy.toml");
+    std::fs::write(&policy, "[writes.tools.echo]\nside_effect = \"read\"\n").expect("policy");
+    let policy_s = policy.display().to_string();
 
     let guard = |extra: &[&str]| -> Vec<OsString> {
         let mut v = vec![mcpguard.as_os_str().to_owned()];
+        v.extend(["--policy".into(), OsString::from(&policy_s)]);
         v.extend(extra.iter().map(OsString::from));
         v.push("--".into());
         v.extend(fixture_cmd(&[]));
@@ -419,7 +466,14 @@ fn session_latency(cmd: &[OsString], template: &str, n: usize) -> (f64, f64) {
                 line.clear();
                 stdout.read_until(b'\n', &mut line).expect("read");
                 assert!(!line.is_empty(), "the server closed");
-                if String::from_utf8_lossy(&line).contains(&want) {
+                let text = String::from_utf8_lossy(&line);
+                if text.contains(&want) {
+                    // A refusal is fast and would make the figure meaningless: every measured
+                    // answer must be a success.
+                    assert!(
+                        !text.contains("\"error\"") && !text.contains("\"isError\":true"),
+                        "the benchmark's request was refused: {text}"
+                    );
                     return start.elapsed();
                 }
             }
