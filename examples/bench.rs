@@ -359,13 +359,7 @@ fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) {
         let mut samples: Vec<f64> = (0..runs + 3)
             .map(|_| {
                 let start = Instant::now();
-                let mut child = Command::new(&cmd[0])
-                    .args(&cmd[1..])
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("spawn");
+                let mut child = spawn_with(cmd, Stdio::null());
                 let mut stdin = child.stdin.take().expect("stdin");
                 stdin.write_all(init).expect("write");
                 let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -443,13 +437,7 @@ fn own_work(snap: &Path, n: usize) {
 }
 
 fn session_latency(cmd: &[OsString], template: &str, n: usize) -> (f64, f64) {
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_with(cmd, Stdio::null());
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = Vec::new();
@@ -525,11 +513,16 @@ fn cpu_model() -> String {
 }
 
 fn spawn(cmd: &[OsString]) -> Child {
+    spawn_with(cmd, Stdio::inherit())
+}
+
+/// Starts `cmd` with piped stdin and stdout and the given stderr.
+fn spawn_with(cmd: &[OsString], stderr: Stdio) -> Child {
     Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .expect("spawn")
 }

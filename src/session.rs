@@ -1684,6 +1684,24 @@ impl Session {
         }
     }
 
+    /// The handshake (legacy `initialize`, or the modern `server/discover`) passed its pins: say
+    /// which server capabilities the host does not see, and record it.
+    fn handshake_pinned(&self, removed: &[String], out: &mut Vec<Out>) {
+        if !removed.is_empty() {
+            out.push(Out::Diag(
+                Level::Info,
+                format!(
+                    "the host does not see the server's {} capabilities (blocked by policy)",
+                    removed.join(", ")
+                ),
+            ));
+        }
+        self.audit(out, || AuditNote {
+            outcome: Some("pinned"),
+            ..AuditNote::new(EventKind::HandshakePinned)
+        });
+    }
+
     fn initialize_response(&mut self, id: Id, msg: &Message<'_>, line: Bytes, out: &mut Vec<Out>) {
         if msg.kind == Kind::ErrorResponse {
             self.phase = Phase::AwaitInitialize;
@@ -1759,20 +1777,10 @@ impl Session {
             .and_then(Value::as_object_mut)
         {
             let removed = self.config.capabilities.filter_server(caps);
-            if !removed.is_empty() {
-                out.push(Out::Diag(
-                    Level::Info,
-                    format!(
-                        "the host does not see the server's {} capabilities (blocked by policy)",
-                        removed.join(", ")
-                    ),
-                ));
-            }
+            self.handshake_pinned(&removed, out);
+        } else {
+            self.handshake_pinned(&[], out);
         }
-        self.audit(out, || AuditNote {
-            outcome: Some("pinned"),
-            ..AuditNote::new(EventKind::HandshakePinned)
-        });
         self.phase = Phase::AwaitInitialized;
         respond(out, &id, Value::Object(result));
     }
@@ -2294,6 +2302,35 @@ fn note_unknown_members(from: &str, msg: &Message<'_>, out: &mut Vec<Out>) {
     }
 }
 
+/// What a test conversation saw the core send, by destination (shared by the unit tests of
+/// both eras).
+#[cfg(test)]
+#[derive(Default)]
+struct Seen {
+    host: Vec<Value>,
+    server: Vec<Value>,
+    server_raw: Vec<String>,
+    diags: Vec<String>,
+    audits: Vec<AuditNote>,
+}
+
+#[cfg(test)]
+impl Seen {
+    fn take(&mut self, out: Vec<Out>) {
+        for o in out {
+            match o {
+                Out::Host(b) => self.host.push(serde_json::from_slice(&b).unwrap()),
+                Out::Server(b) => {
+                    self.server_raw.push(String::from_utf8(b.to_vec()).unwrap());
+                    self.server.push(serde_json::from_slice(&b).unwrap());
+                }
+                Out::Diag(_, d) => self.diags.push(d),
+                Out::Audit(n) => self.audits.push(*n),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2340,11 +2377,20 @@ mod tests {
     /// A test conversation: feeds lines and keeps what went to each side.
     struct T {
         s: Session,
-        host: Vec<Value>,
-        server: Vec<Value>,
-        server_raw: Vec<String>,
-        diags: Vec<String>,
-        audits: Vec<AuditNote>,
+        seen: Seen,
+    }
+
+    impl std::ops::Deref for T {
+        type Target = Seen;
+        fn deref(&self) -> &Seen {
+            &self.seen
+        }
+    }
+
+    impl std::ops::DerefMut for T {
+        fn deref_mut(&mut self) -> &mut Seen {
+            &mut self.seen
+        }
     }
 
     impl T {
@@ -2366,25 +2412,11 @@ mod tests {
                     },
                     "n0nce",
                 ),
-                host: vec![],
-                server: vec![],
-                server_raw: vec![],
-                diags: vec![],
-                audits: vec![],
+                seen: Seen::default(),
             }
         }
         fn take(&mut self, out: Vec<Out>) {
-            for o in out {
-                match o {
-                    Out::Host(b) => self.host.push(serde_json::from_slice(&b).unwrap()),
-                    Out::Server(b) => {
-                        self.server_raw.push(String::from_utf8(b.to_vec()).unwrap());
-                        self.server.push(serde_json::from_slice(&b).unwrap());
-                    }
-                    Out::Diag(_, d) => self.diags.push(d),
-                    Out::Audit(n) => self.audits.push(*n),
-                }
-            }
+            self.seen.take(out);
         }
         fn host_says(&mut self, v: Value) {
             let mut out = vec![];

@@ -665,19 +665,7 @@ impl Session {
             instructions,
             &self.config.capabilities,
         );
-        if !removed.is_empty() {
-            out.push(Out::Diag(
-                Level::Info,
-                format!(
-                    "the host does not see the server's {} capabilities (blocked by policy)",
-                    removed.join(", ")
-                ),
-            ));
-        }
-        self.audit(out, || AuditNote {
-            outcome: Some("pinned"),
-            ..AuditNote::new(EventKind::HandshakePinned)
-        });
+        self.handshake_pinned(&removed, out);
         for id in std::mem::take(&mut self.modern.held_discover) {
             respond(out, &id, answer.clone());
         }
@@ -778,10 +766,20 @@ mod tests {
 
     struct T {
         s: Session,
-        host: Vec<Value>,
-        server: Vec<Value>,
-        server_raw: Vec<String>,
-        diags: Vec<String>,
+        seen: super::super::Seen,
+    }
+
+    impl std::ops::Deref for T {
+        type Target = super::super::Seen;
+        fn deref(&self) -> &Self::Target {
+            &self.seen
+        }
+    }
+
+    impl std::ops::DerefMut for T {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            &mut self.seen
+        }
     }
 
     impl T {
@@ -802,24 +800,11 @@ mod tests {
             };
             T {
                 s: Session::new(config, "n0nce"),
-                host: vec![],
-                server: vec![],
-                server_raw: vec![],
-                diags: vec![],
+                seen: Default::default(),
             }
         }
         fn take(&mut self, out: Vec<Out>) {
-            for o in out {
-                match o {
-                    Out::Host(b) => self.host.push(serde_json::from_slice(&b).unwrap()),
-                    Out::Server(b) => {
-                        self.server_raw.push(String::from_utf8(b.to_vec()).unwrap());
-                        self.server.push(serde_json::from_slice(&b).unwrap());
-                    }
-                    Out::Diag(_, d) => self.diags.push(d),
-                    Out::Audit(_) => {}
-                }
-            }
+            self.seen.take(out);
         }
         fn host_says(&mut self, v: Value) {
             let mut out = vec![];

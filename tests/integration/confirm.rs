@@ -10,22 +10,17 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::gate::{calls_received, reviewed_snapshot};
-use crate::interop::{argv, peers, python_command_with};
+use crate::interop::{argv, peers, python_command_with, run_python};
 use crate::support::{mcpguard, reads_policy, reads_policy_with, run_bounded, sandbox_grants};
 
 /// Runs the Python client with `--elicit <elicit>` and returns its transcript and stderr.
 fn python(elicit: &str, calls: &[(&str, Value)], server: &[String]) -> (Value, String) {
-    let mut cmd = python_command_with("legacy", &["--elicit", elicit], calls, server);
-    let out = run_bounded(&mut cmd);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "client.py failed: {stderr}");
-    let t = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "client.py printed no JSON ({e}): {}\n{stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    (t, stderr)
+    run_python(&mut python_command_with(
+        "legacy",
+        &["--elicit", elicit],
+        calls,
+        server,
+    ))
 }
 
 /// `mcpguard --manifest ... --policy POLICY --audit-log AUDIT -- <server...>`

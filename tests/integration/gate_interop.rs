@@ -248,17 +248,7 @@ fn mask_dates(s: &str) -> String {
 /// Runs tests/peers/client.py in `mode` with `calls` and returns its transcript and stderr (where
 /// the server's stderr, and so mcpguard's, goes).
 fn python(mode: &str, calls: &[(&str, Value)], server: &[String]) -> (Value, String) {
-    let mut cmd = python_command(mode, calls, server);
-    let out = run(&mut cmd);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "client.py failed: {stderr}");
-    let t = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "client.py printed no JSON ({e}): {}\n{stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    (t, stderr)
+    crate::interop::run_python(&mut python_command(mode, calls, server))
 }
 
 /// What one server's session does: reviewed calls around one call of an unreviewed tool.

@@ -53,6 +53,22 @@ pub fn python_command_with(
     cmd
 }
 
+/// Runs a prepared Python client command (bounded) and returns its transcript and stderr
+/// (where the server's stderr, and so mcpguard's, goes); a failed run or a missing transcript
+/// fails the test with both outputs.
+pub fn run_python(cmd: &mut Command) -> (Value, String) {
+    let out = crate::support::run_bounded(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "client.py failed: {stderr}");
+    let t = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "client.py printed no JSON ({e}): {}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (t, stderr)
+}
+
 /// Runs the Python SDK client driver and returns its transcript.
 pub fn python_client(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Value {
     let mut cmd = python_command(mode, calls, server);

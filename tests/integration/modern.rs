@@ -472,11 +472,7 @@ fn allowed_input_requests_are_relayed_and_the_state_comes_back_once() {
 
 /// Runs the Python driver and returns its transcript.
 fn python(mode: &str, calls: &[(&str, Value)], server: &[String]) -> Value {
-    let out = run(&mut python_command(mode, calls, server));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client.py failed: {stderr}");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("client.py printed no JSON ({e}): {stderr}"))
+    crate::interop::run_python(&mut python_command(mode, calls, server)).0
 }
 
 /// The parts of a transcript that must equal between the direct and the guarded session, with
@@ -722,12 +718,12 @@ fn python_client_confirms_a_modern_write_through_input_required() {
         ("none", false, json!("approval_required")),
     ] {
         let _ = std::fs::remove_file(&log);
-        let mut cmd =
-            crate::interop::python_command_with("modern", &["--elicit", elicit], &calls, &gated);
-        let out = run(&mut cmd);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let t: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("client.py printed no JSON ({e}): {stderr}"));
+        let (t, stderr) = crate::interop::run_python(&mut crate::interop::python_command_with(
+            "modern",
+            &["--elicit", elicit],
+            &calls,
+            &gated,
+        ));
         let what = format!("--elicit {elicit}: {t}\n{stderr}");
         assert_eq!(t["protocol_version"], V, "{what}");
         let received: Vec<Value> = std::fs::read_to_string(&log)
