@@ -1181,7 +1181,7 @@ impl Session {
             return;
         };
         let page = match (msg.kind, msg.result) {
-            (Kind::Response, Some(raw)) => match gate::parse_page(raw.get()) {
+            (Kind::Response, Some(raw)) => match gate::parse_page(raw) {
                 Ok(p) => p,
                 Err(e) => return self.walk_failed(&e, out),
             },
