@@ -31,9 +31,6 @@ _mcpguard() {
             mcpguard,demo)
                 cmd="mcpguard__subcmd__demo"
                 ;;
-            mcpguard,demo-server)
-                cmd="mcpguard__subcmd__demo__subcmd__server"
-                ;;
             mcpguard,diff)
                 cmd="mcpguard__subcmd__diff"
                 ;;
@@ -68,7 +65,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit demo demo-server wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -290,32 +287,6 @@ _mcpguard() {
                 return 0
             fi
             case "${prev}" in
-                --log-format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpguard__subcmd__demo__subcmd__server)
-            opts="-h --notes --rug-pull-after --log-format --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --notes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --rug-pull-after)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

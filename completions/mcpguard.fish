@@ -49,7 +49,6 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "diff" -d 'The semant
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "policy" -d 'Work with local policy files'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "audit" -d 'Work with audit logs'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo" -d 'Show the whole story on a bundled example server, with no set-up: capture, review, a guarded call, an unreviewed tool refused, a write held for the person\'s approval, the sandbox, a rug pull caught before dispatch, and the audit log verified'
-complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo-server" -d 'The bundled example server that `mcpguard demo` guards (an MCP server on stdio)'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "wrap" -d 'Rewrite a host\'s MCP configuration (Claude Desktop, Cursor, VS Code) so that every local server runs under mcpguard. A wrapped server refuses to start until its snapshot is captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "sandbox-check" -d 'Show the kernel\'s Landlock ABI, what the policy\'s sandbox asks and what this kernel will enforce; with a command, run it under that sandbox (stdio inherited, its exit status becomes mcpguard\'s). Exit 1 when sandbox.mode = "require" would refuse to start'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand canonicalize" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
@@ -119,11 +118,6 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -l notes -d 'Where save_note writes its notes' -r -F
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -l rug-pull-after -d 'After this many tools/list answers, change a tool\'s description (a rug pull)' -r
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
-json\t''"
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo-server" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F

@@ -68,6 +68,24 @@ fn command() -> clap::Command {
     cmd
 }
 
+/// `cmd` rebuilt without its hidden subcommands (`demo-server`), which clap_complete would
+/// otherwise offer: clap has no way to remove a subcommand, so the top level is built anew with
+/// the same version, arguments and visible subcommands.
+fn without_hidden_subcommands(cmd: &clap::Command) -> clap::Command {
+    let mut out = clap::Command::new("mcpguard")
+        .disable_help_subcommand(true)
+        .args(cmd.get_arguments().cloned())
+        .subcommands(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    if cmd.get_version().is_some() {
+        out = out.version(env!("CARGO_PKG_VERSION"));
+    }
+    if let Some(a) = cmd.get_about() {
+        out = out.about(a.clone());
+    }
+    out.build();
+    out
+}
+
 /// Every visible subcommand, depth first, with its full name (`policy check`).
 pub fn visible_subcommands(cmd: &clap::Command) -> Vec<(String, clap::Command)> {
     fn walk(prefix: &str, cmd: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
@@ -188,7 +206,7 @@ pub fn completions() -> Vec<(PathBuf, String)> {
     ]
     .into_iter()
     .map(|(shell, path)| {
-        let mut cmd = command();
+        let mut cmd = without_hidden_subcommands(&Cli::command().disable_help_subcommand(true));
         let mut buf = Vec::new();
         clap_complete::generate(shell, &mut cmd, "mcpguard", &mut buf);
         (
