@@ -1376,6 +1376,22 @@ impl Session {
                 *indeterminate = true;
             }
         }
+        // A question still with the person is about a call that can no longer run: withdraw it
+        // rather than let the person approve something that will be refused anyway.
+        let mut asking: Vec<(Id, Confirming)> = self.confirming.drain().collect();
+        asking.sort_by_cached_key(|(ask, _)| ask.to_string());
+        for (ask, c) in asking {
+            out.push(Out::Host(cancel_notification(
+                &ask,
+                "mcpguard: the review was invalidated",
+            )));
+            let r = Refusal::new(
+                code::REVIEW_INVALIDATED,
+                Category::Drift,
+                format!("refused {:?} before dispatch: {why}", c.call.tool),
+            );
+            self.refuse_call(&c.call.id, &c.call.tool, r, out);
+        }
         let queued = std::mem::take(&mut self.serial_queue);
         for Call { id, tool, .. } in queued {
             let r = Refusal::new(
@@ -3216,5 +3232,33 @@ mod tests {
             "invalid_arguments",
             "{r}"
         );
+    }
+
+    #[test]
+    fn an_invalidated_review_withdraws_the_questions_still_with_the_person() {
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+        t.call(5, "write", json!({"body": "x"}));
+        let ask = elicitation_of(&t);
+        // The server announces a tool list change: the review ends.
+        t.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        let cancelled = t
+            .host
+            .iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+            .expect("the question is withdrawn")
+            .clone();
+        assert_eq!(cancelled["params"]["requestId"], ask["id"]);
+        let r = t
+            .host
+            .iter()
+            .find(|m| m["id"] == 5)
+            .expect("the call is answered");
+        assert_eq!(
+            r["result"]["structuredContent"]["code"],
+            "review_invalidated"
+        );
+        // A late approval finds nothing to approve.
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        assert_eq!(calls_dispatched(&t), 0);
     }
 }
