@@ -343,9 +343,10 @@ impl<'a> RawEnvelope<'a> {
             reason: InvalidReason::NotJsonRpc(msg.to_string()),
             id,
         };
-        let id = match self.id {
-            None => None,
-            Some(raw) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
+        let id = match (self.id, self.id.and_then(|raw| fast_id(raw.get()))) {
+            (None, _) => None,
+            (Some(_), Some(id)) => Some(id),
+            (Some(raw), None) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
                 Ok(serde_json::Value::Null) => {
                     return Err(invalid(
                         "the id is null; MCP ids are strings or integers",
@@ -396,6 +397,19 @@ impl<'a> RawEnvelope<'a> {
             unknown_members: self.unknown,
         })
     }
+}
+
+/// The common ids without building a `serde_json::Value`: a plain integer, or a string with no
+/// escapes. The text is a validated `RawValue`, so a leading quote means a whole string; anything
+/// else (escapes, fractions, exponents, out-of-range numbers, null) takes the general path.
+fn fast_id(text: &str) -> Option<Id> {
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        return (!inner.contains('\\')).then(|| Id::Str(inner.to_string()));
+    }
+    if text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+        return text.parse().ok().map(Id::Int);
+    }
+    None
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawEnvelope<'a> {
@@ -686,5 +700,37 @@ mod tests {
             "]".repeat(100_000)
         );
         assert!(parse(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn the_fast_id_path_agrees_with_the_general_one() {
+        for text in [
+            "0",
+            "-1",
+            "42",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "1.0",
+            "1e3",
+            "\"a\"",
+            "\"\"",
+            "\"a\\\"b\"",
+            "\"\\u0041\"",
+            "null",
+        ] {
+            let general = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|v| id_from_value(&v));
+            if let Some(fast) = fast_id(text) {
+                assert_eq!(Some(fast), general, "{text}");
+            }
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{text},\"method\":\"ping\"}}");
+            assert_eq!(
+                parse(line.as_bytes()).ok().and_then(|m| m.id),
+                general,
+                "{text}"
+            );
+        }
     }
 }

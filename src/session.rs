@@ -205,7 +205,8 @@ enum PendingKind {
 
 #[derive(Debug)]
 struct Pending {
-    method: Box<str>,
+    /// The request's method, for messages about it; the common ones without an allocation.
+    method: std::borrow::Cow<'static, str>,
     kind: PendingKind,
 }
 
@@ -488,7 +489,7 @@ impl Session {
         self.host_requests.insert(
             id,
             Pending {
-                method: method.into(),
+                method: method_name(method),
                 kind,
             },
         );
@@ -1532,7 +1533,7 @@ impl Session {
         self.server_requests.insert(
             id,
             Pending {
-                method: method.into(),
+                method: method_name(method),
                 kind: PendingKind::Plain,
             },
         );
@@ -2084,6 +2085,27 @@ impl Session {
         } else if let Some(Purpose::ListPage { .. }) = self.own_requests.remove(&id) {
             self.walk_failed(what, out);
         }
+    }
+}
+
+/// A method name to keep with a pending request. Every message carries one, so the frequent
+/// names are kept as static strings rather than allocated per request.
+fn method_name(method: &str) -> std::borrow::Cow<'static, str> {
+    const COMMON: [&str; 10] = [
+        "ping",
+        "tools/call",
+        "tools/list",
+        "initialize",
+        "logging/setLevel",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+        "subscriptions/listen",
+        "server/discover",
+    ];
+    match COMMON.iter().find(|m| **m == method) {
+        Some(m) => std::borrow::Cow::Borrowed(m),
+        None => std::borrow::Cow::Owned(method.to_string()),
     }
 }
 
