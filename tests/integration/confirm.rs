@@ -280,3 +280,50 @@ fn server_filesystem_write_file_needs_an_approval_and_a_path_authority_makes_rea
         audit_verifies(&audit);
     }
 }
+
+/// `--dry-run` through the real binary and the Python client: a read and an approved write are
+/// checked, classified and confirmed as usual, answered with the dry-run envelope, and never
+/// reach the server.
+#[test]
+fn a_dry_run_answers_with_the_envelope_and_dispatches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let audit = dir.path().join("audit.jsonl");
+    let server = vec![
+        crate::support::fixture().display().to_string(),
+        "--log".into(),
+        log.display().to_string(),
+    ];
+    let mut gated = gate(&snap, &digest, "fixture", &reads_policy(), &audit, &server);
+    gated.insert(1, "--dry-run".into());
+    let (t, stderr) = python(
+        "accept",
+        &[
+            ("add", json!({"a": 2, "b": 3})),
+            ("write_note", json!({"path": "/notes/a", "body": "hello"})),
+        ],
+        &gated,
+    );
+    let what = format!("{t}\n{stderr}");
+    assert!(stderr.contains("dry run (--dry-run)"), "{what}");
+    let read = &t["calls"][0]["result"];
+    assert_eq!(read["isError"], false, "{what}");
+    let sc = &read["structuredContent"];
+    assert_eq!(sc["dryRun"], true, "{what}");
+    assert_eq!(sc["validatedInput"], json!({"a": 2, "b": 3}), "{what}");
+    assert_eq!(sc["operationPolicy"]["sideEffect"], "read", "{what}");
+    assert_eq!(
+        t["callbacks"].as_array().map(Vec::len),
+        Some(1),
+        "the write was still confirmed: {what}"
+    );
+    let write = &t["calls"][1]["result"]["structuredContent"];
+    assert_eq!(write["dryRun"], true, "{what}");
+    assert_eq!(
+        write["operationPolicy"]["confirmation"], "trusted-confirmation-required",
+        "{what}"
+    );
+    assert!(calls_received(&log).is_empty(), "nothing was dispatched");
+    audit_verifies(&audit);
+}
