@@ -55,6 +55,15 @@ fn gate(
     v
 }
 
+/// The fixture server, logging what it receives to `log`.
+fn logged_fixture(log: &Path) -> Vec<String> {
+    vec![
+        crate::support::fixture().display().to_string(),
+        "--log".into(),
+        log.display().to_string(),
+    ]
+}
+
 fn refusal_code(call: &Value) -> Value {
     call["result"]["_meta"]["dev.mcpguard/refusal"]["code"].clone()
 }
@@ -96,12 +105,14 @@ fn fixture_writes_reach_the_server_only_when_the_person_approves() {
     for (elicit, dispatched, code) in cases {
         let log = dir.path().join(format!("server-{elicit}.log"));
         let audit = dir.path().join(format!("audit-{elicit}.jsonl"));
-        let mut server = vec![
-            crate::support::fixture().display().to_string(),
-            "--log".into(),
-            log.display().to_string(),
-        ];
-        server = gate(&snap, &digest, "fixture", &reads_policy(), &audit, &server);
+        let server = gate(
+            &snap,
+            &digest,
+            "fixture",
+            &reads_policy(),
+            &audit,
+            &logged_fixture(&log),
+        );
         let (t, stderr) = python(
             elicit,
             &[
@@ -174,11 +185,7 @@ fn a_question_nobody_answers_is_a_denial_after_the_timeout() {
     .unwrap();
     let log = dir.path().join("server.log");
     let audit = dir.path().join("audit.jsonl");
-    let server = vec![
-        crate::support::fixture().display().to_string(),
-        "--log".into(),
-        log.display().to_string(),
-    ];
+    let server = logged_fixture(&log);
     let (t, stderr) = python(
         "hang",
         &[("write_note", json!({"path": "/notes/a", "body": "hello"}))],
@@ -290,11 +297,7 @@ fn a_dry_run_answers_with_the_envelope_and_dispatches_nothing() {
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let log = dir.path().join("server.log");
     let audit = dir.path().join("audit.jsonl");
-    let server = vec![
-        crate::support::fixture().display().to_string(),
-        "--log".into(),
-        log.display().to_string(),
-    ];
+    let server = logged_fixture(&log);
     let mut gated = gate(&snap, &digest, "fixture", &reads_policy(), &audit, &server);
     gated.insert(1, "--dry-run".into());
     let (t, stderr) = python(
