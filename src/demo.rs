@@ -504,10 +504,9 @@ struct Host {
 }
 
 impl Host {
-    fn send(&mut self, s: &Style, v: &Value) -> Result<(), String> {
+    fn send(&mut self, v: &Value) -> Result<(), String> {
         let line = v.to_string();
         println!("   → {}", self.clip(&line));
-        let _ = s;
         let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
         stdin
             .write_all(line.as_bytes())
@@ -535,10 +534,7 @@ impl Host {
                    "clientInfo": {"name": "mcpguard-demo-host", "version": "1"}}),
         )?;
         expect(r.get("result").is_some(), "the handshake succeeds")?;
-        self.send(
-            s,
-            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        )
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     }
 
     fn call(&mut self, s: &Style, name: &str, arguments: Value) -> Result<Value, String> {
@@ -554,10 +550,7 @@ impl Host {
     fn request(&mut self, s: &Style, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(
-            s,
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )?;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         loop {
             let line = self
                 .lines
@@ -604,7 +597,7 @@ impl Host {
         } else {
             json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}})
         };
-        self.send(s, &reply)
+        self.send(&reply)
     }
 
     fn finish(mut self) -> Result<(), String> {

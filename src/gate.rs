@@ -464,18 +464,8 @@ fn read_tools(text: &str, mut i: usize) -> Result<(usize, Vec<LiveTool>), String
         if i >= b.len() || b[i] == b']' {
             return Ok((i + 1, tools));
         }
-        let mut name: Option<&str> = None;
-        let end = walk_object(text, i, |key, start| {
-            let end = skip_value(b, start);
-            if key == "name" && name.replace(&text[start..end]).is_some() {
-                return Err("a live Tool has two `name` members".into());
-            }
-            Ok(end)
-        })
-        .map_err(|e| format!("a live tool has no usable name: {e}"))?;
-        let name = name.ok_or("a live tool has no usable name: the Tool has no `name`")?;
-        let name = serde_json::from_str::<String>(name)
-            .map_err(|_| "a live tool has no usable name: `name` is not a string")?;
+        let (end, name) =
+            read_tool(text, i).map_err(|e| format!("a live tool has no usable name: {e}"))?;
         tools.push((name, Box::from(&text[i..end])));
         i = end;
     }
@@ -531,20 +521,21 @@ fn walk_object(
     }
 }
 
-/// The `name` of one Tool object, read from its valid JSON text (see [`walk_object`]).
-#[cfg(test)]
-fn tool_name(raw: &str) -> Result<String, String> {
-    let b = raw.as_bytes();
+/// The Tool object starting at `i` of valid JSON text (see [`walk_object`]): the index past it
+/// and its `name`. A second `name` member is an error, as it is for the strict parser.
+fn read_tool(text: &str, i: usize) -> Result<(usize, String), String> {
+    let b = text.as_bytes();
     let mut name: Option<&str> = None;
-    walk_object(raw, 0, |key, start| {
+    let end = walk_object(text, i, |key, start| {
         let end = skip_value(b, start);
-        if key == "name" && name.replace(&raw[start..end]).is_some() {
+        if key == "name" && name.replace(&text[start..end]).is_some() {
             return Err("the Tool has two `name` members".into());
         }
         Ok(end)
     })?;
-    let text = name.ok_or("the Tool has no `name`")?;
-    serde_json::from_str::<String>(text).map_err(|_| "`name` is not a string".into())
+    let name = name.ok_or("the Tool has no `name`")?;
+    let name = serde_json::from_str::<String>(name).map_err(|_| "`name` is not a string")?;
+    Ok((end, name))
 }
 
 /// The index just past the JSON string that starts at `i` (a `"`), in valid JSON. A plain loop:
@@ -836,7 +827,11 @@ mod tests {
             ),
         ];
         for (raw, want) in ok {
-            assert_eq!(tool_name(raw).as_deref(), Ok(want), "{raw}");
+            assert_eq!(
+                read_tool(raw, 0).map(|(_, n)| n).as_deref(),
+                Ok(want),
+                "{raw}"
+            );
         }
         for raw in [
             r#"{"name":"a","name":"b"}"#,
@@ -844,7 +839,7 @@ mod tests {
             r#"{"title":"no name"}"#,
             r#"["name","x"]"#,
         ] {
-            assert!(tool_name(raw).is_err(), "{raw}");
+            assert!(read_tool(raw, 0).is_err(), "{raw}");
         }
     }
 }

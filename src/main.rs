@@ -29,21 +29,20 @@ fn extra(grants: &mcpguard::cli::SandboxGrants) -> mcpguard::sandbox::Extra {
     }
 }
 
-/// Prepares the sandbox of the proxied server, or says why it will not start. `Ok(None)` when
-/// the policy turns the sandbox off.
+/// Prepares the sandbox of the server, or says why it will not start. `Ok(None)` when the
+/// policy turns the sandbox off. `missing` reports a server program that cannot be found: the
+/// proxy exits the way a shell would (127, 126), `capture` and `check` with their own failure.
 fn sandbox_for(
     policy: &policy::Policy,
     command: &[std::ffi::OsString],
     grants: &mcpguard::cli::SandboxGrants,
+    missing: impl FnOnce(mcpguard::child::SpawnError) -> ExitCode,
 ) -> Result<Option<mcpguard::sandbox::Setup>, ExitCode> {
     use mcpguard::sandbox;
     if policy.sandbox.mode == policy::SandboxMode::Off {
         return Ok(None);
     }
-    let program = mcpguard::child::resolve_program(command).map_err(|e| {
-        diag::emit(Level::Error, &e.to_string());
-        ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
-    })?;
+    let program = mcpguard::child::resolve_program(command).map_err(missing)?;
     let kernel = sandbox::Kernel::probe();
     let setup = sandbox::setup(
         &policy.sandbox,
@@ -92,13 +91,13 @@ fn run_command(cmd: Command) -> ExitCode {
             server_command,
         } => {
             // A server that cannot be found is a capture failure (exit 1) like any other.
-            if let Err(e) = mcpguard::child::resolve_program(server_command) {
-                return fail(&format!("capture failed: {e}"));
-            }
             let setup = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
-                .and_then(|p| sandbox_for(&p, server_command, &live.grants))
-            {
+                .and_then(|p| {
+                    sandbox_for(&p, server_command, &live.grants, |e| {
+                        fail(&format!("capture failed: {e}"))
+                    })
+                }) {
                 Ok(s) => s,
                 Err(code) => return code,
             };
@@ -158,10 +157,10 @@ fn run_command(cmd: Command) -> ExitCode {
             // Offline checks start nothing; a live check runs the server sandboxed.
             let setup = if server_command.is_empty() {
                 None
-            } else if let Err(e) = mcpguard::child::resolve_program(server_command) {
-                return fail(&format!("live check failed: {e}"));
             } else {
-                match sandbox_for(&p, server_command, &live.grants) {
+                match sandbox_for(&p, server_command, &live.grants, |e| {
+                    fail(&format!("live check failed: {e}"))
+                }) {
                     Ok(s) => s,
                     Err(code) => return code,
                 }
@@ -360,7 +359,10 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
             "dry run (--dry-run): calls are checked, classified and confirmed but never dispatched",
         );
     }
-    let sandbox = match sandbox_for(&policy, &args.server, &args.grants) {
+    let sandbox = match sandbox_for(&policy, &args.server, &args.grants, |e| {
+        diag::emit(Level::Error, &e.to_string());
+        ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
+    }) {
         Ok(s) => s,
         Err(code) => return code,
     };

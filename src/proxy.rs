@@ -547,23 +547,23 @@ impl<R: Read> Read for Counting<R> {
 /// forge approvals.
 fn secret_key() -> io::Result<[u8; 32]> {
     let mut key = [0u8; 32];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut key))
-        .map_err(|e| {
-            io::Error::other(format!(
-                "cannot read /dev/urandom for the approval key: {e}"
-            ))
-        })?;
+    random_fill(&mut key).map_err(|e| {
+        io::Error::other(format!(
+            "cannot read /dev/urandom for the approval key: {e}"
+        ))
+    })?;
     Ok(key)
+}
+
+/// Fills `buf` from the kernel's random source.
+fn random_fill(buf: &mut [u8]) -> io::Result<()> {
+    File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf))
 }
 
 /// A per-process random nonce for mcpguard's own request ids.
 fn nonce() -> String {
     let mut bytes = [0u8; 8];
-    if File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .is_err()
-    {
+    if random_fill(&mut bytes).is_err() {
         // Without randomness the nonce still separates id spaces by process and time.
         let t = Instant::now().elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
         bytes = t.to_le_bytes();

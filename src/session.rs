@@ -810,7 +810,7 @@ impl Session {
                     code::CAPABILITY_DENIED
                 };
                 let r = Refusal::new(code, Category::Authorization, format!("refused: {reason}"));
-                self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
+                self.refuse_call(&call.id, &call.tool, r, out);
             }
             Decision::Confirm if self.config.era == Era::Modern => {
                 self.confirm_modern(call, &class, arguments, mrtr, out)
@@ -826,7 +826,7 @@ impl Session {
                         call.tool
                     ),
                 );
-                self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
+                self.refuse_call(&call.id, &call.tool, r, out);
             }
             Decision::Confirm => self.ask_person(call, &class, arguments, out),
         }
@@ -963,14 +963,6 @@ impl Session {
                 self.proceed(call, out);
             }
             Err(why) => {
-                self.audit(out, || AuditNote {
-                    tool: Some(call.tool.clone()),
-                    arguments: Some(arguments),
-                    outcome: Some("denied"),
-                    code: Some(code::CONSENT_REQUIRED),
-                    detail: Some(why.clone()),
-                    ..AuditNote::new(EventKind::CallDeniedByUser)
-                });
                 let r = Refusal::new(
                     code::CONSENT_REQUIRED,
                     Category::Authorization,
@@ -979,13 +971,7 @@ impl Session {
                         call.tool
                     ),
                 );
-                // Audited above as a denial; refuse_call would record a second, generic refusal.
-                out.push(Out::Diag(
-                    Level::Warn,
-                    format!("call {} of {:?}: {}", call.id, call.tool, r.message),
-                ));
-                let result = self.own_result(r.to_result(self.may_have_output(&call.tool)));
-                respond(out, &call.id, result);
+                self.refuse_call_with(&call.id, &call.tool, r, Some(arguments), out);
             }
         }
     }
@@ -1021,20 +1007,34 @@ impl Session {
     }
 
     fn refuse_call(&mut self, id: &Id, tool: &str, r: Refusal, out: &mut Vec<Out>) {
+        self.refuse_call_with(id, tool, r, None, out);
+    }
+
+    /// [`Self::refuse_call`], recording `arguments` (their digest, by default) in the audit log.
+    /// The record's event follows from the refusal: an unknown outcome, a person's denial
+    /// (`consent_required`), or a refusal by mcpguard.
+    fn refuse_call_with(
+        &mut self,
+        id: &Id,
+        tool: &str,
+        r: Refusal,
+        arguments: Option<Value>,
+        out: &mut Vec<Out>,
+    ) {
+        let (kind, outcome) = if !r.outcome_known {
+            (EventKind::CallIndeterminate, "indeterminate")
+        } else if r.code == code::CONSENT_REQUIRED {
+            (EventKind::CallDeniedByUser, "denied")
+        } else {
+            (EventKind::CallRefused, "refused")
+        };
         self.audit(out, || AuditNote {
             tool: Some(tool.to_string()),
+            arguments,
             code: Some(r.code),
             detail: Some(r.message.clone()),
-            outcome: Some(if r.outcome_known {
-                "refused"
-            } else {
-                "indeterminate"
-            }),
-            ..AuditNote::new(if r.outcome_known {
-                EventKind::CallRefused
-            } else {
-                EventKind::CallIndeterminate
-            })
+            outcome: Some(outcome),
+            ..AuditNote::new(kind)
         });
         out.push(Out::Diag(
             Level::Warn,
@@ -1379,20 +1379,17 @@ impl Session {
         }
         // A question still with the person is about a call that can no longer run: withdraw it
         // rather than let the person approve something that will be refused anyway.
-        let mut asking: Vec<(Id, Confirming)> = self.confirming.drain().collect();
-        asking.sort_by_cached_key(|(ask, _)| ask.to_string());
-        for (ask, c) in asking {
-            out.push(Out::Host(cancel_notification(
-                &ask,
-                "mcpguard: the review was invalidated",
-            )));
-            let r = Refusal::new(
-                code::REVIEW_INVALIDATED,
-                Category::Drift,
-                format!("refused {:?} before dispatch: {why}", c.call.tool),
-            );
-            self.refuse_call(&c.call.id, &c.call.tool, r, out);
-        }
+        self.withdraw_questions(
+            "mcpguard: the review was invalidated",
+            |tool| {
+                Refusal::new(
+                    code::REVIEW_INVALIDATED,
+                    Category::Drift,
+                    format!("refused {tool:?} before dispatch: {why}"),
+                )
+            },
+            out,
+        );
         let queued = std::mem::take(&mut self.serial_queue);
         for Call { id, tool, .. } in queued {
             let r = Refusal::new(
@@ -1673,6 +1670,22 @@ impl Session {
             r.outcome_known = false;
             self.refuse_call(&id, &tool, r, out);
             self.release_serial(&tool, out);
+        }
+    }
+
+    /// Withdraws every confirmation question still with the person (the host is told to drop it)
+    /// and refuses its call with `refusal(tool)`. In id order, so the output is deterministic.
+    fn withdraw_questions(
+        &mut self,
+        reason: &str,
+        refusal: impl Fn(&str) -> Refusal,
+        out: &mut Vec<Out>,
+    ) {
+        let mut asking: Vec<(Id, Confirming)> = self.confirming.drain().collect();
+        asking.sort_by_cached_key(|(ask, _)| ask.to_string());
+        for (ask, c) in asking {
+            out.push(Out::Host(cancel_notification(&ask, reason)));
+            self.refuse_call(&c.call.id, &c.call.tool, refusal(&c.call.tool), out);
         }
     }
 
@@ -1998,19 +2011,17 @@ impl Session {
                 }
             }
         }
-        let asking: Vec<(Id, Confirming)> = self.confirming.drain().collect();
-        for (ask, c) in asking {
-            out.push(Out::Host(cancel_notification(
-                &ask,
-                "mcpguard: the MCP server is gone",
-            )));
-            let r = Refusal::new(
-                code::UPSTREAM_ERROR,
-                Category::Upstream,
-                format!("the MCP server {why}; {:?} was not dispatched", c.call.tool),
-            );
-            self.refuse_call(&c.call.id, &c.call.tool, r, out);
-        }
+        self.withdraw_questions(
+            "mcpguard: the MCP server is gone",
+            |tool| {
+                Refusal::new(
+                    code::UPSTREAM_ERROR,
+                    Category::Upstream,
+                    format!("the MCP server {why}; {tool:?} was not dispatched"),
+                )
+            },
+            out,
+        );
         for Call { id, tool, .. } in std::mem::take(&mut self.serial_queue) {
             let r = Refusal::new(
                 code::UPSTREAM_ERROR,

@@ -52,8 +52,9 @@ pub(super) struct ModernState {
     own_stream: Option<String>,
     /// Each `requestState` relayed to the host with the tool it belongs to.
     states: Vec<(String, String)>,
-    /// mcpguard's own confirmation questions not answered yet: number → (binding, asked at).
-    approvals: std::collections::HashMap<u64, (String, u64)>,
+    /// mcpguard's own confirmation questions not answered yet: number → when it was asked. The
+    /// call each is about needs no keeping: the state's HMAC covers its approval binding.
+    approvals: std::collections::HashMap<u64, u64>,
     next_approval: u64,
 }
 
@@ -335,9 +336,7 @@ impl Session {
                         self.modern.approvals.remove(&oldest);
                     }
                 }
-                self.modern
-                    .approvals
-                    .insert(n, (binding.clone(), self.clock_ms));
+                self.modern.approvals.insert(n, self.clock_ms);
                 let state = modern::approval_token(&self.config.secret, n, &binding);
                 let question = self.approval_question(&call.tool, class, &arguments, &binding);
                 let server_info = match &self.config.mode {
@@ -375,7 +374,7 @@ impl Session {
                         call.tool
                     ),
                 );
-                self.refuse_call(&call.id.clone(), &call.tool.clone(), r, out);
+                self.refuse_call(&call.id, &call.tool, r, out);
             }
         }
     }
@@ -391,11 +390,10 @@ impl Session {
         let Some(n) = modern::approval_number(state) else {
             return Err("mcpguard's approval state is malformed".into());
         };
-        let Some((issued_for, asked_ms)) = self.modern.approvals.remove(&n) else {
+        let Some(asked_ms) = self.modern.approvals.remove(&n) else {
             return Err("the approval was already used, or was not issued in this session".into());
         };
-        if modern::approval_token(&self.config.secret, n, binding) != state || issued_for != binding
-        {
+        if modern::approval_token(&self.config.secret, n, binding) != state {
             return Err("the approval was given for another call (other tool or arguments)".into());
         }
         if self.clock_ms.saturating_sub(asked_ms) >= timeout_ms {
