@@ -1275,7 +1275,7 @@ fn main() {
     }
     // The pid marker comes after the signal set-up so that a test which signals the pid as soon
     // as it reads the marker always sees the requested disposition.
-    eprintln!("fixture-pid={}", process::id());
+    eprintln!("fixture-pid={}", host_pid());
     if let Some(pid) = grandchild {
         eprintln!("grandchild-pid={pid}");
     }
@@ -1292,4 +1292,14 @@ fn main() {
         echo_bench(&opts, log);
     }
     serve(opts, log);
+}
+
+/// This process's pid as the test that started mcpguard sees it. Under the sandbox the fixture is
+/// in a PID namespace of its own, where `getpid` answers 2; `/proc` is still the host's procfs,
+/// whose `self` link names the host pid (readlink needs no Landlock right).
+fn host_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str()?.parse().ok())
+        .unwrap_or_else(process::id)
 }

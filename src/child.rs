@@ -1,8 +1,10 @@
 //! Starting the MCP server as a child process and ending it cleanly.
 //!
-//! The child runs in its own process group so that signals reach the server and whatever it
-//! started, and it gets a parent-death signal so that a SIGKILLed mcpguard does not leave the
-//! server running. The parent-death signal fires when the *thread* that forked exits, so the
+//! The child runs in a session (and process group) of its own, so that signals reach the server
+//! and whatever it started and it has no controlling terminal; it inherits no descriptor but its
+//! three standard streams; and it gets a parent-death signal so that a SIGKILLed mcpguard does
+//! not leave the server running. (Under the sandbox a PID namespace also ends the descendants
+//! that leave the group: `sandbox::isolate`.) The parent-death signal fires when the *thread* that forked exits, so the
 //! child must be spawned from a thread that lives as long as mcpguard: the main thread.
 
 use std::ffi::OsString;
@@ -57,12 +59,12 @@ pub fn resolve_program(command: &[OsString]) -> Result<std::path::PathBuf, Spawn
     })
 }
 
-/// Spawns `command` with piped stdio in a new process group. Must be called from the main thread.
+/// Spawns `command` with piped stdio in a new session. Must be called from the main thread.
 pub fn spawn(command: &[OsString]) -> Result<Child, SpawnError> {
     spawn_with(command, None, Io::Piped)
 }
 
-/// Spawns `command` in a new process group, confined by `sandbox` when one is given (its
+/// Spawns `command` in a new session, confined by `sandbox` when one is given (its
 /// resolved program is executed, with its environment only). Must be called from the main
 /// thread.
 pub fn spawn_with(
@@ -97,16 +99,18 @@ pub fn spawn_with(
     cmd.args(&command[1..])
         .stdin(stdio())
         .stdout(stdio())
-        .stderr(stdio())
-        .process_group(0);
+        .stderr(stdio());
     let parent = std::process::id();
     let confinement = sandbox.cloned();
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed; `arm_parent_death` and `Prepared::apply_in_child` make raw system
-    // calls only, on memory prepared before the fork (see there). The `Arc` is only read.
+    // calls are allowed; `arm_parent_death`, the `isolate` helpers and
+    // `Prepared::apply_in_child` make raw system calls only, on memory prepared before the fork
+    // (see there). The `Arc` is only read.
     unsafe {
         cmd.pre_exec(move || {
             arm_parent_death(parent)?;
+            crate::sandbox::isolate::new_session()?;
+            crate::sandbox::isolate::close_inherited_at_exec()?;
             match &confinement {
                 Some(s) => s.apply_in_child(),
                 None => Ok(()),

@@ -1,7 +1,10 @@
 //! The sandbox of the server process (SPEC §5): Landlock for files, TCP ports and IPC scoping;
-//! seccomp for what Landlock cannot reach here (UDP, UNIX and other sockets, io_uring, ptrace,
-//! cross-process memory); `no_new_privs`; resource limits; an environment allowlist; a private
-//! temporary directory per run.
+//! a new session, no inherited descriptors, no capabilities, and PID and mount namespaces
+//! (`isolate`); seccomp for what none of those reach (sockets Landlock does not confine, TCP
+//! Fast Open, keyrings, process control by pid, the kernel's privileged interfaces);
+//! `no_new_privs`; resource limits; an environment allowlist of exact names; a private
+//! temporary directory per run. What none of it can close on this kernel is named in the
+//! report as a residual risk.
 //!
 //! Three stages, so that the child does as little as possible and the report is the truth:
 //! 1. [`resolve`] turns the policy's profile into a [`Request`]: placeholders expanded, presets
@@ -12,12 +15,13 @@
 //!    It is a pure function, so the report for any ABI is unit-tested.
 //! 3. [`prepare`] refuses in `require` mode when anything was dropped, then builds the Landlock
 //!    ruleset, the seccomp program and the resource limits in the parent. The forked child runs
-//!    [`Prepared::apply_in_child`]: raw system calls only (setrlimit, prctl, landlock_restrict_self,
-//!    seccomp), no allocation, no locks, no formatting.
+//!    [`Prepared::apply_in_child`]: raw system calls only (unshare, mount, clone, setrlimit,
+//!    prctl, capset, landlock_restrict_self, seccomp), no allocation, no locks, no formatting.
 //!
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
+pub mod isolate;
 pub mod landlock;
 pub mod presets;
 pub mod seccomp;
@@ -48,6 +52,10 @@ pub struct Kernel {
     pub landlock: landlock::Abi,
     pub seccomp: bool,
     pub release: String,
+    /// Whether this user can have PID and mount namespaces here (`isolate::probe`), or why not.
+    pub namespaces: Result<(), String>,
+    /// Whether memfds can be sealed non-executable (`MFD_NOEXEC_SEAL`, Linux 6.3).
+    pub memfd_noexec_seal: bool,
 }
 
 impl Kernel {
@@ -58,6 +66,8 @@ impl Kernel {
             release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| "unknown".into()),
+            namespaces: isolate::probe(),
+            memfd_noexec_seal: seccomp::memfd_noexec_seal_available(),
         }
     }
 
@@ -126,6 +136,10 @@ pub enum Status {
     Dropped(String),
     /// Nothing to enforce (a path that does not exist, something the policy allows).
     Skipped(String),
+    /// A known way out that nothing available here closes: named so that the report never
+    /// claims more than it enforces. It does not stop `require` mode (it is not a rule of the
+    /// profile this kernel refuses, but a limit of what Linux offers this user).
+    Residual(String),
 }
 
 /// One line of the report.
@@ -155,6 +169,14 @@ impl Report {
         self.lines
             .iter()
             .filter(|l| matches!(l.status, Status::Dropped(_)))
+            .collect()
+    }
+
+    /// The known gaps that stay open on this kernel.
+    pub fn residual(&self) -> Vec<&Line> {
+        self.lines
+            .iter()
+            .filter(|l| matches!(l.status, Status::Residual(_)))
             .collect()
     }
 
@@ -194,14 +216,16 @@ impl Report {
                 Status::Enforced => "enforced".to_string(),
                 Status::Dropped(why) => format!("DROPPED: {why}"),
                 Status::Skipped(why) => format!("skipped: {why}"),
+                Status::Residual(why) => format!("RESIDUAL RISK: {why}"),
             };
             let _ = writeln!(out, "  {}  [{status}]", l.rule);
         }
         let dropped = self.dropped();
+        let residual = self.residual().len();
         let _ = if dropped.is_empty() {
             writeln!(
                 out,
-                "verdict: every rule of the profile is enforced on this kernel"
+                "verdict: the rules above are enforced on this kernel, but {residual} residual risk(s) marked RESIDUAL RISK remain open (nothing this user can use on this kernel closes them)"
             )
         } else {
             writeln!(
@@ -227,7 +251,7 @@ impl Report {
             .filter(|l| l.layer == "files" && l.status == Status::Enforced)
             .count();
         format!(
-            "sandbox {} (Landlock ABI {}, seccomp {}): {} rules enforced ({} paths), {} dropped, {} skipped",
+            "sandbox {} (Landlock ABI {}, seccomp {}): {} rules enforced ({} paths), {} dropped, {} skipped, {} residual risks (`mcpguard sandbox-check` lists them)",
             self.mode,
             self.landlock_abi,
             if self.seccomp { "on" } else { "unavailable" },
@@ -235,6 +259,7 @@ impl Report {
             paths,
             count(|s| matches!(s, Status::Dropped(_))),
             count(|s| matches!(s, Status::Skipped(_))),
+            count(|s| matches!(s, Status::Residual(_))),
         )
     }
 }
@@ -247,16 +272,11 @@ fn mode_name(mode: SandboxMode) -> &'static str {
     }
 }
 
-/// Keeps the variables `allow` names (exact names, or prefixes written `NAME*`) and reports the
-/// names of the others. `TMPDIR` is never passed through: the run's private one replaces it.
+/// Keeps the variables `allow` names (exact names only: a prefix would pass whatever a host or
+/// an attacker names with it, such as `LC_SECRET_TOKEN`) and reports the names of the others.
+/// `TMPDIR` is never passed through: the run's private one replaces it.
 pub fn filter_env(vars: &[(OsString, OsString)], allow: &[String]) -> EnvPlan {
-    let allowed = |name: &str| {
-        name != "TMPDIR"
-            && allow.iter().any(|a| match a.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => a == name,
-            })
-    };
+    let allowed = |name: &str| name != "TMPDIR" && allow.iter().any(|a| a == name);
     let mut plan = EnvPlan::default();
     for (k, v) in vars {
         match k.to_str() {
@@ -400,6 +420,12 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
     })
 }
 
+/// Whether `listen(2)` is refused: nothing legitimate listens when no TCP port may be bound and
+/// the server may not create UNIX sockets.
+fn listen_denied(req: &Request) -> bool {
+    req.tcp_bind.is_empty() && !req.allow_unix_sockets
+}
+
 fn ports(list: &[u16]) -> String {
     if list.is_empty() {
         "none".into()
@@ -472,6 +498,39 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         };
         line("files", rule, status);
     }
+    let namespaces = &kernel.namespaces;
+    let without_namespaces = |what: &str| match namespaces {
+        Ok(()) => Status::Enforced,
+        Err(why) => Status::Residual(format!("{why}; without a mount namespace {what}")),
+    };
+    line(
+        "files",
+        "a mount namespace: every mount read-only and nosuid outside the read-write paths, which are noexec, nosuid and nodev: no chmod, chown, xattr or time changes outside them".into(),
+        without_namespaces("the server can change the metadata (mode, owner, times, extended attributes) of any file its user owns, granted or not: Landlock has no hook for it"),
+    );
+    line(
+        "files",
+        "no code run from writable files: not executed (Landlock), not mapped executable by ld.so or mmap (noexec mounts)".into(),
+        without_namespaces("`ld.so FILE` and mmap(PROT_EXEC) run code from a writable file"),
+    );
+    line(
+        "files",
+        "no executable memfds: memfd_create without MFD_NOEXEC_SEAL refused (seccomp)".into(),
+        if !kernel.seccomp {
+            Status::Dropped("this kernel cannot run seccomp filters (CONFIG_SECCOMP_FILTER)".into())
+        } else if kernel.memfd_noexec_seal {
+            Status::Enforced
+        } else {
+            Status::Residual("this kernel has no MFD_NOEXEC_SEAL (Linux 6.3); memfd_create + fexecve runs code no file rule saw".into())
+        },
+    );
+    line(
+        "files",
+        "stat, access, readlink and inotify on paths outside the grants".into(),
+        Status::Residual(
+            "Landlock has no hook for them: the server can learn which files exist and their sizes and times, though not read them".into(),
+        ),
+    );
 
     // Network.
     line(
@@ -508,6 +567,23 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         "no other socket families: netlink, packet, raw, MPTCP, SCTP... (seccomp)".into(),
         seccomp_status(req.allow_other_sockets, "allow_other_sockets"),
     );
+    line(
+        "network",
+        "no TCP Fast Open: MSG_FASTOPEN on sendto/sendmsg, TCP_FASTOPEN(_CONNECT) refused (seccomp); it connects past Landlock".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "network",
+        "no listen(): nothing may be bound, and listen() without bind() would take an ephemeral TCP port (seccomp)".into(),
+        if !listen_denied(req) {
+            Status::Residual(format!(
+                "{} lets the server listen, and listen() without bind() takes an ephemeral TCP port that sandbox.tcp_bind does not limit",
+                if req.tcp_bind.is_empty() { "sandbox.allow_unix_sockets" } else { "sandbox.tcp_bind" }
+            ))
+        } else {
+            seccomp_status(false, "")
+        },
+    );
 
     // Processes.
     let scope = |asked: bool, what: &str, key: &str| {
@@ -533,7 +609,8 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "processes",
-        "no io_uring, ptrace, process_vm_readv/writev (seccomp)".into(),
+        "no io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise (seccomp)"
+            .into(),
         seccomp_status(false, ""),
     );
     line(
@@ -543,10 +620,50 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "processes",
-        "a PID namespace (so grandchildren that leave the process group die with mcpguard)".into(),
-        Status::Skipped(
-            "not implemented; the parent-death signal and the process-group kill end the server and its group".into(),
+        if isolate::running_as_root() {
+            "every capability dropped (bounding, effective, permitted, inheritable, ambient), securebits locked: root gets none back at exec"
+        } else {
+            "no capabilities: an ordinary user's (and those of its user namespace) dropped from every set"
+        }
+        .into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        "a new session: no controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp)".into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        "no inherited descriptors: everything above stdin, stdout and stderr closed at exec".into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        "a PID namespace: no descendant outlives the server or mcpguard (even after setsid), other processes invisible by pid".into(),
+        without_namespaces("a descendant that calls setsid() leaves the process group and can outlive the server and mcpguard"),
+    );
+    line(
+        "processes",
+        "no control of other processes: prlimit, setpriority, ioprio_set, sched_set*, migrate_pages name only the caller (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes",
+        "no kernel keyrings: add_key, request_key, keyctl (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes",
+        "the machine's process list in /proc (names and command lines, not memory or environment)".into(),
+        Status::Residual(
+            "/proc is the host's, so the server can list the machine's processes and read their command lines".into(),
         ),
+    );
+    line(
+        "kernel",
+        "no mounts, namespaces, modules, kexec, BPF, perf events, fanotify, userfaultfd, clock, host name, accounting, quotas, kernel log, swap or reboot; no namespace flags on clone (seccomp)".into(),
+        seccomp_status(false, ""),
     );
 
     // Limits.
@@ -640,11 +757,12 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
 }
 
 /// The Landlock rights for an access class, within what the ruleset handles; a file that is not
-/// a directory takes only the rights that apply to files.
+/// a directory takes only the rights that apply to files. No grant may create device nodes or
+/// issue device ioctls: a device made in a writable directory would reach the whole disk.
 fn rights(access: Access, handled: u64, dir: bool) -> u64 {
     use landlock::*;
     let read = FS_READ_FILE | FS_READ_DIR;
-    let all = handled;
+    let all = handled & !(FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV);
     let m = match access {
         Access::Read => read,
         Access::Execute => read | FS_EXECUTE,
@@ -680,8 +798,9 @@ pub struct Prepared {
     pub program: PathBuf,
     pub env: Vec<(OsString, OsString)>,
     ruleset: Option<landlock::Ruleset>,
-    filter: Vec<libc::sock_filter>,
+    filters: Vec<Vec<libc::sock_filter>>,
     rlimits: Vec<Rlimit>,
+    isolation: isolate::Isolation,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -689,8 +808,9 @@ impl std::fmt::Debug for Prepared {
         f.debug_struct("Prepared")
             .field("program", &self.program)
             .field("ruleset", &self.ruleset)
-            .field("filter_len", &self.filter.len())
+            .field("filters", &self.filters.len())
             .field("rlimits", &self.rlimits)
+            .field("isolation", &self.isolation)
             .finish_non_exhaustive()
     }
 }
@@ -770,22 +890,36 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     } else {
         None
     };
-    let filter = if kernel.seccomp {
-        seccomp::program(seccomp::Options {
+    let filters = if kernel.seccomp {
+        seccomp::programs(seccomp::Options {
             allow_udp: req.allow_udp,
             allow_unix: req.allow_unix_sockets,
             allow_other_sockets: req.allow_other_sockets,
+            deny_listen: listen_denied(&req),
+            memfd_noexec_seal: kernel.memfd_noexec_seal,
         })
     } else {
         Vec::new()
     };
+    let writable = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .filter_map(|r| match r.access {
+            Access::ReadWrite => isolate::writable_grant(&r.path, false),
+            Access::ReadWriteExecute => isolate::writable_grant(&r.path, true),
+            Access::Read | Access::Execute => None,
+        })
+        .collect();
+    let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable);
     Ok(Prepared {
         report,
         program,
         env: req.env.passed,
         ruleset,
-        filter,
+        filters,
         rlimits: rlimits(&req.limits),
+        isolation,
     })
 }
 
@@ -852,15 +986,18 @@ impl Prepared {
     /// Applies the sandbox to the calling process. Runs in the forked child between fork and
     /// exec, so only raw, async-signal-safe system calls on memory the parent prepared: no
     /// allocation, no locks, no formatting (`io::Error::last_os_error` only reads errno).
-    /// Order: limits, no_new_privs (Landlock and seccomp require it), Landlock, then seccomp last
-    /// so that its filter does not have to allow the calls before it.
+    /// Order: the namespaces (which fork: only the server process returns from them), limits,
+    /// capabilities dropped, no_new_privs (Landlock and seccomp require it), Landlock, then
+    /// seccomp last so that its filters do not have to allow the calls before them.
     pub fn apply_in_child(&self) -> io::Result<()> {
+        self.isolation.enter()?;
         for r in &self.rlimits {
             // SAFETY: setrlimit reads one live rlimit struct.
             if unsafe { libc::setrlimit(resource_id(r.which), &r.value) } != 0 {
                 return Err(io::Error::last_os_error());
             }
         }
+        self.isolation.drop_capabilities()?;
         // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             return Err(io::Error::last_os_error());
@@ -868,8 +1005,8 @@ impl Prepared {
         if let Some(rs) = &self.ruleset {
             landlock::restrict_self(rs.raw_fd())?;
         }
-        if !self.filter.is_empty() {
-            seccomp::install(&self.filter)?;
+        for f in &self.filters {
+            seccomp::install(f)?;
         }
         Ok(())
     }
@@ -999,10 +1136,11 @@ mod tests {
             ("HOME", "/home/u"),
             ("LC_ALL", "C"),
             ("GITHUB_TOKEN", "secret"),
+            ("LC_SECRET_TOKEN", "secret"),
             ("TMPDIR", "/tmp"),
             ("PATHX", "x"),
         ]);
-        let allow: Vec<String> = ["PATH", "HOME", "LC_*", "TMPDIR"]
+        let allow: Vec<String> = ["PATH", "HOME", "LC_ALL", "TMPDIR"]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -1011,7 +1149,10 @@ mod tests {
             plan.passed,
             os(&[("PATH", "/usr/bin"), ("HOME", "/home/u"), ("LC_ALL", "C")])
         );
-        assert_eq!(plan.removed, ["GITHUB_TOKEN", "TMPDIR", "PATHX"]);
+        assert_eq!(
+            plan.removed,
+            ["GITHUB_TOKEN", "LC_SECRET_TOKEN", "TMPDIR", "PATHX"]
+        );
     }
 
     #[test]
@@ -1029,9 +1170,11 @@ mod tests {
         );
         assert_eq!(
             rights(Access::ReadWrite, h, false),
-            FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+            FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE
         );
-        assert_eq!(rights(Access::ReadWriteExecute, h, true), h);
+        let no_devices = FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV;
+        assert_eq!(rights(Access::ReadWriteExecute, h, true), h & !no_devices);
+        assert_eq!(rw & no_devices, 0, "no device nodes, no device ioctls");
         // ABI 1 handles neither truncate nor refer, so no rule may carry them.
         assert_eq!(
             rights(Access::ReadWrite, handled_fs(1), true) & FS_TRUNCATE,
@@ -1083,6 +1226,8 @@ mod tests {
             },
             seccomp,
             release: "test".into(),
+            namespaces: Ok(()),
+            memfd_noexec_seal: true,
         }
     }
 
@@ -1122,8 +1267,49 @@ mod tests {
         let none = dropped(0, true);
         assert!(none.iter().any(|r| r.contains("/usr")), "{none:?}");
         let no_seccomp = dropped(7, false);
-        assert_eq!(no_seccomp.len(), 4, "{no_seccomp:?}");
+        assert_eq!(no_seccomp.len(), 10, "{no_seccomp:?}");
         assert!(no_seccomp.iter().any(|r| r.contains("UDP")));
+        assert!(no_seccomp.iter().any(|r| r.contains("TCP Fast Open")));
+        assert!(no_seccomp.iter().any(|r| r.contains("keyrings")));
+    }
+
+    #[test]
+    fn the_report_names_what_stays_open_and_never_claims_every_rule() {
+        let req = request(SandboxMode::Require);
+        let full = plan(&req, &kernel(7, true));
+        let text = full.text();
+        assert!(!text.contains("every rule"), "{text}");
+        let residual: Vec<&str> = full.residual().iter().map(|l| l.rule.as_str()).collect();
+        assert!(
+            residual.iter().any(|r| r.starts_with("stat, access")),
+            "{residual:?}"
+        );
+        assert!(text.contains("2 residual risk(s)"), "{text}");
+        // Without namespaces the metadata, ld.so and setsid gaps are named, with the reason.
+        let mut k = kernel(7, true);
+        k.namespaces = Err("no user namespaces here".into());
+        k.memfd_noexec_seal = false;
+        let without = plan(&req, &k);
+        let open: Vec<String> = without
+            .residual()
+            .iter()
+            .map(|l| format!("{} {:?}", l.rule, l.status))
+            .collect();
+        assert_eq!(open.len(), 6, "{open:#?}");
+        for want in [
+            "chmod",
+            "ld.so",
+            "setsid",
+            "MFD_NOEXEC_SEAL",
+            "no user namespaces here",
+        ] {
+            assert!(open.iter().any(|r| r.contains(want)), "{want}: {open:#?}");
+        }
+        assert!(
+            without.dropped().is_empty(),
+            "residual risks do not stop require mode"
+        );
+        assert!(without.text().contains("6 residual risk(s)"));
     }
 
     #[test]

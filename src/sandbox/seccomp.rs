@@ -1,19 +1,38 @@
-//! The seccomp filter: what Landlock cannot restrict on the kernels mcpguard runs on (UDP and
-//! other socket families, UNIX sockets, io_uring, ptrace, cross-process memory access).
+//! The seccomp filters: what Landlock has no hook for on the kernels mcpguard runs on.
 //!
-//! The BPF program is computed in the parent as a plain `Vec<libc::sock_filter>`; the child
-//! only hands a pointer to it to the kernel. It is written with a tiny assembler (labels resolved
-//! to relative jumps) rather than a crate such as `seccompiler`, because the program is short,
-//! and this way every instruction is visible and the unit tests run it through an interpreter.
+//! Three filters are installed, and the kernel applies the strictest verdict of all of them:
+//! 1. a three-instruction guard, written here, that kills the process for a foreign
+//!    architecture or the x32 ABI on x86_64 (their system call numbers mean other calls, and
+//!    seccompiler's own architecture check does not look at the x32 bit);
+//! 2. the deny list, built by `seccompiler` (the rust-vmm filter compiler Firecracker uses):
+//!    calls that reach the kernel's most privileged or least confined interfaces, and calls
+//!    whose *arguments* make them an escape (TCP Fast Open flags, `listen` when no port may be
+//!    bound, process control naming another process, terminal injection, namespace flags on
+//!    `clone`, executable memfds), answered with EPERM;
+//! 3. the socket filter, also built by seccompiler: a socket of a family or type Landlock does
+//!    not confine (UDP, UNIX, netlink, raw, MPTCP …) is refused with EACCES unless the profile
+//!    allows it.
 //!
-//! Shape: the architecture is checked first (a foreign architecture, or the x32 ABI on x86_64,
-//! kills the process: its system call numbers mean something else); then a short list of
-//! system calls is denied with EPERM; `socket(2)` is decided by its family, type and protocol;
-//! everything else is allowed (Landlock does the confining).
+//! Everything else is allowed: this is a deny list grouped like systemd's `@mount`,
+//! `@module`, `@raw-io`, `@clock`, `@swap`, `@reboot`, `@debug`, `@keyring` sets, not an
+//! allowlist in the style of `@system-service`. An allowlist would be stricter, but the
+//! runtimes mcpguard confines (node, python, uv, their native modules) use system calls that a
+//! list would have to follow release by release, and a missing entry breaks a server in ways a
+//! user cannot diagnose; the confinement itself comes from Landlock, the dropped capabilities
+//! and the namespaces, and these filters close what those cannot see.
+//!
+//! The programs are computed in the parent as plain `Vec<libc::sock_filter>`; the child only
+//! hands pointers to the kernel (see [`install`]).
 
+use std::collections::BTreeMap;
 use std::io;
 
-/// The audit architecture of the build target, which is the only one the filter admits.
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
+    SeccompFilter, SeccompRule,
+};
+
+/// The audit architecture of the build target, which is the only one the filters admit.
 #[cfg(target_arch = "x86_64")]
 pub const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
@@ -21,164 +40,363 @@ pub const AUDIT_ARCH: u32 = 0xC000_00B7;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("mcpguard's seccomp filter knows x86_64 and aarch64 only");
 
+#[cfg(target_arch = "x86_64")]
+const TARGET: seccompiler::TargetArch = seccompiler::TargetArch::x86_64;
+#[cfg(target_arch = "aarch64")]
+const TARGET: seccompiler::TargetArch = seccompiler::TargetArch::aarch64;
+
 /// x86_64 system calls with this bit set are the x32 ABI.
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-
-/// Offsets in `struct seccomp_data`: nr (i32), arch (u32), instruction pointer (u64), args
-/// (6 × u64). Both supported architectures are little-endian, so an argument's low 32 bits are
-/// at its offset; `socket(2)` takes `int`s, so the kernel uses exactly those bits.
-const OFF_NR: u32 = 0;
-const OFF_ARCH: u32 = 4;
-const fn off_arg(i: u32) -> u32 {
-    16 + 8 * i
-}
 
 pub const RET_ALLOW: u32 = 0x7fff_0000;
 pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
 pub const RET_ERRNO: u32 = 0x0005_0000;
 
-const LD_W_ABS: u16 = 0x20;
-const JEQ_K: u16 = 0x15;
-const JGE_K: u16 = 0x35;
-const AND_K: u16 = 0x54;
-const RET_K: u16 = 0x06;
+/// `MSG_FASTOPEN`: data on `sendto`/`sendmsg` that opens the connection itself, past Landlock's
+/// connect hook.
+const MSG_FASTOPEN: u64 = 0x2000_0000;
+/// `TCP_FASTOPEN_CONNECT`: makes the next `connect` lazy, so the data-carrying write connects.
+const TCP_FASTOPEN_CONNECT: u64 = 30;
+/// `TCP_FASTOPEN` on a listening socket (server side); refused with `listen` when no port may
+/// be bound.
+const TCP_FASTOPEN: u64 = 23;
+/// `MFD_NOEXEC_SEAL` (Linux 6.3): a memfd that can never be made executable.
+pub const MFD_NOEXEC_SEAL: u64 = 0x0008;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+/// `personality(0xffffffff)` only reads the current persona.
+const PERSONALITY_QUERY: u64 = 0xffff_ffff;
+const PRIO_USER: u64 = 2;
+const IOPRIO_WHO_USER: u64 = 3;
+/// The type bits of `socket(2)`'s second argument (`SOCK_TYPE_MASK`); the other bits are flags.
+const SOCK_TYPE_MASK: u64 = 0xf;
 
-/// What the profile allows; the rest of the filter is fixed.
+/// The namespace flags of `clone(2)`: a new namespace is a new kernel surface, and a user
+/// namespace gives back every capability inside it.
+const CLONE_NAMESPACES: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+/// What the profile allows; the rest of the filters is fixed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub allow_udp: bool,
     pub allow_unix: bool,
     pub allow_other_sockets: bool,
+    /// Whether `listen(2)` is refused: no TCP port may be bound and no UNIX socket created, so
+    /// nothing legitimate listens, and a `listen` without `bind` would autobind a TCP port that
+    /// Landlock never sees.
+    pub deny_listen: bool,
+    /// Whether this kernel knows `MFD_NOEXEC_SEAL`; then a memfd without it is refused.
+    pub memfd_noexec_seal: bool,
 }
 
-/// System calls always refused inside the sandbox, with their names for the report.
-pub fn denied_syscalls() -> [(&'static str, libc::c_long); 6] {
-    [
-        ("io_uring_setup", libc::SYS_io_uring_setup),
-        ("io_uring_enter", libc::SYS_io_uring_enter),
-        ("io_uring_register", libc::SYS_io_uring_register),
-        ("ptrace", libc::SYS_ptrace),
-        ("process_vm_readv", libc::SYS_process_vm_readv),
-        ("process_vm_writev", libc::SYS_process_vm_writev),
-    ]
+/// System calls refused whatever their arguments, by group, with the group's name for the
+/// report. Calls a given architecture does not have are left out of its list.
+pub fn always_denied() -> Vec<(&'static str, Vec<(&'static str, libc::c_long)>)> {
+    use libc::*;
+    let mut groups = vec![
+        (
+            "io_uring, ptrace and cross-process memory",
+            vec![
+                ("io_uring_setup", SYS_io_uring_setup),
+                ("io_uring_enter", SYS_io_uring_enter),
+                ("io_uring_register", SYS_io_uring_register),
+                ("ptrace", SYS_ptrace),
+                ("process_vm_readv", SYS_process_vm_readv),
+                ("process_vm_writev", SYS_process_vm_writev),
+                ("process_madvise", SYS_process_madvise),
+                ("pidfd_getfd", SYS_pidfd_getfd),
+            ],
+        ),
+        (
+            "kernel keyrings",
+            vec![
+                ("add_key", SYS_add_key),
+                ("request_key", SYS_request_key),
+                ("keyctl", SYS_keyctl),
+            ],
+        ),
+        (
+            "kernel tracing, BPF and file-access monitoring",
+            vec![
+                ("perf_event_open", SYS_perf_event_open),
+                ("bpf", SYS_bpf),
+                ("fanotify_init", SYS_fanotify_init),
+                ("userfaultfd", SYS_userfaultfd),
+            ],
+        ),
+        (
+            "mounts and namespaces",
+            vec![
+                ("mount", SYS_mount),
+                ("umount2", SYS_umount2),
+                ("pivot_root", SYS_pivot_root),
+                ("chroot", SYS_chroot),
+                ("mount_setattr", SYS_mount_setattr),
+                ("move_mount", SYS_move_mount),
+                ("open_tree", SYS_open_tree),
+                ("fsopen", SYS_fsopen),
+                ("fsconfig", SYS_fsconfig),
+                ("fsmount", SYS_fsmount),
+                ("fspick", SYS_fspick),
+                ("unshare", SYS_unshare),
+                ("setns", SYS_setns),
+                ("open_by_handle_at", SYS_open_by_handle_at),
+            ],
+        ),
+        (
+            "kernel modules, kexec, reboot and swap",
+            vec![
+                ("init_module", SYS_init_module),
+                ("finit_module", SYS_finit_module),
+                ("delete_module", SYS_delete_module),
+                ("kexec_load", SYS_kexec_load),
+                ("kexec_file_load", SYS_kexec_file_load),
+                ("reboot", SYS_reboot),
+                ("swapon", SYS_swapon),
+                ("swapoff", SYS_swapoff),
+            ],
+        ),
+        (
+            "clock, host name, accounting, quotas and the kernel log",
+            vec![
+                ("settimeofday", SYS_settimeofday),
+                ("clock_settime", SYS_clock_settime),
+                ("clock_adjtime", SYS_clock_adjtime),
+                ("adjtimex", SYS_adjtimex),
+                ("sethostname", SYS_sethostname),
+                ("setdomainname", SYS_setdomainname),
+                ("acct", SYS_acct),
+                ("quotactl", SYS_quotactl),
+                ("quotactl_fd", SYS_quotactl_fd),
+                ("syslog", SYS_syslog),
+                ("vhangup", SYS_vhangup),
+            ],
+        ),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    groups.push((
+        "raw port I/O and obsolete interfaces",
+        vec![
+            ("iopl", SYS_iopl),
+            ("ioperm", SYS_ioperm),
+            ("uselib", SYS_uselib),
+            ("lookup_dcookie", SYS_lookup_dcookie),
+        ],
+    ));
+    groups
 }
 
-enum Jump {
-    Next,
-    To(&'static str),
+fn cond(arg: u8, op: Op, value: u64) -> Cond {
+    // Only fixed, valid argument indexes (0 to 5) are used below.
+    Cond::new(arg, Len::Dword, op, value).expect("argument index below 6")
 }
 
-enum Insn {
-    Load(u32),
-    And(u32),
-    Ret(u32),
-    /// if A == k goto t else goto f
-    Jeq(u32, Jump, Jump),
-    Jge(u32, Jump, Jump),
-    Label(&'static str),
+fn rule(conds: Vec<Cond>) -> SeccompRule {
+    SeccompRule::new(conds).expect("a rule has at least one condition")
 }
 
-/// Resolves labels to relative offsets. Panics only on a mistake in the fixed program below
-/// (a missing label or a jump over more than 255 instructions), which the unit tests exercise.
-fn assemble(prog: &[Insn]) -> Vec<libc::sock_filter> {
-    let mut labels = std::collections::HashMap::new();
-    let mut pc = 0usize;
-    for insn in prog {
-        match insn {
-            Insn::Label(name) => {
-                labels.insert(*name, pc);
+/// A rule that matches when `arg` has `bit` set.
+fn has_bit(arg: u8, bit: u64) -> SeccompRule {
+    rule(vec![cond(arg, Op::MaskedEq(bit), bit)])
+}
+
+/// The calls refused by their arguments, each with the reason for the report.
+fn argument_rules(opts: Options) -> Vec<(libc::c_long, Vec<SeccompRule>)> {
+    // Process control: only the caller itself (pid 0) may be named; another pid, or "all
+    // processes of my user", would change mcpguard, the host or anything else of the user.
+    let not_self = |arg: u8| vec![rule(vec![cond(arg, Op::Ne, 0)])];
+    let who_rules = |who_user: u64| {
+        vec![
+            rule(vec![cond(1, Op::Ne, 0)]),
+            rule(vec![cond(0, Op::Eq, who_user)]),
+        ]
+    };
+    let mut rules = vec![
+        // TCP Fast Open: the connection is made by the write, which Landlock does not see.
+        (libc::SYS_sendto, vec![has_bit(3, MSG_FASTOPEN)]),
+        (libc::SYS_sendmsg, vec![has_bit(2, MSG_FASTOPEN)]),
+        (libc::SYS_sendmmsg, vec![has_bit(3, MSG_FASTOPEN)]),
+        (
+            libc::SYS_setsockopt,
+            vec![
+                rule(vec![
+                    cond(1, Op::Eq, libc::IPPROTO_TCP as u64),
+                    cond(2, Op::Eq, TCP_FASTOPEN_CONNECT),
+                ]),
+                rule(vec![
+                    cond(1, Op::Eq, libc::IPPROTO_TCP as u64),
+                    cond(2, Op::Eq, TCP_FASTOPEN),
+                ]),
+            ],
+        ),
+        (libc::SYS_prlimit64, not_self(0)),
+        (libc::SYS_setpriority, who_rules(PRIO_USER)),
+        (libc::SYS_ioprio_set, who_rules(IOPRIO_WHO_USER)),
+        (libc::SYS_sched_setaffinity, not_self(0)),
+        (libc::SYS_sched_setscheduler, not_self(0)),
+        (libc::SYS_sched_setparam, not_self(0)),
+        (libc::SYS_sched_setattr, not_self(0)),
+        (libc::SYS_migrate_pages, not_self(0)),
+        (libc::SYS_move_pages, not_self(0)),
+        // Typing into a terminal, or its console control: never something a server needs.
+        (
+            libc::SYS_ioctl,
+            vec![
+                rule(vec![cond(1, Op::Eq, TIOCSTI)]),
+                rule(vec![cond(1, Op::Eq, TIOCLINUX)]),
+            ],
+        ),
+        // Changing the execution domain (for example turning address randomisation off).
+        (
+            libc::SYS_personality,
+            vec![rule(vec![
+                cond(0, Op::Ne, 0),
+                cond(0, Op::Ne, PERSONALITY_QUERY),
+            ])],
+        ),
+        (
+            libc::SYS_clone,
+            CLONE_NAMESPACES.iter().map(|&f| has_bit(0, f)).collect(),
+        ),
+    ];
+    if opts.deny_listen {
+        rules.push((libc::SYS_listen, vec![]));
+    }
+    if opts.memfd_noexec_seal {
+        // A memfd that may become executable runs code that no file rule ever saw.
+        rules.push((
+            libc::SYS_memfd_create,
+            vec![rule(vec![cond(1, Op::MaskedEq(MFD_NOEXEC_SEAL), 0)])],
+        ));
+    }
+    rules
+}
+
+/// The socket rules: which `socket(2)` calls are refused with EACCES.
+fn socket_rules(opts: Options) -> Vec<SeccompRule> {
+    let family = |f: i32| cond(0, Op::Eq, f as u64);
+    let ty = |t: i32| cond(1, Op::MaskedEq(SOCK_TYPE_MASK), t as u64);
+    let proto = |op: Op, p: i32| cond(2, op, p as u64);
+    let mut out = Vec::new();
+    if !opts.allow_unix {
+        out.push(rule(vec![family(libc::AF_UNIX)]));
+    }
+    for f in [libc::AF_INET, libc::AF_INET6] {
+        if !opts.allow_other_sockets {
+            // Neither stream nor datagram: raw, packet-style and the rest.
+            for t in 0..=SOCK_TYPE_MASK as i32 {
+                if t != libc::SOCK_STREAM && t != libc::SOCK_DGRAM {
+                    out.push(rule(vec![family(f), ty(t)]));
+                }
             }
-            _ => pc += 1,
+            // A stream that is not TCP (MPTCP, SCTP): Landlock's TCP rules do not cover it.
+            out.push(rule(vec![
+                family(f),
+                ty(libc::SOCK_STREAM),
+                proto(Op::Ne, 0),
+                proto(Op::Ne, libc::IPPROTO_TCP),
+            ]));
+            // A datagram that is not UDP (ICMP "ping" sockets, UDP-Lite).
+            out.push(rule(vec![
+                family(f),
+                ty(libc::SOCK_DGRAM),
+                proto(Op::Ne, 0),
+                proto(Op::Ne, libc::IPPROTO_UDP),
+            ]));
+        }
+        if !opts.allow_udp {
+            for p in [0, libc::IPPROTO_UDP] {
+                out.push(rule(vec![
+                    family(f),
+                    ty(libc::SOCK_DGRAM),
+                    proto(Op::Eq, p),
+                ]));
+            }
         }
     }
-    let mut out = Vec::with_capacity(pc);
-    let offset = |from: usize, j: &Jump| -> u8 {
-        match j {
-            Jump::Next => 0,
-            Jump::To(l) => {
-                let target = *labels.get(l).expect("label defined");
-                let distance = target
-                    .checked_sub(from + 1)
-                    .expect("BPF jumps only forward");
-                u8::try_from(distance).expect("jump fits in 8 bits")
-            }
-        }
-    };
-    let insn = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
-    for i in prog {
-        let at = out.len();
-        match i {
-            Insn::Label(_) => continue,
-            Insn::Load(off) => out.push(insn(LD_W_ABS, 0, 0, *off)),
-            Insn::And(k) => out.push(insn(AND_K, 0, 0, *k)),
-            Insn::Ret(k) => out.push(insn(RET_K, 0, 0, *k)),
-            Insn::Jeq(k, t, f) => out.push(insn(JEQ_K, offset(at, t), offset(at, f), *k)),
-            Insn::Jge(k, t, f) => out.push(insn(JGE_K, offset(at, t), offset(at, f), *k)),
-        }
+    if !opts.allow_other_sockets {
+        out.push(rule(vec![
+            cond(0, Op::Ne, libc::AF_UNIX as u64),
+            cond(0, Op::Ne, libc::AF_INET as u64),
+            cond(0, Op::Ne, libc::AF_INET6 as u64),
+        ]));
     }
     out
 }
 
-/// The filter for `opts`.
-pub fn program(opts: Options) -> Vec<libc::sock_filter> {
-    use Insn::*;
-    use Jump::{Next, To};
-    let deny_socket = RET_ERRNO | libc::EACCES as u32;
-    let verdict = |allowed: bool| if allowed { RET_ALLOW } else { deny_socket };
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Vec<libc::sock_filter> {
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        TARGET,
+    )
+    .expect("allow and errno are different actions");
+    let program: seccompiler::BpfProgram = filter
+        .try_into()
+        .expect("the fixed rule set compiles to a program within BPF's limits");
+    program
+        .into_iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
+/// The architecture guard: kill for a foreign architecture or an x32 system call.
+fn guard() -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JGE_K: u16 = 0x35;
+    const RET_K: u16 = 0x06;
+    let i = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
     let mut p = vec![
-        Load(OFF_ARCH),
-        Jeq(AUDIT_ARCH, To("arch_ok"), Next),
-        Ret(RET_KILL_PROCESS),
-        Label("arch_ok"),
-        Load(OFF_NR),
+        // Offset 4 of `struct seccomp_data` is the architecture, offset 0 the call number.
+        i(LD_W_ABS, 0, 0, 4),
+        i(JEQ_K, 1, 0, AUDIT_ARCH),
+        i(RET_K, 0, 0, RET_KILL_PROCESS),
+        i(LD_W_ABS, 0, 0, 0),
     ];
     if cfg!(target_arch = "x86_64") {
-        p.push(Jge(X32_SYSCALL_BIT, Next, To("native")));
-        p.push(Ret(RET_KILL_PROCESS));
-        p.push(Label("native"));
+        p.push(i(JGE_K, 0, 1, X32_SYSCALL_BIT));
+        p.push(i(RET_K, 0, 0, RET_KILL_PROCESS));
     }
-    // Neither architecture's native ABI has the `socketcall` multiplexer, so `socket` below is
-    // the only way to create a socket.
-    for (_, nr) in denied_syscalls() {
-        p.push(Jeq(nr as u32, To("eperm"), Next));
+    p.push(i(RET_K, 0, 0, RET_ALLOW));
+    p
+}
+
+/// The filters for `opts`, in the order they are installed.
+pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
+    let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (_, calls) in always_denied() {
+        for (_, nr) in calls {
+            deny.insert(nr, Vec::new());
+        }
     }
-    p.extend([
-        Jeq(libc::SYS_socket as u32, To("socket"), Next),
-        Ret(RET_ALLOW),
-        Label("eperm"),
-        Ret(RET_ERRNO | libc::EPERM as u32),
-        Label("socket"),
-        Load(off_arg(0)),
-        Jeq(libc::AF_UNIX as u32, To("unix"), Next),
-        Jeq(libc::AF_INET as u32, To("inet"), Next),
-        Jeq(libc::AF_INET6 as u32, To("inet"), To("other")),
-        Label("inet"),
-        Load(off_arg(1)),
-        And(!((libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u32)),
-        Jeq(libc::SOCK_STREAM as u32, To("stream"), Next),
-        Jeq(libc::SOCK_DGRAM as u32, To("dgram"), To("other")),
-        // TCP is Landlock's: a stream socket with protocol 0 or TCP. MPTCP, SCTP and the
-        // like are other protocols, which Landlock's TCP rules do not cover.
-        Label("stream"),
-        Load(off_arg(2)),
-        Jeq(0, To("allow"), Next),
-        Jeq(libc::IPPROTO_TCP as u32, To("allow"), To("other")),
-        // UDP: a datagram socket with protocol 0 or UDP. ICMP "ping" sockets are other.
-        Label("dgram"),
-        Load(off_arg(2)),
-        Jeq(0, To("udp"), Next),
-        Jeq(libc::IPPROTO_UDP as u32, To("udp"), To("other")),
-        // The verdicts come last: classic BPF only jumps forward.
-        Label("udp"),
-        Ret(verdict(opts.allow_udp)),
-        Label("unix"),
-        Ret(verdict(opts.allow_unix)),
-        Label("other"),
-        Ret(verdict(opts.allow_other_sockets)),
-        Label("allow"),
-        Ret(RET_ALLOW),
-    ]);
-    assemble(&p)
+    for (nr, rules) in argument_rules(opts) {
+        deny.insert(nr, rules);
+    }
+    let mut sockets = BTreeMap::new();
+    let socket = socket_rules(opts);
+    if !socket.is_empty() {
+        sockets.insert(libc::SYS_socket, socket);
+    }
+    let mut out = vec![guard(), compile(deny, libc::EPERM)];
+    if !sockets.is_empty() {
+        out.push(compile(sockets, libc::EACCES));
+    }
+    out
 }
 
 /// Whether this kernel can run seccomp filters that return errors (Linux 4.14 and later with
@@ -195,6 +413,24 @@ pub fn available() -> bool {
         )
     };
     r == 0
+}
+
+/// Whether this kernel knows `MFD_NOEXEC_SEAL` (Linux 6.3): a memfd created with it succeeds.
+pub fn memfd_noexec_seal_available() -> bool {
+    // SAFETY: memfd_create reads the NUL-terminated name and returns a descriptor we own.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_memfd_create,
+            c"mcpguard-probe".as_ptr(),
+            (libc::MFD_CLOEXEC as u64 | MFD_NOEXEC_SEAL) as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` was just returned by the kernel and is closed once.
+    unsafe { libc::close(fd as libc::c_int) };
+    true
 }
 
 /// Installs `filter` on the calling thread. Runs in the forked child between fork and exec: one
@@ -224,8 +460,9 @@ pub fn install(filter: &[libc::sock_filter]) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    /// Runs the program over one system call, as the kernel would.
-    fn run(prog: &[libc::sock_filter], arch: u32, nr: i64, args: [u64; 3]) -> u32 {
+    /// Runs one classic BPF program over a system call, as the kernel would (the subset of
+    /// instructions seccompiler and the guard emit).
+    fn run_one(prog: &[libc::sock_filter], arch: u32, nr: i64, args: [u64; 6]) -> u32 {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&(nr as i32).to_le_bytes());
         data[4..8].copy_from_slice(&arch.to_le_bytes());
@@ -237,91 +474,206 @@ mod tests {
         loop {
             let i = prog[pc];
             pc += 1;
+            let jump = |cond: bool| usize::from(if cond { i.jt } else { i.jf });
             match i.code {
-                LD_W_ABS => {
+                0x20 => {
                     let o = i.k as usize;
                     acc = u32::from_le_bytes(data[o..o + 4].try_into().unwrap());
                 }
-                AND_K => acc &= i.k,
-                RET_K => return i.k,
-                JEQ_K => pc += usize::from(if acc == i.k { i.jt } else { i.jf }),
-                JGE_K => pc += usize::from(if acc >= i.k { i.jt } else { i.jf }),
+                0x54 => acc &= i.k,
+                0x06 => return i.k,
+                0x05 => pc += i.k as usize,
+                0x15 => pc += jump(acc == i.k),
+                0x25 => pc += jump(acc > i.k),
+                0x35 => pc += jump(acc >= i.k),
+                0x45 => pc += jump(acc & i.k != 0),
                 c => panic!("unknown opcode {c:#x}"),
             }
         }
     }
 
+    /// The verdict of all the filters together: the kernel takes the strictest (kill before
+    /// errno before allow; among errnos, the last installed filter's).
+    fn run(progs: &[Vec<libc::sock_filter>], arch: u32, nr: i64, args: [u64; 6]) -> u32 {
+        let rank = |v: u32| match v & 0xffff_0000 {
+            RET_KILL_PROCESS => 3,
+            RET_ERRNO => 2,
+            _ => 1,
+        };
+        let mut best = RET_ALLOW;
+        for p in progs {
+            let v = run_one(p, arch, nr, args);
+            if rank(v) >= rank(best) && v != RET_ALLOW {
+                best = v;
+            }
+        }
+        best
+    }
+
     const EPERM: u32 = RET_ERRNO | libc::EPERM as u32;
     const EACCES: u32 = RET_ERRNO | libc::EACCES as u32;
 
-    fn socket(prog: &[libc::sock_filter], family: i32, ty: i32, proto: i32) -> u32 {
-        run(
-            prog,
-            AUDIT_ARCH,
+    fn strict() -> Vec<Vec<libc::sock_filter>> {
+        programs(Options {
+            allow_udp: false,
+            allow_unix: false,
+            allow_other_sockets: false,
+            deny_listen: true,
+            memfd_noexec_seal: true,
+        })
+    }
+
+    fn call(progs: &[Vec<libc::sock_filter>], nr: i64, args: &[u64]) -> u32 {
+        let mut a = [0u64; 6];
+        a[..args.len()].copy_from_slice(args);
+        run(progs, AUDIT_ARCH, nr, a)
+    }
+
+    fn socket(progs: &[Vec<libc::sock_filter>], family: i32, ty: i32, proto: i32) -> u32 {
+        call(
+            progs,
             libc::SYS_socket,
-            [family as u64, ty as u64, proto as u64],
+            &[family as u64, ty as u64, proto as u64],
         )
     }
 
     #[test]
-    fn the_strict_filter_decides_each_case() {
-        let strict = program(Options {
-            allow_udp: false,
-            allow_unix: false,
-            allow_other_sockets: false,
-        });
-        assert!(strict.len() < 64, "{} instructions", strict.len());
-        // Another architecture's numbers mean other calls: kill.
-        assert_eq!(run(&strict, 0x4000_0003, 1, [0; 3]), RET_KILL_PROCESS);
+    fn foreign_architectures_and_x32_are_killed() {
+        let p = strict();
+        assert_eq!(run(&p, 0x4000_0003, 1, [0; 6]), RET_KILL_PROCESS);
         if cfg!(target_arch = "x86_64") {
             assert_eq!(
-                run(&strict, AUDIT_ARCH, 0x4000_0000 + 41, [0; 3]),
+                run(&p, AUDIT_ARCH, 0x4000_0000 + 41, [0; 6]),
                 RET_KILL_PROCESS
             );
         }
-        for (name, nr) in denied_syscalls() {
-            assert_eq!(run(&strict, AUDIT_ARCH, nr, [0; 3]), EPERM, "{name}");
+        assert_eq!(call(&p, libc::SYS_openat, &[]), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_read, &[]), RET_ALLOW);
+    }
+
+    #[test]
+    fn every_listed_call_is_refused() {
+        let p = strict();
+        for (group, calls) in always_denied() {
+            for (name, nr) in calls {
+                assert_eq!(call(&p, nr, &[]), EPERM, "{group}: {name}");
+            }
         }
+    }
+
+    #[test]
+    fn arguments_decide_the_escape_calls() {
+        let p = strict();
+        // TCP Fast Open, by flag, whatever else is set.
         assert_eq!(
-            run(&strict, AUDIT_ARCH, libc::SYS_openat, [0; 3]),
+            call(&p, libc::SYS_sendto, &[3, 0, 1, MSG_FASTOPEN | 0x40]),
+            EPERM
+        );
+        assert_eq!(call(&p, libc::SYS_sendto, &[3, 0, 1, 0x40]), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_sendmsg, &[3, 0, MSG_FASTOPEN]), EPERM);
+        assert_eq!(call(&p, libc::SYS_sendmsg, &[3, 0, 0]), RET_ALLOW);
+        assert_eq!(
+            call(&p, libc::SYS_sendmmsg, &[3, 0, 1, MSG_FASTOPEN]),
+            EPERM
+        );
+        let tcp = libc::IPPROTO_TCP as u64;
+        assert_eq!(
+            call(&p, libc::SYS_setsockopt, &[3, tcp, TCP_FASTOPEN_CONNECT]),
+            EPERM
+        );
+        assert_eq!(
+            call(&p, libc::SYS_setsockopt, &[3, tcp, 1 /* TCP_NODELAY */]),
             RET_ALLOW
         );
-        let tcp = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-        assert_eq!(socket(&strict, libc::AF_INET, tcp, 0), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_listen, &[3, 5]), EPERM);
+        // Process control: the caller itself only.
+        assert_eq!(call(&p, libc::SYS_prlimit64, &[0, 7, 0, 8]), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_prlimit64, &[1234, 7, 0, 8]), EPERM);
+        assert_eq!(call(&p, libc::SYS_setpriority, &[0, 0, 5]), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_setpriority, &[0, 1234, 5]), EPERM);
+        assert_eq!(call(&p, libc::SYS_setpriority, &[PRIO_USER, 0, 5]), EPERM);
+        assert_eq!(call(&p, libc::SYS_sched_setaffinity, &[99]), EPERM);
+        assert_eq!(call(&p, libc::SYS_sched_setaffinity, &[0]), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_ioprio_set, &[1, 99, 0]), EPERM);
+        assert_eq!(call(&p, libc::SYS_ioprio_set, &[IOPRIO_WHO_USER, 0]), EPERM);
+        // Terminals.
+        assert_eq!(call(&p, libc::SYS_ioctl, &[0, TIOCSTI]), EPERM);
+        assert_eq!(call(&p, libc::SYS_ioctl, &[0, TIOCLINUX]), EPERM);
+        assert_eq!(call(&p, libc::SYS_ioctl, &[0, libc::TIOCGWINSZ]), RET_ALLOW);
+        // The upper half of an int argument is ignored by the kernel, and so by the filter.
+        assert_eq!(call(&p, libc::SYS_ioctl, &[0, (1 << 32) | TIOCSTI]), EPERM);
+        // Namespaces by clone; a thread or a plain fork is fine.
         assert_eq!(
-            socket(
-                &strict,
-                libc::AF_INET6,
-                libc::SOCK_STREAM,
-                libc::IPPROTO_TCP
+            call(&p, libc::SYS_clone, &[libc::CLONE_NEWUSER as u64]),
+            EPERM
+        );
+        assert_eq!(
+            call(
+                &p,
+                libc::SYS_clone,
+                &[(libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_NEWNET) as u64]
             ),
+            EPERM
+        );
+        let thread = (libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM
+            | libc::CLONE_SETTLS
+            | libc::CLONE_PARENT_SETTID
+            | libc::CLONE_CHILD_CLEARTID) as u64;
+        assert_eq!(call(&p, libc::SYS_clone, &[thread]), RET_ALLOW);
+        assert_eq!(
+            call(&p, libc::SYS_clone, &[libc::SIGCHLD as u64]),
+            RET_ALLOW
+        );
+        // Executable memfds.
+        assert_eq!(call(&p, libc::SYS_memfd_create, &[0, 1]), EPERM);
+        assert_eq!(
+            call(&p, libc::SYS_memfd_create, &[0, 1 | MFD_NOEXEC_SEAL]),
             RET_ALLOW
         );
         assert_eq!(
-            socket(&strict, libc::AF_INET, libc::SOCK_STREAM, 262),
+            call(&p, libc::SYS_personality, &[PERSONALITY_QUERY]),
+            RET_ALLOW
+        );
+        assert_eq!(call(&p, libc::SYS_personality, &[0x0040000]), EPERM);
+    }
+
+    #[test]
+    fn sockets_are_decided_by_family_type_and_protocol() {
+        let p = strict();
+        let tcp = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+        assert_eq!(socket(&p, libc::AF_INET, tcp, 0), RET_ALLOW);
+        assert_eq!(
+            socket(&p, libc::AF_INET6, libc::SOCK_STREAM, libc::IPPROTO_TCP),
+            RET_ALLOW
+        );
+        assert_eq!(
+            socket(&p, libc::AF_INET, libc::SOCK_STREAM, 262),
             EACCES,
             "MPTCP is not covered by Landlock's TCP rules"
         );
         let udp = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC;
-        assert_eq!(socket(&strict, libc::AF_INET, udp, 0), EACCES);
+        assert_eq!(socket(&p, libc::AF_INET, udp, 0), EACCES);
         assert_eq!(
-            socket(&strict, libc::AF_INET6, libc::SOCK_DGRAM, libc::IPPROTO_UDP),
+            socket(&p, libc::AF_INET6, libc::SOCK_DGRAM, libc::IPPROTO_UDP),
             EACCES
         );
         assert_eq!(
-            socket(&strict, libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP),
+            socket(&p, libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP),
             EACCES
         );
-        assert_eq!(socket(&strict, libc::AF_UNIX, libc::SOCK_STREAM, 0), EACCES);
-        assert_eq!(socket(&strict, libc::AF_NETLINK, libc::SOCK_RAW, 0), EACCES);
-        assert_eq!(socket(&strict, libc::AF_PACKET, libc::SOCK_RAW, 0), EACCES);
-        // The upper half of an int argument is ignored by the kernel, and so by the filter.
+        assert_eq!(socket(&p, libc::AF_UNIX, libc::SOCK_STREAM, 0), EACCES);
+        assert_eq!(socket(&p, libc::AF_NETLINK, libc::SOCK_RAW, 0), EACCES);
+        assert_eq!(socket(&p, libc::AF_PACKET, libc::SOCK_RAW, 0), EACCES);
         assert_eq!(
-            run(
-                &strict,
-                AUDIT_ARCH,
+            call(
+                &p,
                 libc::SYS_socket,
-                [
+                &[
                     (1u64 << 32) | libc::AF_INET as u64,
                     libc::SOCK_DGRAM as u64,
                     0
@@ -333,10 +685,16 @@ mod tests {
 
     #[test]
     fn the_options_open_exactly_their_case() {
-        let udp = program(Options {
-            allow_udp: true,
+        let base = Options {
+            allow_udp: false,
             allow_unix: false,
             allow_other_sockets: false,
+            deny_listen: false,
+            memfd_noexec_seal: false,
+        };
+        let udp = programs(Options {
+            allow_udp: true,
+            ..base
         });
         assert_eq!(socket(&udp, libc::AF_INET, libc::SOCK_DGRAM, 0), RET_ALLOW);
         assert_eq!(
@@ -344,17 +702,15 @@ mod tests {
             EACCES
         );
         assert_eq!(socket(&udp, libc::AF_UNIX, libc::SOCK_STREAM, 0), EACCES);
-        let unix = program(Options {
-            allow_udp: false,
+        let unix = programs(Options {
             allow_unix: true,
-            allow_other_sockets: false,
+            ..base
         });
         assert_eq!(socket(&unix, libc::AF_UNIX, libc::SOCK_DGRAM, 0), RET_ALLOW);
         assert_eq!(socket(&unix, libc::AF_INET, libc::SOCK_DGRAM, 0), EACCES);
-        let other = program(Options {
-            allow_udp: false,
-            allow_unix: false,
+        let other = programs(Options {
             allow_other_sockets: true,
+            ..base
         });
         assert_eq!(
             socket(&other, libc::AF_NETLINK, libc::SOCK_RAW, 0),
@@ -362,9 +718,22 @@ mod tests {
         );
         assert_eq!(socket(&other, libc::AF_INET, libc::SOCK_DGRAM, 0), EACCES);
         assert_eq!(
-            run(&other, AUDIT_ARCH, libc::SYS_ptrace, [0; 3]),
+            call(&other, libc::SYS_ptrace, &[]),
             EPERM,
             "ptrace stays denied whatever the options"
         );
+        // listen and plain memfds pass when the profile and kernel call for it.
+        assert_eq!(call(&programs(base), libc::SYS_listen, &[3, 5]), RET_ALLOW);
+        assert_eq!(
+            call(&programs(base), libc::SYS_memfd_create, &[0, 1]),
+            RET_ALLOW
+        );
+        let everything = programs(Options {
+            allow_udp: true,
+            allow_unix: true,
+            allow_other_sockets: true,
+            ..base
+        });
+        assert_eq!(everything.len(), 2, "no socket filter is needed");
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{marker, process_alive, wait_gone, Peer};
+use crate::support::{host_pid, marker, process_alive, wait_gone, Peer};
 
 fn sh(script: &str) -> Vec<String> {
     ["--grace", "300ms", "--", "sh", "-c", script]
@@ -151,7 +151,8 @@ fn nothing_of_the_server_outlives_it() {
     let mut p = Peer::guard(&sh(
         "sleep 1000 & echo grandchild-pid=$! >&2; read line; exit 0",
     ));
-    let grandchild = marker(&p.wait_stderr("grandchild-pid="), "grandchild-pid").unwrap();
+    let reported = marker(&p.wait_stderr("grandchild-pid="), "grandchild-pid").unwrap();
+    let grandchild = host_pid(p.pid(), reported);
     assert!(process_alive(grandchild));
     p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
     assert_eq!(p.wait().code(), Some(0));

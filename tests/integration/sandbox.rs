@@ -141,10 +141,18 @@ fn sandbox_check_reports_the_kernel_and_every_rule() {
         "no UDP sockets (seccomp)  [enforced]".into(),
         "no signals to processes outside the sandbox, mcpguard included  [enforced]".into(),
         "no core dumps  [enforced]".into(),
-        "verdict: every rule of the profile is enforced on this kernel".into(),
+        "no TCP Fast Open".into(),
+        "a PID namespace: no descendant outlives the server".into(),
+        "no kernel keyrings".into(),
+        "stat, access, readlink and inotify on paths outside the grants  [RESIDUAL RISK: ".into(),
+        "verdict: the rules above are enforced on this kernel, but 2 residual risk(s)".into(),
     ] {
         assert!(s.contains(&want), "missing {want:?} in:\n{s}");
     }
+    assert!(
+        !s.contains("every rule"),
+        "the verdict must not claim every rule while residual risks are open:\n{s}"
+    );
 }
 
 #[test]

@@ -300,6 +300,57 @@ pub fn wait_gone(pid: u32, timeout: Duration) -> bool {
     !process_alive(pid)
 }
 
+/// The host pid of a descendant of `ancestor` that reported `reported` as its own pid: under the
+/// sandbox the server runs in a PID namespace, so the pids it prints (`$!`, `getpid`) are that
+/// namespace's. Returns `reported` when no descendant is in a namespace with that pid.
+pub fn host_pid(ancestor: u32, reported: u32) -> u32 {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let descends = |mut pid: u32| {
+        while let Some(p) = parent_of(pid) {
+            if p == ancestor {
+                return true;
+            }
+            if p <= 1 {
+                return false;
+            }
+            pid = p;
+        }
+        false
+    };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return reported;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let ids: Vec<&str> = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .map(|l| l.split_whitespace().collect())
+            .unwrap_or_default();
+        if ids.len() > 1 && ids.last() == Some(&reported.to_string().as_str()) && descends(pid) {
+            return pid;
+        }
+    }
+    reported
+}
+
 /// Reads `key=<number>` from a stderr capture (the fixture prints `fixture-pid=N`).
 pub fn marker(stderr: &str, key: &str) -> Option<u32> {
     let start = stderr.find(&format!("{key}="))? + key.len() + 1;

@@ -1,0 +1,613 @@
+//! The isolation of the server process that does not depend on a list of system calls: a new
+//! session, no inherited descriptors, no capabilities, and — where the kernel lets this user
+//! create them — a PID namespace and a mount namespace.
+//!
+//! Why each holds by construction:
+//! - **Session.** `setsid` leaves the server without a controlling terminal, so `TIOCSTI` on a
+//!   terminal it inherited is refused by the kernel itself (seccomp refuses it as well).
+//! - **Descriptors.** Every descriptor above 2 is marked close-on-exec in the child, so the
+//!   server starts with its three pipes and nothing the host or mcpguard had open.
+//! - **Capabilities.** A server started by root (or holding capabilities in its user namespace)
+//!   has every capability removed from all five sets, and the securebits are locked so that
+//!   uid 0 cannot regain them at exec.
+//! - **PID namespace.** The server runs as the second process of a fresh PID namespace whose
+//!   first process is a small reaper (below). When the reaper ends, the kernel kills everything
+//!   in the namespace, so a descendant that called `setsid()` cannot outlive the server, and
+//!   since the reaper dies with its parent (a parent-death signal), nothing outlives mcpguard
+//!   either, however mcpguard ends. Processes outside the namespace are not visible by pid.
+//! - **Mount namespace.** Every mount is made read-only and nosuid; each read-write grant is
+//!   bind-mounted onto itself writable but noexec, nosuid and nodev (an `rwx` grant keeps
+//!   exec). So outside the grants no file's metadata can change (chmod, chown, xattrs, times:
+//!   Landlock has no hook for those), and no writable file can be mapped executable (`ld.so
+//!   FILE`, `mmap(PROT_EXEC)`), which Landlock's execute right does not cover.
+//!
+//! For an ordinary user the namespaces need an unprivileged user namespace, which the kernel or
+//! the distribution may forbid; [`probe`] tries the exact steps in a throw-away child, and the
+//! sandbox report names what is missing as a residual risk instead of claiming it.
+//!
+//! Process layout with namespaces (C is the process `std::process::Command` forked, whose pid
+//! mcpguard knows and whose process group it signals):
+//! ```text
+//! mcpguard ── C (outside, waits, mirrors the server's exit status)
+//!              └── R (pid 1 of the new PID namespace: reaps, ends the namespace with the server)
+//!                   └── S (pid 2: the server; Landlock, seccomp, no capabilities)
+//! ```
+//! C and R run only our own code (raw system calls, no allocation), close every descriptor and
+//! never exec; S continues into `std`'s exec. All three share the process group, so the
+//! proxy's SIGTERM reaches the server directly (C ignores it; R, as a namespace's first
+//! process, is immune to it by the kernel's rule), and its SIGKILL ends C and R as well.
+//!
+//! Everything here that runs in a child is async-signal-safe: raw system calls on memory the
+//! parent prepared (`fork` is a raw `clone` so that no atfork handler runs).
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
+/// All securebits set and locked, except `KEEP_CAPS` (cleared, and locked so): uid 0 gets no
+/// capabilities at exec, none are kept across a uid change, none can be raised into the ambient
+/// set.
+const SECUREBITS_LOCKED_DOWN: libc::c_ulong = 0b1110_1111;
+
+/// One read-write grant mounted writable inside the mount namespace.
+#[derive(Debug)]
+struct Bind {
+    path: CString,
+    /// An `rwx` grant (the python preset's uv directories) keeps exec.
+    exec: bool,
+}
+
+/// The identity maps of an unprivileged user namespace: the user stays who they are.
+#[derive(Debug)]
+struct IdMaps {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+/// The namespaces to create, prepared in the parent.
+#[derive(Debug)]
+pub struct Namespaces {
+    user: Option<IdMaps>,
+    binds: Vec<Bind>,
+}
+
+/// What the child does before the sandbox proper: prepared in the parent, applied by
+/// [`Isolation::enter`] and [`Isolation::drop_capabilities`] in the child.
+#[derive(Debug)]
+pub struct Isolation {
+    pub namespaces: Option<Namespaces>,
+    /// The server will hold capabilities (started by root, or inside a user namespace), so all
+    /// of them must go, with the bounding set and the securebits; failing to is an error.
+    privileged: bool,
+    last_cap: libc::c_ulong,
+}
+
+/// Whether this process runs as root (and so would hand the server every capability).
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn id_maps() -> IdMaps {
+    // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    IdMaps {
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+    }
+}
+
+fn last_cap() -> libc::c_ulong {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(40)
+}
+
+/// One writable grant to mount, or `None` when it needs no mount: a device (writable on a
+/// read-only mount anyway), a path that cannot be resolved, or one already on a read-only mount
+/// (which must stay read-only).
+pub fn writable_grant(path: &Path, exec: bool) -> Option<(std::path::PathBuf, bool)> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    if !(meta.is_dir() || meta.is_file()) {
+        return None;
+    }
+    let c = CString::new(real.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs reads the NUL-terminated path and writes one struct we own.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `st` is live for the call.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 || st.f_flag & libc::ST_RDONLY != 0 {
+        return None;
+    }
+    Some((real, exec))
+}
+
+impl Isolation {
+    /// The isolation for one run. `namespaces` says whether to create them (the probe passed
+    /// and the sandbox is on); `writable` lists the read-write grants ([`writable_grant`]).
+    pub fn new(namespaces: bool, writable: Vec<(std::path::PathBuf, bool)>) -> Isolation {
+        let root = running_as_root();
+        let namespaces = namespaces.then(|| {
+            let mut binds: Vec<Bind> = writable
+                .into_iter()
+                .filter_map(|(p, exec)| {
+                    Some(Bind {
+                        path: CString::new(p.as_os_str().as_bytes()).ok()?,
+                        exec,
+                    })
+                })
+                .collect();
+            // A grant inside another is mounted after it, so that it stays on top.
+            binds.sort_by_key(|b| b.path.as_bytes().len());
+            binds.dedup_by(|a, b| a.path == b.path);
+            Namespaces {
+                user: (!root).then(id_maps),
+                binds,
+            }
+        });
+        Isolation {
+            privileged: root || namespaces.as_ref().is_some_and(|n| n.user.is_some()),
+            namespaces,
+            last_cap: last_cap(),
+        }
+    }
+
+    /// Whether the server runs with every capability dropped from a privileged start (rather
+    /// than as an ordinary user who has none).
+    pub fn drops_privileges(&self) -> bool {
+        self.privileged
+    }
+
+    /// Creates the namespaces and the process layout described in the module documentation.
+    /// Returns only in the server process S; C and R never return. Runs in the forked child.
+    pub fn enter(&self) -> io::Result<()> {
+        let Some(ns) = &self.namespaces else {
+            return Ok(());
+        };
+        unshare_and_mount(ns)?;
+        let status = pipe()?;
+        let lifeline = pipe()?;
+        let init = fork()?;
+        if init > 0 {
+            outside_waiter(init, status[0], lifeline[1]);
+        }
+        // R: pid 1 of the new namespace. Die with C, and do not start if C is already gone.
+        close(lifeline[1]);
+        set_parent_death_signal()?;
+        let mut pfd = libc::pollfd {
+            fd: lifeline[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll reads and writes one live pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, 0) } != 0 {
+            // SAFETY: _exit ends only this forked process.
+            unsafe { libc::_exit(125) };
+        }
+        let server = fork()?;
+        if server > 0 {
+            namespace_init(server, status[1]);
+        }
+        // S: the server. The pipes are close-on-exec.
+        Ok(())
+    }
+
+    /// Removes every capability (bounding, effective, permitted, inheritable, ambient) and locks
+    /// the securebits when the server would hold any. Runs in the forked child.
+    pub fn drop_capabilities(&self) -> io::Result<()> {
+        if self.privileged {
+            for cap in 0..=self.last_cap {
+                // SAFETY: prctl with integer arguments only.
+                if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+                    let e = io::Error::last_os_error();
+                    // A capability newer than this kernel knows does not exist to drop.
+                    if e.raw_os_error() != Some(libc::EINVAL) {
+                        return Err(e);
+                    }
+                }
+            }
+            // SAFETY: prctl with integer arguments only.
+            if unsafe { libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS_LOCKED_DOWN, 0, 0, 0) } != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        // SAFETY: prctl with integer arguments only. Kernels before 4.3 have no ambient set.
+        if unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        } != 0
+            && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+        {
+            return Err(io::Error::last_os_error());
+        }
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: libc::c_int,
+        }
+        #[repr(C)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        let header = Header {
+            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+            pid: 0,
+        };
+        let data = [
+            Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+            Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+        ];
+        // SAFETY: capset reads the live header and the two-element data array (version 3).
+        if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// Starts a new session (and process group) for the child: no controlling terminal. Runs in the
+/// forked child.
+pub fn new_session() -> io::Result<()> {
+    // SAFETY: setsid has no preconditions; it fails only for a process-group leader.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Marks every descriptor above 2 close-on-exec, so that the server inherits none of them (the
+/// ones the sandbox still needs before exec stay usable until then). Runs in the forked child.
+pub fn close_inherited_at_exec() -> io::Result<()> {
+    // SAFETY: close_range with integer arguments; it only changes descriptor flags.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: one fcntl per possible descriptor, up to the limit.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one live rlimit struct.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(1 << 20) as libc::c_int
+    } else {
+        1 << 16
+    };
+    for fd in 3..max {
+        // SAFETY: fcntl on a number that may not be a descriptor only fails with EBADF.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
+}
+
+fn last_error() -> io::Error {
+    io::Error::last_os_error()
+}
+
+fn check(r: libc::c_long) -> io::Result<()> {
+    if r < 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn set_parent_death_signal() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    check(unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } as libc::c_long)
+}
+
+fn pipe() -> io::Result<[libc::c_int; 2]> {
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into the live array.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as libc::c_long)?;
+    Ok(fds)
+}
+
+fn close(fd: libc::c_int) {
+    // SAFETY: closing a descriptor this process owns.
+    unsafe { libc::close(fd) };
+}
+
+/// `fork` as a raw `clone`, so that no atfork handler (which may take locks held by another
+/// thread of mcpguard at the first fork) runs. Returns the child's pid, or 0 in the child.
+fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: clone with only SIGCHLD and no new stack duplicates the process like fork; the
+    // child continues on a copy of this stack and makes only raw system calls.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+    if pid < 0 {
+        return Err(last_error());
+    }
+    Ok(pid as libc::pid_t)
+}
+
+fn write_file(path: &std::ffi::CStr, content: &[u8]) -> io::Result<()> {
+    // SAFETY: open reads the NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_error());
+    }
+    // SAFETY: write reads `content`, which is live.
+    let n = unsafe { libc::write(fd, content.as_ptr().cast(), content.len()) };
+    let err = last_error();
+    close(fd);
+    if n != content.len() as isize {
+        return Err(err);
+    }
+    Ok(())
+}
+
+fn mount_setattr(path: &std::ffi::CStr, flags: libc::c_uint, set: u64, clr: u64) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clr,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr reads the NUL-terminated path and the live attribute struct.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })
+}
+
+/// The namespaces and mounts, in the calling process (C). Raw system calls only.
+fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if ns.user.is_some() {
+        flags |= libc::CLONE_NEWUSER;
+    }
+    // SAFETY: unshare with integer flags.
+    check(unsafe { libc::unshare(flags) } as libc::c_long)?;
+    if let Some(maps) = &ns.user {
+        write_file(c"/proc/self/setgroups", b"deny")?;
+        write_file(c"/proc/self/uid_map", &maps.uid_map)?;
+        write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+    }
+    // Nothing mounted or changed here propagates back to the host.
+    // SAFETY: mount with a NUL-terminated target and null source, type and data.
+    check(unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        )
+    } as libc::c_long)?;
+    for b in &ns.binds {
+        // SAFETY: mount reads the NUL-terminated source and target (the same grant).
+        check(unsafe {
+            libc::mount(
+                b.path.as_ptr(),
+                b.path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        } as libc::c_long)?;
+    }
+    mount_setattr(c"/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)?;
+    for b in &ns.binds {
+        let mut set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        if !b.exec {
+            set |= MOUNT_ATTR_NOEXEC;
+        }
+        mount_setattr(&b.path, 0, set, MOUNT_ATTR_RDONLY)?;
+    }
+    Ok(())
+}
+
+/// Closes every descriptor but `keep` (two at most; -1 for none).
+fn close_all_but(keep: [libc::c_int; 2]) {
+    let mut from: libc::c_uint = 0;
+    let mut keep = keep;
+    keep.sort_unstable();
+    for k in keep {
+        if k < 0 {
+            continue;
+        }
+        if (k as libc::c_uint) > from {
+            // SAFETY: close_range with integer arguments.
+            unsafe { libc::syscall(libc::SYS_close_range, from, k as libc::c_uint - 1, 0) };
+        }
+        from = k as libc::c_uint + 1;
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0) };
+}
+
+fn wait_for(pid: libc::pid_t) -> libc::c_int {
+    let mut st: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid writes the live status word.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::__WALL) };
+        if r == pid || (r < 0 && last_error().raw_os_error() != Some(libc::EINTR)) {
+            return st;
+        }
+    }
+}
+
+/// C: waits for the namespace's reaper and ends the way the server ended, so that mcpguard
+/// sees the server's own exit status. Ignores the termination signals the proxy sends to the
+/// process group: they are meant for the server, which gets them directly.
+fn outside_waiter(init: libc::pid_t, status_rd: libc::c_int, lifeline_wr: libc::c_int) -> ! {
+    close_all_but([status_rd, lifeline_wr]);
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        set_disposition(sig, libc::SIG_IGN);
+    }
+    let init_status = wait_for(init);
+    let mut server_status: libc::c_int = 0;
+    // SAFETY: read writes at most four bytes into the live status word.
+    let n = unsafe {
+        libc::read(
+            status_rd,
+            (&mut server_status as *mut libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>(),
+        )
+    };
+    let status = if n == std::mem::size_of::<libc::c_int>() as isize {
+        server_status
+    } else {
+        init_status
+    };
+    mirror(status)
+}
+
+/// R: pid 1 of the namespace. Reaps every orphan; when the server ends, reports its status to C
+/// and exits, which makes the kernel kill whatever is left in the namespace.
+fn namespace_init(server: libc::pid_t, status_wr: libc::c_int) -> ! {
+    close_all_but([status_wr, -1]);
+    loop {
+        let mut st: libc::c_int = 0;
+        // SAFETY: waitpid writes the live status word.
+        let r = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
+        if r == server {
+            // SAFETY: write reads the live status word.
+            unsafe {
+                libc::write(
+                    status_wr,
+                    (&st as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>(),
+                )
+            };
+            // SAFETY: _exit ends this process (and with it the namespace).
+            unsafe { libc::_exit(0) };
+        }
+        if r < 0 && last_error().raw_os_error() == Some(libc::ECHILD) {
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+    }
+}
+
+fn set_disposition(sig: libc::c_int, handler: libc::sighandler_t) {
+    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" action; sigaction reads it.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler;
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Ends this process with `status` (a wait status): the same exit code, or the same signal.
+fn mirror(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit reads one live struct; sigprocmask and kill take integers and a
+        // live, zeroed mask; _exit ends the process if the signal did not.
+        unsafe {
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            set_disposition(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+    }
+    // SAFETY: _exit ends this process.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+}
+
+/// Whether this user can have the namespaces on this kernel: the same steps as
+/// [`Isolation::enter`] (without grants), tried in a throw-away child. `Err` says which step
+/// failed, in words a user can act on.
+pub fn probe() -> Result<(), String> {
+    let ns = Namespaces {
+        user: (!running_as_root()).then(id_maps),
+        binds: Vec::new(),
+    };
+    let child = fork().map_err(|e| format!("cannot fork to test namespaces: {e}"))?;
+    if child == 0 {
+        // The probe child: raw system calls only, and its exit code says how far it got.
+        let code = match unshare_and_mount(&ns) {
+            Err(_) => 1,
+            Ok(()) => match fork() {
+                Err(_) => 2,
+                Ok(0) => 0,
+                Ok(pid) => {
+                    let st = wait_for(pid);
+                    if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
+                        0
+                    } else {
+                        2
+                    }
+                }
+            },
+        };
+        // SAFETY: _exit ends only the probe child.
+        unsafe { libc::_exit(code) };
+    }
+    let st = wait_for(child);
+    match (libc::WIFEXITED(st), libc::WEXITSTATUS(st)) {
+        (true, 0) => Ok(()),
+        (true, 1) if ns.user.is_some() => Err(
+            "this kernel does not let an ordinary user create user, mount and PID namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces or an AppArmor/SELinux rule forbids it)".into(),
+        ),
+        (true, 1) => Err("creating mount and PID namespaces failed (a container's seccomp profile or a missing CAP_SYS_ADMIN forbids it)".into()),
+        (true, 2) => Err("the first process of a new PID namespace could not be started".into()),
+        _ => Err("the namespace test process ended abnormally".into()),
+    }
+}
