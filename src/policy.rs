@@ -610,9 +610,29 @@ pub const SYSTEM_EXECUTE: [&str; 5] = ["/usr", "/bin", "/sbin", "/lib", "/lib64"
 /// The private temporary directory of the run and `/dev/null`.
 pub const DEFAULT_READ_WRITE: [&str; 2] = ["$TMPDIR", "/dev/null"];
 
-/// Variables every program expects; nothing secret.
-pub const DEFAULT_ENV: [&str; 8] = [
-    "PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TZ", "USER", "LOGNAME",
+/// Variables every program expects, by exact name; nothing secret. The `LC_` names are the
+/// locale categories of POSIX and glibc.
+pub const DEFAULT_ENV: [&str; 20] = [
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_MESSAGES",
+    "LC_PAPER",
+    "LC_NAME",
+    "LC_ADDRESS",
+    "LC_TELEPHONE",
+    "LC_MEASUREMENT",
+    "LC_IDENTIFICATION",
 ];
 
 /// The default profile is the one `policies/default.toml` writes out: system paths, the private
@@ -1453,22 +1473,28 @@ fn non_empty_entries(list: &[String], path: &[&'static str]) -> Result<(), Probl
     Ok(())
 }
 
-/// Environment entries are exact names or a prefix ending in `*`. A bare `*` is refused because it
-/// would pass every secret, which is what the allowlist exists to prevent.
+/// Environment entries are exact names. A pattern is refused: a prefix such as `LC_*` would pass
+/// any variable that starts with it (`LC_SECRET_TOKEN`), and a bare `*` every secret, which is
+/// what the allowlist exists to prevent.
 fn env_pattern_problem(entry: &str) -> Option<String> {
-    let name = entry.strip_suffix('*').unwrap_or(entry);
-    if name.is_empty() {
+    if let Some(prefix) = entry.strip_suffix('*') {
         return Some(format!(
-            "sandbox.env entry {entry:?} would pass every variable; name the variables (a prefix such as \"LC_*\" is allowed)"
+            "sandbox.env entry {entry:?} {}; list the exact names the server needs (for the locale: \"LC_ALL\", \"LC_CTYPE\", \"LC_MESSAGES\" …)",
+            if prefix.is_empty() {
+                "would pass every variable".to_string()
+            } else {
+                format!("is a pattern, which would pass any variable whose name starts with {prefix:?} (such as {prefix}SECRET_TOKEN)")
+            }
         ));
     }
+    let name = entry;
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
     if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Some(format!(
-            "sandbox.env entry {entry:?} is not a variable name (letters, digits and _, not starting with a digit, optionally ending in *)"
+            "sandbox.env entry {entry:?} is not a variable name (letters, digits and _, not starting with a digit)"
         ));
     }
     None
@@ -2147,7 +2173,7 @@ mod tests {
             allow_other_sockets = true
             scope_signals = false
             scope_abstract_unix_sockets = false
-            env = ["PATH", "LC_*", "GITHUB_TOKEN"]
+            env = ["PATH", "LC_ALL", "GITHUB_TOKEN"]
             [sandbox.limits]
             open_files = 16
             processes = 100
@@ -2292,10 +2318,13 @@ mod tests {
 
     #[test]
     fn env_patterns() {
-        for good in ["PATH", "_X", "LC_*", "npm_config_cache", "A1"] {
+        for good in ["PATH", "_X", "LC_ALL", "npm_config_cache", "A1"] {
             assert_eq!(env_pattern_problem(good), None, "{good}");
         }
-        for bad in ["*", "", "1A", "A-B", "A B", "A*B", "**", "É"] {
+        let prefix = env_pattern_problem("LC_*").unwrap();
+        assert!(prefix.contains("LC_SECRET_TOKEN"), "{prefix}");
+        assert!(prefix.contains("\"LC_ALL\""), "{prefix}");
+        for bad in ["*", "", "1A", "A-B", "A B", "A*B", "**", "É", "LC_*"] {
             assert!(env_pattern_problem(bad).is_some(), "{bad:?} accepted");
         }
     }
