@@ -45,7 +45,10 @@ fn am_root() -> bool {
 enum Who {
     Root,
     /// An ordinary user: 65534 when the tests run as root, else the current user.
-    User { uid: u32, gid: u32 },
+    User {
+        uid: u32,
+        gid: u32,
+    },
 }
 
 impl Who {
@@ -410,8 +413,12 @@ impl Tally {
     }
 
     fn keep_report(&mut self, run: &Run) {
-        if self.report.is_none() && !run.report().is_empty() {
-            self.report = Some(run.report().to_string());
+        self.keep_report_text(run.report());
+    }
+
+    fn keep_report_text(&mut self, report: &str) {
+        if self.report.is_none() && !report.is_empty() {
+            self.report = Some(report.to_string());
         }
     }
 
@@ -544,7 +551,8 @@ fn tcp_fast_open_reaches_no_listener() {
                     let port = l.local_addr().unwrap().port().to_string();
                     let tok = token("tfo");
                     let run = w.check(half, &[], &[mode, host, &port, &tok]);
-                    let got = receive(&l, Duration::from_secs(2));
+                    // The probe has finished: a connection it made is in the accept queue already.
+                    let got = receive(&l, Duration::from_secs(1));
                     let escaped = got
                         .as_deref()
                         .is_some_and(|g| String::from_utf8_lossy(g).contains(&tok));
@@ -1008,17 +1016,14 @@ fn a_grandchild_in_its_own_session_dies_with_sandbox_check() {
     let mut t = Tally::new("descendants that leave (sandbox-check)");
     for who in everyone() {
         let w = World::new(who);
-        let mut outcome = |half: Half| {
+        let outcome = |half: Half| {
             let dir = w.owned_dir(&format!("leave-{half:?}"));
             let name = token("lv");
             let d = dir.to_str().unwrap();
             let run = w.check(half, &["--sandbox-write", d], &["leave", d, &name]);
-            if half == Half::Sandboxed {
-                t.keep_report(&run);
-            }
             let started = std::fs::read_to_string(dir.join("pid")).ok();
             let left = survivors(&name);
-            let mut o = Outcome::of(
+            let o = Outcome::of(
                 &run,
                 !left.is_empty(),
                 &format!(
@@ -1027,11 +1032,15 @@ fn a_grandchild_in_its_own_session_dies_with_sandbox_check() {
                     started.as_deref().map(str::trim)
                 ),
             );
-            o.ran = o.ran && started.is_some();
-            o
+            (o, run.report().to_string())
         };
-        let s = outcome(Half::Sandboxed);
-        let o = outcome(Half::Off);
+        // Both halves at once: each waits DEATH_BOUND for the grandchild.
+        let ((s, report), (o, _)) = std::thread::scope(|sc| {
+            let s = sc.spawn(|| outcome(Half::Sandboxed));
+            let o = sc.spawn(|| outcome(Half::Off));
+            (s.join().unwrap(), o.join().unwrap())
+        });
+        t.keep_report_text(&report);
         t.judge("setsid() grandchild outlives sandbox-check", who, o, s);
     }
     t.finish();
@@ -1060,71 +1069,100 @@ enum Ending {
     Sigkill,
 }
 
+/// One run of the proxy whose server leaves a setsid() grandchild, ended by `ending`.
+fn proxy_outcome(w: &World, ending: Ending, half: Half) -> Outcome {
+    let dir = w.owned_dir(&format!("serve-{ending:?}-{half:?}"));
+    let name = token("sv");
+    let mut cmd = w.guard();
+    cmd.args(["--allow-unpinned", "--grace", "300ms", "--policy"])
+        .arg(w.policy(half))
+        .arg("--sandbox-write")
+        .arg(&dir)
+        .arg("--")
+        .arg(&bins().escape)
+        .arg("serve-leave")
+        .arg(&dir)
+        .arg(&name);
+    let mut p = Peer::start_with(&mut cmd);
+    let until = Instant::now() + Duration::from_secs(15);
+    while !p.stderr().contains("leaver-ready") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ready = p.stderr().contains("leaver-ready");
+    let server = first_child(p.pid());
+    match ending {
+        Ending::EndOfInput => p.close_stdin(),
+        // SAFETY: plain kill(2) of the mcpguard this test started.
+        Ending::Sigterm => unsafe {
+            libc::kill(p.pid() as i32, libc::SIGTERM);
+        },
+        // SAFETY: as above.
+        Ending::Sigkill => unsafe {
+            libc::kill(p.pid() as i32, libc::SIGKILL);
+        },
+    }
+    let status = p.wait_timeout(Duration::from_secs(15));
+    let left = survivors(&name);
+    let server_left = server.filter(|&s| !wait_gone(s, Duration::from_secs(1)));
+    if let Some(s) = server_left {
+        // SAFETY: plain kill(2) of the server this test started.
+        unsafe { libc::kill(s as i32, libc::SIGKILL) };
+    }
+    // A SIGKILLed mcpguard cannot remove the server's private TMPDIR: the test does.
+    let stderr = p.stderr();
+    let tmpdir = stderr
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("tmpdir="))
+        .filter(|d| d.starts_with("/tmp/mcpguard-") && Path::new(d).is_dir())
+        .map(str::to_string);
+    if let Some(d) = &tmpdir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let observed = format!(
+        "server pid {server:?} (alive after: {}), grandchild pid file {:?}; \
+             processes named {name} alive {DEATH_BOUND:?} after mcpguard ended: \
+             {left:?} (killed by the test){}",
+        server_left.is_some(),
+        std::fs::read_to_string(dir.join("pid"))
+            .ok()
+            .map(|s| s.trim().to_string()),
+        tmpdir.map_or(String::new(), |d| format!(
+            "; the private TMPDIR {d} outlived mcpguard (removed by the test)"
+        ))
+    );
+    Outcome {
+        escaped: !left.is_empty() || server_left.is_some(),
+        ran: ready,
+        detail: format!(
+            "observed: {observed}\nmcpguard {status:?}; stderr:\n{}",
+            stderr.trim_end()
+        ),
+    }
+}
+
 #[test]
 fn no_descendant_of_the_proxied_server_outlives_mcpguard() {
     let mut t = Tally::new("descendants that leave (proxy)");
     for who in everyone() {
         let w = World::new(who);
-        for ending in [Ending::EndOfInput, Ending::Sigterm, Ending::Sigkill] {
+        let w = &w;
+        let endings = [Ending::EndOfInput, Ending::Sigterm, Ending::Sigkill];
+        // Every ending and half at once: each waits DEATH_BOUND for the grandchild.
+        let results: Vec<(Ending, Outcome, Outcome)> = std::thread::scope(|sc| {
+            let runs: Vec<_> = endings
+                .iter()
+                .map(|&e| {
+                    let s = sc.spawn(move || proxy_outcome(w, e, Half::Sandboxed));
+                    let o = sc.spawn(move || proxy_outcome(w, e, Half::Off));
+                    (e, s, o)
+                })
+                .collect();
+            runs.into_iter()
+                .map(|(e, s, o)| (e, s.join().unwrap(), o.join().unwrap()))
+                .collect()
+        });
+        for (ending, s, o) in results {
             let case = format!("server's setsid() grandchild, mcpguard ended by {ending:?}");
-            let outcome = |half: Half| {
-                let dir = w.owned_dir(&format!("serve-{ending:?}-{half:?}"));
-                let name = token("sv");
-                let mut cmd = w.guard();
-                cmd.args(["--allow-unpinned", "--grace", "300ms", "--policy"])
-                    .arg(w.policy(half))
-                    .arg("--sandbox-write")
-                    .arg(&dir)
-                    .arg("--")
-                    .arg(&bins().escape)
-                    .arg("serve-leave")
-                    .arg(&dir)
-                    .arg(&name);
-                let mut p = Peer::start_with(&mut cmd);
-                let until = Instant::now() + Duration::from_secs(15);
-                while !p.stderr().contains("leaver-ready") && Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                let ready = p.stderr().contains("leaver-ready");
-                let server = first_child(p.pid());
-                match ending {
-                    Ending::EndOfInput => p.close_stdin(),
-                    // SAFETY: plain kill(2) of the mcpguard this test started.
-                    Ending::Sigterm => unsafe {
-                        libc::kill(p.pid() as i32, libc::SIGTERM);
-                    },
-                    // SAFETY: as above.
-                    Ending::Sigkill => unsafe {
-                        libc::kill(p.pid() as i32, libc::SIGKILL);
-                    },
-                }
-                let status = p.wait_timeout(Duration::from_secs(15));
-                let left = survivors(&name);
-                let server_left = server.filter(|&s| !wait_gone(s, Duration::from_secs(1)));
-                if let Some(s) = server_left {
-                    // SAFETY: plain kill(2) of the server this test started.
-                    unsafe { libc::kill(s as i32, libc::SIGKILL) };
-                }
-                let observed = format!(
-                    "server pid {server:?} (alive after: {}), grandchild pid file {:?}; \
-                     processes named {name} alive {DEATH_BOUND:?} after mcpguard ended: \
-                     {left:?} (killed by the test)",
-                    server_left.is_some(),
-                    std::fs::read_to_string(dir.join("pid"))
-                        .ok()
-                        .map(|s| s.trim().to_string())
-                );
-                Outcome {
-                    escaped: !left.is_empty() || server_left.is_some(),
-                    ran: ready,
-                    detail: format!(
-                        "observed: {observed}\nmcpguard {status:?}; stderr:\n{}",
-                        p.stderr().trim_end()
-                    ),
-                }
-            };
-            let s = outcome(Half::Sandboxed);
-            let o = outcome(Half::Off);
             match ending {
                 Ending::Sigkill => t.judge(&case, who, o, s),
                 // Without the sandbox mcpguard may well end the grandchild in these cases
@@ -1136,10 +1174,7 @@ fn no_descendant_of_the_proxied_server_outlives_mcpguard() {
                         who.name(),
                         if o.escaped { "survived" } else { "was ended" }
                     );
-                    let o = Outcome {
-                        escaped: true,
-                        ..o
-                    };
+                    let o = Outcome { escaped: true, ..o };
                     t.judge(&case, who, o, s);
                 }
             }
@@ -1355,14 +1390,7 @@ fn xattr(path: &Path, name: &str) -> Option<String> {
     let n = CString::new(name).unwrap();
     let mut buf = [0u8; 64];
     // SAFETY: valid NUL-terminated strings and a buffer of the length passed.
-    let r = unsafe {
-        libc::getxattr(
-            p.as_ptr(),
-            n.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
+    let r = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     (r >= 0).then(|| text(&buf[..r as usize]))
 }
 
@@ -1485,7 +1513,11 @@ fn sandbox_check_names_stat_of_ungranted_paths_as_a_residual_risk() {
              | sandboxed: {} (information only) |",
             t.class,
             who.name(),
-            if off.says_escaped() { "works" } else { "stopped" },
+            if off.says_escaped() {
+                "works"
+            } else {
+                "stopped"
+            },
             if sandboxed.says_escaped() {
                 "works"
             } else {

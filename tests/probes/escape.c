@@ -276,15 +276,21 @@ static int ioprio(const char *pid) {
 
 /* Forks a child that starts its own session, names itself `token` (so that the test finds it
  * whatever pid namespace it is in), writes its pid to DIR/pid and sleeps 30 s. Returns in the
- * parent once the child is set up. */
-static int spawn_leaver(const char *dir, const char *token) {
+ * parent once the child is set up: 0, or the errno of the child's setsid(2). */
+static int spawn_leaver(const char *dir, const char *token, int *setsid_errno) {
     int p[2];
+    *setsid_errno = 0;
     if (pipe(p)) return error("pipe");
     pid_t c = fork();
     if (c < 0) return error("fork");
     if (c == 0) {
         close(p[0]);
-        if (setsid() < 0) _exit(3);
+        int e = 0;
+        if (setsid() < 0) {
+            e = errno;
+            (void)!write(p[1], &e, sizeof e);
+            _exit(3);
+        }
         prctl(PR_SET_NAME, token);
         int null = open("/dev/null", O_RDWR);
         dup2(null, 0);
@@ -297,30 +303,38 @@ static int spawn_leaver(const char *dir, const char *token) {
             fprintf(f, "%d\n", (int)getpid());
             fclose(f);
         }
-        (void)!write(p[1], "r", 1);
+        (void)!write(p[1], &e, sizeof e);
         close(p[1]);
         for (int i = 0; i < 30; i++) sleep(1);
         _exit(0);
     }
     close(p[1]);
-    char b;
-    if (read(p[0], &b, 1) != 1) return error("the grandchild did not start");
+    int e;
+    if (read(p[0], &e, sizeof e) != (ssize_t)sizeof e) return error("the grandchild did not start");
     close(p[0]);
+    *setsid_errno = e;
+    if (e) waitpid(c, NULL, 0);
     return 0;
 }
 
 static int leave(const char *dir, const char *token) {
-    int r = spawn_leaver(dir, token);
+    int e;
+    int r = spawn_leaver(dir, token, &e);
     if (r) return r;
+    if (e) {
+        errno = e;
+        return stopped("setsid in the grandchild");
+    }
     return escaped("left a grandchild named %s in its own session", token);
 }
 
-/* An MCP "server" for the proxy: leaves a grandchild, says so on stderr, then reads its stdin
- * until end of file. */
+/* An MCP "server" for the proxy: leaves a grandchild, says so on stderr (with its TMPDIR, which
+ * the test removes if a killed mcpguard could not), then reads its stdin until end of file. */
 static int serve_leave(const char *dir, const char *token) {
-    int r = spawn_leaver(dir, token);
+    int e;
+    int r = spawn_leaver(dir, token, &e);
     if (r) return r;
-    fprintf(stderr, "leaver-ready\n");
+    fprintf(stderr, "leaver-ready setsid-errno=%d tmpdir=%s\n", e, getenv("TMPDIR") ? getenv("TMPDIR") : "");
     fflush(stderr);
     char buf[4096];
     while (read(0, buf, sizeof buf) > 0) {
