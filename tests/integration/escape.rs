@@ -1626,7 +1626,7 @@ fn privileged_operations_are_refused() {
             ("perf_event_open on another process", vec!["perf", &vpid]),
             ("bpf(BPF_MAP_CREATE)", vec!["bpf-map"]),
             ("bpf(BPF_PROG_LOAD)", vec!["bpf-prog"]),
-            ("fanotify_init + mark", vec!["fanotify"]),
+            ("fanotify mount mark (an event arrives)", vec!["fanotify"]),
             ("sethostname (same name)", vec!["sethostname"]),
             ("unshare(CLONE_NEWUSER)", vec!["unshare-user"]),
             ("unshare(CLONE_NEWNS)", vec!["unshare-ns"]),
@@ -1634,7 +1634,7 @@ fn privileged_operations_are_refused() {
             ("setns (own UTS namespace)", vec!["setns"]),
             ("userfaultfd", vec!["userfaultfd"]),
             ("settimeofday(NULL, NULL)", vec!["settime"]),
-            ("acct(NULL)", vec!["acct"]),
+            ("acct() (a missing file: nothing changes)", vec!["acct"]),
             ("SIOCSIFFLAGS on lo (same flags)", vec!["ifflags"]),
         ];
         for (case, probe) in cases {

@@ -12,7 +12,7 @@
  *
  * Every probe is harmless to the machine: changes are made to the test's own files and
  * processes, or are no-ops (the current hostname set again, the current interface flags set
- * again, accounting switched off when it is off), and anything created is removed.
+ * again, accounting pointed at a file that does not exist), and anything created is removed.
  *
  * Built by the test with `gcc -static` (falls back to a dynamic build), plus a dynamic copy for
  * the `ld.so FILE` probe. */
@@ -599,12 +599,28 @@ static int bpf_prog(void) {
     return escaped("loaded a BPF socket filter program (fd %d)", fd);
 }
 
+/* A mount mark (CAP_SYS_ADMIN) on TMPDIR's mount, then an open there: the event arrives. */
 static int fanotify(void) {
-    int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC, O_RDONLY);
+    int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY);
     if (fd < 0) return stopped("fanotify_init");
-    if (fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN, AT_FDCWD, "/"))
-        return stopped("fanotify_mark of the root mount");
-    return escaped("watching every open(2) on the root mount with fanotify");
+    if (fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN, AT_FDCWD, tmpdir()))
+        return stopped("fanotify_mark of TMPDIR's mount");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/escape-fan-XXXXXX", tmpdir());
+    int f = mkstemp(path);
+    if (f < 0) return error("mkstemp in TMPDIR");
+    close(f);
+    f = open(path, O_RDONLY);
+    unlink(path);
+    if (f >= 0) close(f);
+    struct pollfd p = {fd, POLLIN, 0};
+    char buf[4096];
+    ssize_t n = poll(&p, 1, 2000) == 1 ? read(fd, buf, sizeof buf) : -1;
+    if (n < (ssize_t)sizeof(struct fanotify_event_metadata)) {
+        errno = ETIMEDOUT;
+        return error("the mark was accepted but no event arrived");
+    }
+    return escaped("watching every open(2) on TMPDIR's mount with fanotify (an event arrived)");
 }
 
 static int do_sethostname(void) {
@@ -660,9 +676,15 @@ static int settime(void) {
     return escaped("settimeofday passed the CAP_SYS_TIME check (nothing changed)");
 }
 
+/* acct(2) checks CAP_SYS_PACCT before it looks at the file: a path that does not exist gives
+ * ENOENT when the check passed (and changes nothing, accounting stays as it was), EPERM when
+ * it did not. */
 static int do_acct(void) {
-    if (acct(NULL)) return stopped("acct(NULL)");
-    return escaped("acct(NULL) (process accounting stays off)");
+    if (acct("/nonexistent-mcpguard-probe/acct") == 0) return escaped("acct() switched on?!");
+    if (errno == ENOENT)
+        return escaped("acct() passed the CAP_SYS_PACCT check (ENOENT for a missing file; "
+                       "nothing changed)");
+    return stopped("acct()");
 }
 
 static int ifflags(void) {
