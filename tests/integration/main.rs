@@ -7,6 +7,7 @@ mod audit_policy;
 mod confirm;
 mod demo;
 mod docs;
+mod escape;
 mod gate;
 mod gate_interop;
 mod interop;

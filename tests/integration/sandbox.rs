@@ -92,7 +92,7 @@ fn show(o: &Output) -> String {
 
 /// The kernel's Landlock ABI as mcpguard reports it; fails loudly when it is too old for the
 /// default profile, so these tests never pass without having tested anything.
-fn require_landlock() -> u32 {
+pub(crate) fn require_landlock() -> u32 {
     let out = run_bounded(Command::new(mcpguard()).args(["sandbox-check", "--log-format", "json"]));
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("sandbox-check printed no JSON ({e}): {}", show(&out)));

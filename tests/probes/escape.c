@@ -1,0 +1,834 @@
+/* The attacker's probes for mcpguard's sandbox (tests/integration/escape.rs).
+ *
+ * One program, one subcommand per attempted escape: `escape NAME ARGS...`. Every probe prints
+ * `probe NAME start` first (so a test can tell "the sandbox stopped it" from "it never ran"),
+ * then exactly one result line:
+ *   ESCAPED: what it did          exit 0
+ *   STOPPED: what failed (errno)  exit 1
+ *   ERROR: a set-up problem       exit 2 (neither proves nor disproves anything)
+ * Wherever the effect can be observed from outside, the test checks the effect itself (the bytes
+ * a listener received, the file's mode, the victim's nice value) and uses this line only to
+ * explain what happened.
+ *
+ * Every probe is harmless to the machine: changes are made to the test's own files and
+ * processes, or are no-ops (the current hostname set again, the current interface flags set
+ * again, accounting pointed at a file that does not exist), and anything created is removed.
+ *
+ * Built by the test with `gcc -static` (falls back to a dynamic build), plus a dynamic copy for
+ * the `ld.so FILE` probe. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <linux/perf_event.h>
+#include <linux/userfaultfd.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MSG_FASTOPEN
+#define MSG_FASTOPEN 0x20000000
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+static const char *probe_name = "?";
+
+static int escaped(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int escaped(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("ESCAPED: %s: ", probe_name);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    return 0;
+}
+
+/* `what` failed with the current errno. */
+static int stopped(const char *what) {
+    int e = errno;
+    printf("STOPPED: %s: %s failed: errno %d (%s)\n", probe_name, what, e, strerror(e));
+    fflush(stdout);
+    return 1;
+}
+
+static int error(const char *what) {
+    int e = errno;
+    printf("ERROR: %s: %s: errno %d (%s)\n", probe_name, what, e, strerror(e));
+    fflush(stdout);
+    return 2;
+}
+
+static const char *tmpdir(void) {
+    const char *t = getenv("TMPDIR");
+    return t && *t ? t : "/tmp";
+}
+
+/* ---- 1. TCP Fast Open ------------------------------------------------------------------ */
+
+static int make_addr(const char *host, const char *port, struct sockaddr_storage *ss,
+                     socklen_t *len) {
+    memset(ss, 0, sizeof *ss);
+    if (strchr(host, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(atoi(port));
+        if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1) return -1;
+        *len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons(atoi(port));
+        if (inet_pton(AF_INET, host, &a->sin_addr) != 1) return -1;
+        *len = sizeof *a;
+    }
+    return 0;
+}
+
+/* mode: "sendto", "sendmsg" or "connect" (TCP_FASTOPEN_CONNECT + connect + write). */
+static int tfo(const char *mode, const char *host, const char *port, const char *token) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (make_addr(host, port, &ss, &len)) return error("bad address");
+    int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (fd < 0) return stopped("socket");
+    size_t n = strlen(token);
+    ssize_t sent;
+    if (!strcmp(mode, "sendto")) {
+        sent = sendto(fd, token, n, MSG_FASTOPEN, (struct sockaddr *)&ss, len);
+        if (sent < 0) return stopped("sendto(MSG_FASTOPEN)");
+    } else if (!strcmp(mode, "sendmsg")) {
+        struct iovec iov = {(void *)token, n};
+        struct msghdr m = {0};
+        m.msg_name = &ss;
+        m.msg_namelen = len;
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        sent = sendmsg(fd, &m, MSG_FASTOPEN);
+        if (sent < 0) return stopped("sendmsg(MSG_FASTOPEN)");
+    } else {
+        int one = 1;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one))
+            return stopped("setsockopt(TCP_FASTOPEN_CONNECT)");
+        if (connect(fd, (struct sockaddr *)&ss, len)) return stopped("connect");
+        sent = write(fd, token, n);
+        if (sent < 0) return stopped("write");
+    }
+    /* The queued bytes still leave after close (a graceful close sends them, then FIN). */
+    shutdown(fd, SHUT_WR);
+    close(fd);
+    return escaped("%zd bytes sent to %s port %s without connect(2)%s", sent, host, port,
+                   strcmp(mode, "connect") ? "" : " (connect with TCP_FASTOPEN_CONNECT)");
+}
+
+/* ---- 2. listen() without bind() -------------------------------------------------------- */
+
+static int listen_autobind(const char *family) {
+    int af = !strcmp(family, "6") ? AF_INET6 : AF_INET;
+    int fd = socket(af, SOCK_STREAM, 0);
+    if (fd < 0) return stopped("socket");
+    if (listen(fd, 1)) return stopped("listen without bind");
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len)) return error("getsockname");
+    int port = af == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                              : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    printf("listening port=%d\n", port);
+    fflush(stdout);
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) {
+        errno = ETIMEDOUT;
+        return stopped("accept (nobody connected within 10 s)");
+    }
+    int c = accept(fd, NULL, NULL);
+    if (c < 0) return stopped("accept");
+    if (write(c, "L", 1) != 1) return stopped("write to the accepted connection");
+    close(c);
+    return escaped("accepted a connection from outside on autobound port %d", port);
+}
+
+/* ---- 3. inherited descriptors ---------------------------------------------------------- */
+
+static int fdwrite(const char *fdstr, const char *token) {
+    int fd = atoi(fdstr);
+    ssize_t n = write(fd, token, strlen(token));
+    if (n < 0) return stopped("write to the inherited descriptor");
+    return escaped("wrote %zd bytes to inherited fd %d", n, fd);
+}
+
+/* ---- 4. environment -------------------------------------------------------------------- */
+
+static int env(const char *name) {
+    const char *v = getenv(name);
+    if (!v) {
+        errno = ENOENT;
+        return stopped("getenv");
+    }
+    return escaped("%s=%s", name, v);
+}
+
+/* ---- 5. kernel keyrings ---------------------------------------------------------------- */
+
+static long key_search(const char *desc) {
+    return syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, "user", desc, 0);
+}
+
+static int keyadd(const char *desc, const char *payload) {
+    long k = syscall(SYS_add_key, "user", desc, payload, strlen(payload), KEY_SPEC_USER_KEYRING);
+    if (k < 0) return error("add_key");
+    /* Readable by every process of this uid (not only by possessors), as a desktop's keys are
+     * to the user's own processes. */
+    uint32_t perm = 0x3f000000 /* possessor: all */ | 0x000b0000 /* user: view read search */;
+    if (syscall(SYS_keyctl, KEYCTL_SETPERM, k, perm)) return error("keyctl(SETPERM)");
+    printf("key=%ld\n", k);
+    return 0;
+}
+
+static int keyread(const char *desc) {
+    long k = key_search(desc);
+    if (k < 0) {
+        k = syscall(SYS_request_key, "user", desc, NULL, 0);
+        if (k < 0) return stopped("keyctl(SEARCH) and request_key");
+    }
+    char buf[256];
+    long n = syscall(SYS_keyctl, KEYCTL_READ, k, buf, sizeof buf - 1);
+    if (n < 0) return stopped("keyctl(READ)");
+    buf[n < (long)sizeof buf - 1 ? n : (long)sizeof buf - 1] = 0;
+    return escaped("key %ld read=%s", k, buf);
+}
+
+static int keyrm(const char *desc) {
+    long k = key_search(desc);
+    if (k < 0) return error("keyctl(SEARCH)");
+    if (syscall(SYS_keyctl, KEYCTL_UNLINK, k, KEY_SPEC_USER_KEYRING)) return error("unlink");
+    syscall(SYS_keyctl, KEYCTL_INVALIDATE, k);
+    printf("removed key %ld\n", k);
+    return 0;
+}
+
+/* ---- 6. other processes of the same user ------------------------------------------------ */
+
+static int renice(const char *pid) {
+    if (setpriority(PRIO_PROCESS, atoi(pid), 19)) return stopped("setpriority");
+    return escaped("set the nice value of %s to 19", pid);
+}
+
+static int prlimit_other(const char *pid) {
+    struct rlimit old, new;
+    if (prlimit(atoi(pid), RLIMIT_NOFILE, NULL, &old)) return stopped("prlimit(get)");
+    new = old;
+    new.rlim_cur = 77;
+    if (prlimit(atoi(pid), RLIMIT_NOFILE, &new, NULL)) return stopped("prlimit(set)");
+    return escaped("set RLIMIT_NOFILE of %s to 77 (was %llu)", pid,
+                   (unsigned long long)old.rlim_cur);
+}
+
+static int affinity(const char *pid, const char *cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(atoi(cpu), &set);
+    if (sched_setaffinity(atoi(pid), sizeof set, &set)) return stopped("sched_setaffinity");
+    return escaped("pinned %s to CPU %s", pid, cpu);
+}
+
+static int ioprio(const char *pid) {
+    /* IOPRIO_WHO_PROCESS, class IDLE (3) */
+    if (syscall(SYS_ioprio_set, 1, atoi(pid), 3 << 13)) return stopped("ioprio_set");
+    return escaped("set the I/O class of %s to idle", pid);
+}
+
+/* ---- 7. descendants that leave -------------------------------------------------------- */
+
+/* Forks a child that starts its own session, names itself `token` (so that the test finds it
+ * whatever pid namespace it is in), writes its pid to DIR/pid and sleeps 30 s. Returns in the
+ * parent once the child is set up: 0, or the errno of the child's setsid(2). */
+static int spawn_leaver(const char *dir, const char *token, int *setsid_errno) {
+    int p[2];
+    *setsid_errno = 0;
+    if (pipe(p)) return error("pipe");
+    pid_t c = fork();
+    if (c < 0) return error("fork");
+    if (c == 0) {
+        close(p[0]);
+        int e = 0;
+        if (setsid() < 0) {
+            e = errno;
+            (void)!write(p[1], &e, sizeof e);
+            _exit(3);
+        }
+        prctl(PR_SET_NAME, token);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/pid", dir);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%d\n", (int)getpid());
+            fclose(f);
+        }
+        (void)!write(p[1], &e, sizeof e);
+        close(p[1]);
+        for (int i = 0; i < 30; i++) sleep(1);
+        _exit(0);
+    }
+    close(p[1]);
+    int e;
+    if (read(p[0], &e, sizeof e) != (ssize_t)sizeof e) return error("the grandchild did not start");
+    close(p[0]);
+    *setsid_errno = e;
+    if (e) waitpid(c, NULL, 0);
+    return 0;
+}
+
+static int leave(const char *dir, const char *token) {
+    int e;
+    int r = spawn_leaver(dir, token, &e);
+    if (r) return r;
+    if (e) {
+        errno = e;
+        return stopped("setsid in the grandchild");
+    }
+    return escaped("left a grandchild named %s in its own session", token);
+}
+
+/* An MCP "server" for the proxy: leaves a grandchild, says so on stderr (with its TMPDIR, which
+ * the test removes if a killed mcpguard could not), then reads its stdin until end of file. */
+static int serve_leave(const char *dir, const char *token) {
+    int e;
+    int r = spawn_leaver(dir, token, &e);
+    if (r) return r;
+    fprintf(stderr, "leaver-ready setsid-errno=%d tmpdir=%s\n", e, getenv("TMPDIR") ? getenv("TMPDIR") : "");
+    fflush(stderr);
+    char buf[4096];
+    while (read(0, buf, sizeof buf) > 0) {
+    }
+    return 0;
+}
+
+/* ---- 8. terminal injection ------------------------------------------------------------- */
+
+static int tiocsti(const char *text) {
+    int fds[] = {0, 1, 2};
+    for (int i = 0; i < 3; i++) {
+        int ok = 1;
+        for (const char *c = text; *c; c++)
+            if (ioctl(fds[i], TIOCSTI, c)) {
+                ok = 0;
+                break;
+            }
+        if (ok) return escaped("pushed %zu characters into the terminal on fd %d", strlen(text),
+                               fds[i]);
+    }
+    return stopped("ioctl(TIOCSTI) on fds 0, 1 and 2");
+}
+
+/* ---- 9. code from writable places ----------------------------------------------------- */
+
+static int copy_file(const char *from, int to) {
+    int in = open(from, O_RDONLY);
+    if (in < 0) return -1;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        if (write(to, buf, n) != n) return -1;
+    close(in);
+    return n < 0 ? -1 : 0;
+}
+
+static int wait_hello(pid_t c, const char *how) {
+    int st;
+    if (waitpid(c, &st, 0) < 0) return error("waitpid");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 42) return escaped("%s", how);
+    errno = WIFEXITED(st) ? 0 : EINTR;
+    printf("(the program's status was %d)\n", st);
+    return stopped(how);
+}
+
+static int ldso(const char *helper) {
+    const char *loaders[] = {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
+                             "/lib/ld-linux.so.2", NULL};
+    const char *loader = NULL;
+    for (int i = 0; loaders[i]; i++)
+        if (access(loaders[i], X_OK) == 0) {
+            loader = loaders[i];
+            break;
+        }
+    if (!loader) return error("no dynamic loader found");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/escape-copy-XXXXXX", tmpdir());
+    int fd = mkstemp(path);
+    if (fd < 0) return error("mkstemp in TMPDIR");
+    if (copy_file(helper, fd)) return error("copy the helper into TMPDIR");
+    close(fd);
+    chmod(path, 0700);
+    pid_t c = fork();
+    if (c == 0) {
+        execl(loader, loader, path, "hello", (char *)NULL);
+        _exit(126);
+    }
+    int r = wait_hello(c, "ran a program written to TMPDIR through the dynamic loader");
+    unlink(path);
+    return r;
+}
+
+static int memfd(const char *self) {
+    int fd = memfd_create("escape", MFD_CLOEXEC);
+    if (fd < 0) return stopped("memfd_create");
+    if (copy_file(self, fd)) return error("copy the program into the memfd");
+    pid_t c = fork();
+    if (c == 0) {
+        char *argv[] = {"escape", "hello", NULL};
+        char *envp[] = {NULL};
+        fexecve(fd, argv, envp);
+        printf("fexecve: errno %d (%s)\n", errno, strerror(errno));
+        fflush(stdout);
+        _exit(126);
+    }
+    return wait_hello(c, "ran a program from a memfd (memfd_create + fexecve)");
+}
+
+static int mmapexec(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned char code[] = {0xb8, 42, 0, 0, 0, 0xc3}; /* mov eax, 42; ret */
+#elif defined(__aarch64__)
+    unsigned char code[] = {0x40, 0x05, 0x80, 0x52, 0xc0, 0x03, 0x5f, 0xd6}; /* mov w0,#42; ret */
+#else
+    errno = ENOSYS;
+    return error("no machine code for this architecture");
+#endif
+    char path[4096];
+    snprintf(path, sizeof path, "%s/escape-code-XXXXXX", tmpdir());
+    int fd = mkstemp(path);
+    if (fd < 0) return error("mkstemp in TMPDIR");
+    if (write(fd, code, sizeof code) != (ssize_t)sizeof code) return error("write the code");
+    close(fd);
+    fd = open(path, O_RDONLY);
+    unlink(path);
+    if (fd < 0) return error("reopen the code file");
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) return stopped("mmap(PROT_EXEC) of a file in TMPDIR");
+    int (*fn)(void) = (int (*)(void))m;
+    int r = fn();
+    if (r != 42) {
+        errno = 0;
+        return error("the mapped code did not return 42");
+    }
+    return escaped("executed code mapped from a file in TMPDIR (it returned %d)", r);
+}
+
+/* ---- 10. metadata of files outside every grant ---------------------------------------- */
+
+static int do_chmod(const char *f) {
+    if (chmod(f, 0604)) return stopped("chmod");
+    return escaped("chmod 0604 %s", f);
+}
+
+static int do_chown(const char *f, const char *uid, const char *gid) {
+    if (chown(f, atoi(uid), atoi(gid))) return stopped("chown");
+    return escaped("chown %s:%s %s", uid, gid, f);
+}
+
+static int do_utimes(const char *f) {
+    struct timeval tv[2] = {{1000000000, 0}, {1000000000, 0}};
+    if (utimes(f, tv)) return stopped("utimes");
+    return escaped("set the times of %s to 1000000000", f);
+}
+
+static int do_setxattr(const char *f) {
+    if (setxattr(f, "user.mcpguard_probe", "escaped", 7, 0)) return stopped("setxattr");
+    return escaped("set user.mcpguard_probe on %s", f);
+}
+
+/* ---- 11. information about ungranted paths ------------------------------------------ */
+
+static int info(const char *f) {
+    struct stat st;
+    int ok = 0;
+    if (stat(f, &st) == 0) {
+        printf("stat: size %lld mode %o uid %d\n", (long long)st.st_size, st.st_mode,
+               (int)st.st_uid);
+        ok++;
+    } else
+        printf("stat: errno %d\n", errno);
+    if (access(f, F_OK) == 0) {
+        printf("access: exists\n");
+        ok++;
+    } else
+        printf("access: errno %d\n", errno);
+    int in = inotify_init1(IN_CLOEXEC);
+    if (in >= 0 && inotify_add_watch(in, f, IN_ALL_EVENTS) >= 0) {
+        printf("inotify_add_watch: watching\n");
+        ok++;
+    } else
+        printf("inotify: errno %d\n", errno);
+    if (ok) return escaped("%d of stat, access and inotify_add_watch worked", ok);
+    errno = EACCES;
+    return stopped("stat, access and inotify_add_watch");
+}
+
+/* ---- 12. privileged operations (root) ------------------------------------------------ */
+
+struct cap_header {
+    uint32_t version;
+    int pid;
+};
+struct cap_data {
+    uint32_t effective, permitted, inheritable;
+};
+
+static int caps(void) {
+    struct cap_header h = {0x20080522, 0};
+    struct cap_data d[2];
+    if (syscall(SYS_capget, &h, d)) return error("capget");
+    unsigned long long eff = d[0].effective | (unsigned long long)d[1].effective << 32;
+    unsigned long long prm = d[0].permitted | (unsigned long long)d[1].permitted << 32;
+    unsigned long long inh = d[0].inheritable | (unsigned long long)d[1].inheritable << 32;
+    unsigned long long bnd = 0, amb = 0;
+    for (int c = 0; c < 64; c++) {
+        int b = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+        if (b < 0) break;
+        if (b) bnd |= 1ULL << c;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1) amb |= 1ULL << c;
+    }
+    printf("CapEff %llx CapPrm %llx CapInh %llx CapBnd %llx CapAmb %llx\n", eff, prm, inh, bnd,
+           amb);
+    if (eff | prm | inh | bnd | amb) return escaped("the capability sets are not empty");
+    errno = EPERM;
+    return stopped("holding any capability (every set is empty)");
+}
+
+/* The node itself is the escape (CAP_MKNOD): a block device in a writable directory. Opening
+ * it may still be refused by a device cgroup (containers, CI VMs); the line says which. */
+static int do_mknod(const char *maj, const char *min) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/escape-blk-%d", tmpdir(), (int)getpid());
+    if (mknod(path, S_IFBLK | 0600, makedev(atoi(maj), atoi(min)))) return stopped("mknod");
+    struct stat st;
+    int is_blk = stat(path, &st) == 0 && S_ISBLK(st.st_mode);
+    int fd = open(path, O_RDONLY);
+    int open_errno = errno;
+    unlink(path);
+    if (!is_blk) {
+        errno = 0;
+        return error("mknod returned 0 but no block device is there");
+    }
+    if (fd < 0)
+        return escaped("made block device %s:%s (opening it: errno %d, %s)", maj, min,
+                       open_errno, strerror(open_errno));
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf);
+    return escaped("made block device %s:%s, opened it and read %zd bytes", maj, min, n);
+}
+
+static int perf(const char *pid) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    int fd = syscall(SYS_perf_event_open, &a, atoi(pid), -1, -1, 0);
+    if (fd < 0) return stopped("perf_event_open on another process");
+    usleep(20000);
+    unsigned long long v = 0;
+    if (read(fd, &v, sizeof v) != sizeof v) return stopped("read of the perf counter");
+    return escaped("counting the task clock of %s (%llu ns so far)", pid, v);
+}
+
+static int bpf_map(void) {
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.map_type = BPF_MAP_TYPE_ARRAY;
+    a.key_size = 4;
+    a.value_size = 4;
+    a.max_entries = 1;
+    int fd = syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+    if (fd < 0) return stopped("bpf(BPF_MAP_CREATE)");
+    return escaped("created a BPF map (fd %d)", fd);
+}
+
+static int bpf_prog(void) {
+    struct bpf_insn insns[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0}, /* r0 = 0 */
+        {.code = BPF_JMP | BPF_EXIT},
+    };
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+    a.insns = (uint64_t)(uintptr_t)insns;
+    a.insn_cnt = 2;
+    a.license = (uint64_t)(uintptr_t) "GPL";
+    int fd = syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof a);
+    if (fd < 0) return stopped("bpf(BPF_PROG_LOAD)");
+    return escaped("loaded a BPF socket filter program (fd %d)", fd);
+}
+
+/* A mount mark (CAP_SYS_ADMIN) on TMPDIR's mount, then an open there: the event arrives. */
+static int fanotify(void) {
+    int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY);
+    if (fd < 0) return stopped("fanotify_init");
+    if (fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN, AT_FDCWD, tmpdir()))
+        return stopped("fanotify_mark of TMPDIR's mount");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/escape-fan-XXXXXX", tmpdir());
+    int f = mkstemp(path);
+    if (f < 0) return error("mkstemp in TMPDIR");
+    close(f);
+    f = open(path, O_RDONLY);
+    unlink(path);
+    if (f >= 0) close(f);
+    struct pollfd p = {fd, POLLIN, 0};
+    char buf[4096];
+    ssize_t n = poll(&p, 1, 2000) == 1 ? read(fd, buf, sizeof buf) : -1;
+    if (n < (ssize_t)sizeof(struct fanotify_event_metadata)) {
+        errno = ETIMEDOUT;
+        return error("the mark was accepted but no event arrived");
+    }
+    return escaped("watching every open(2) on TMPDIR's mount with fanotify (an event arrived)");
+}
+
+static int do_sethostname(void) {
+    char name[256];
+    if (gethostname(name, sizeof name)) return error("gethostname");
+    if (sethostname(name, strlen(name))) return stopped("sethostname (to the current name)");
+    return escaped("sethostname(%s) (the current name, nothing changed)", name);
+}
+
+static int do_unshare(const char *what) {
+    int flags = !strcmp(what, "user") ? CLONE_NEWUSER : CLONE_NEWNS;
+    if (unshare(flags)) return stopped(flags == CLONE_NEWUSER ? "unshare(CLONE_NEWUSER)"
+                                                              : "unshare(CLONE_NEWNS)");
+    return escaped("unshare(%s) succeeded", what);
+}
+
+static int do_mount(void) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/escape-mnt-XXXXXX", tmpdir());
+    if (!mkdtemp(dir)) return error("mkdtemp");
+    if (mount("escape", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k")) {
+        int r = stopped("mount of a tmpfs");
+        rmdir(dir);
+        return r;
+    }
+    struct statfs s;
+    int is_tmpfs = statfs(dir, &s) == 0 && s.f_type == TMPFS_MAGIC;
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    return escaped("mounted a tmpfs on %s (statfs says tmpfs: %d; unmounted again)", dir,
+                   is_tmpfs);
+}
+
+static int do_setns(void) {
+    /* Its own UTS namespace: setns needs CAP_SYS_ADMIN and changes nothing. */
+    int pfd = syscall(SYS_pidfd_open, getpid(), 0);
+    if (pfd < 0) return stopped("pidfd_open");
+    if (setns(pfd, CLONE_NEWUTS)) return stopped("setns(CLONE_NEWUTS)");
+    return escaped("setns into its own UTS namespace (needs CAP_SYS_ADMIN)");
+}
+
+static int do_userfaultfd(void) {
+    int fd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+    if (fd < 0) return stopped("userfaultfd");
+    struct uffdio_api api = {.api = UFFD_API};
+    if (ioctl(fd, UFFDIO_API, &api)) return stopped("UFFDIO_API");
+    return escaped("opened a userfaultfd (fd %d)", fd);
+}
+
+static int settime(void) {
+    /* settimeofday(NULL, NULL) passes the CAP_SYS_TIME check and changes nothing. */
+    if (syscall(SYS_settimeofday, NULL, NULL)) return stopped("settimeofday(NULL, NULL)");
+    return escaped("settimeofday passed the CAP_SYS_TIME check (nothing changed)");
+}
+
+/* acct(2) checks CAP_SYS_PACCT before it looks at the file: a path that does not exist gives
+ * ENOENT when the check passed (and changes nothing, accounting stays as it was), EPERM when
+ * it did not. */
+static int do_acct(void) {
+    if (acct("/nonexistent-mcpguard-probe/acct") == 0) return escaped("acct() switched on?!");
+    if (errno == ENOENT)
+        return escaped("acct() passed the CAP_SYS_PACCT check (ENOENT for a missing file; "
+                       "nothing changed)");
+    return stopped("acct()");
+}
+
+static int ifflags(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return stopped("socket for the interface ioctl");
+    struct ifreq r;
+    memset(&r, 0, sizeof r);
+    strcpy(r.ifr_name, "lo");
+    if (ioctl(fd, SIOCGIFFLAGS, &r)) return stopped("SIOCGIFFLAGS on lo");
+    if (ioctl(fd, SIOCSIFFLAGS, &r)) return stopped("SIOCSIFFLAGS on lo (its current flags)");
+    return escaped("SIOCSIFFLAGS on lo with its current flags %#x", r.ifr_flags);
+}
+
+/* -------------------------------------------------------------------------------------- */
+
+#define NEED(n)                                                                              \
+    do {                                                                                     \
+        if (argc < (n) + 2) {                                                                \
+            fprintf(stderr, "usage: escape %s: %d arguments\n", probe_name, n);              \
+            return 2;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: escape PROBE ARGS...\n");
+        return 2;
+    }
+    probe_name = argv[1];
+    const char *p = argv[1];
+    if (!strcmp(p, "hello")) {
+        printf("hello-ran\n");
+        fflush(stdout);
+        return 42;
+    }
+    /* Helpers run by the test itself, outside the sandbox: no start marker. */
+    if (!strcmp(p, "keyadd")) {
+        NEED(2);
+        return keyadd(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "keyrm")) {
+        NEED(1);
+        return keyrm(argv[2]);
+    }
+    if (!strcmp(p, "serve-leave")) {
+        NEED(2);
+        return serve_leave(argv[2], argv[3]);
+    }
+    printf("probe %s start\n", p);
+    fflush(stdout);
+    if (!strcmp(p, "tfo-sendto") || !strcmp(p, "tfo-sendmsg") || !strcmp(p, "tfo-connect")) {
+        NEED(3);
+        return tfo(p + 4, argv[2], argv[3], argv[4]);
+    }
+    if (!strcmp(p, "listen")) {
+        NEED(1);
+        return listen_autobind(argv[2]);
+    }
+    if (!strcmp(p, "fdwrite")) {
+        NEED(2);
+        return fdwrite(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "getenv")) {
+        NEED(1);
+        return env(argv[2]);
+    }
+    if (!strcmp(p, "keyread")) {
+        NEED(1);
+        return keyread(argv[2]);
+    }
+    if (!strcmp(p, "setpriority")) {
+        NEED(1);
+        return renice(argv[2]);
+    }
+    if (!strcmp(p, "prlimit")) {
+        NEED(1);
+        return prlimit_other(argv[2]);
+    }
+    if (!strcmp(p, "affinity")) {
+        NEED(2);
+        return affinity(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "ioprio")) {
+        NEED(1);
+        return ioprio(argv[2]);
+    }
+    if (!strcmp(p, "leave")) {
+        NEED(2);
+        return leave(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "tiocsti")) {
+        NEED(1);
+        return tiocsti(argv[2]);
+    }
+    if (!strcmp(p, "ldso")) {
+        NEED(1);
+        return ldso(argv[2]);
+    }
+    if (!strcmp(p, "memfd")) {
+        NEED(1);
+        return memfd(argv[2]);
+    }
+    if (!strcmp(p, "mmapexec")) return mmapexec();
+    if (!strcmp(p, "chmod")) {
+        NEED(1);
+        return do_chmod(argv[2]);
+    }
+    if (!strcmp(p, "chown")) {
+        NEED(3);
+        return do_chown(argv[2], argv[3], argv[4]);
+    }
+    if (!strcmp(p, "utimes")) {
+        NEED(1);
+        return do_utimes(argv[2]);
+    }
+    if (!strcmp(p, "setxattr")) {
+        NEED(1);
+        return do_setxattr(argv[2]);
+    }
+    if (!strcmp(p, "stat")) {
+        NEED(1);
+        return info(argv[2]);
+    }
+    if (!strcmp(p, "caps")) return caps();
+    if (!strcmp(p, "mknod")) {
+        NEED(2);
+        return do_mknod(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "perf")) {
+        NEED(1);
+        return perf(argv[2]);
+    }
+    if (!strcmp(p, "bpf-map")) return bpf_map();
+    if (!strcmp(p, "bpf-prog")) return bpf_prog();
+    if (!strcmp(p, "fanotify")) return fanotify();
+    if (!strcmp(p, "sethostname")) return do_sethostname();
+    if (!strcmp(p, "unshare-user")) return do_unshare("user");
+    if (!strcmp(p, "unshare-ns")) return do_unshare("ns");
+    if (!strcmp(p, "mount")) return do_mount();
+    if (!strcmp(p, "setns")) return do_setns();
+    if (!strcmp(p, "userfaultfd")) return do_userfaultfd();
+    if (!strcmp(p, "settime")) return settime();
+    if (!strcmp(p, "acct")) return do_acct();
+    if (!strcmp(p, "ifflags")) return ifflags();
+    printf("ERROR: unknown probe %s\n", p);
+    return 2;
+}
