@@ -327,6 +327,27 @@ impl World {
         Run::new(&name, run_bounded(&mut self.check_cmd(half, opts, probe)))
     }
 
+    /// The probe started directly as this world's user, the way a host starts a server without
+    /// mcpguard. The baseline for the classes mcpguard closes in every spawn, sandboxed or not
+    /// (inherited descriptors, the controlling terminal): `sandbox.mode = "off"` no longer
+    /// shows the escape there, a host that runs the server itself does.
+    fn direct_cmd<S: AsRef<OsStr>>(&self, probe: &[S]) -> Command {
+        let mut cmd = Command::new(&bins().escape);
+        self.who.apply(&mut cmd);
+        cmd.args(probe)
+            .env("HOME", &self.home)
+            .current_dir(self.dir.path());
+        cmd
+    }
+
+    /// `check_cmd` for the sandboxed half, `direct_cmd` for the baseline.
+    fn sandboxed_or_direct<S: AsRef<OsStr>>(&self, half: Half, probe: &[S]) -> Command {
+        match half {
+            Half::Sandboxed => self.check_cmd(half, &[], probe),
+            Half::Off => self.direct_cmd(probe),
+        }
+    }
+
     /// Runs a probe helper directly (no mcpguard) as this world's user.
     fn helper(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(&bins().escape);
@@ -682,10 +703,11 @@ fn listen_without_bind_accepts_no_connection() {
 // ---- 3. inherited descriptors ----------------------------------------------------------
 
 /// Runs the `fdwrite` probe with `fd` open as descriptor `target` in mcpguard (no
-/// close-on-exec), as a host that leaks a descriptor would start it.
+/// close-on-exec), as a host that leaks a descriptor would start it; the baseline starts the
+/// probe itself that way.
 fn with_inherited(w: &World, half: Half, fd: i32, target: i32, tok: &str) -> Run {
     let t = target.to_string();
-    let mut cmd = w.check_cmd(half, &[], &["fdwrite", &t, tok]);
+    let mut cmd = w.sandboxed_or_direct(half, &["fdwrite", &t, tok]);
     // SAFETY: dup2 is async-signal-safe; `fd` stays open in the parent until the spawn returns.
     unsafe {
         cmd.pre_exec(move || {
@@ -1239,7 +1261,7 @@ fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
 fn tiocsti_run(w: &World, half: Half, tok: &str) -> std::io::Result<(Run, String)> {
     let (master, slave) = open_pty()?;
     let injected = format!("{tok}\n");
-    let mut cmd = w.check_cmd(half, &[], &["tiocsti", &injected]);
+    let mut cmd = w.sandboxed_or_direct(half, &["tiocsti", &injected]);
     cmd.stdin(Stdio::from(slave.try_clone()?))
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave.try_clone()?));
