@@ -1,6 +1,6 @@
 //! The seccomp filters: what Landlock has no hook for on the kernels mcpguard runs on.
 //!
-//! Three filters are installed, and the kernel applies the strictest verdict of all of them:
+//! Four filters are installed, and the kernel applies the strictest verdict of all of them:
 //! 1. a three-instruction guard, written here, that kills the process for a foreign
 //!    architecture or the x32 ABI on x86_64 (their system call numbers mean other calls, and
 //!    seccompiler's own architecture check does not look at the x32 bit);
@@ -9,7 +9,9 @@
 //!    whose *arguments* make them an escape (TCP Fast Open flags, `listen` when no port may be
 //!    bound, process control naming another process, terminal injection, namespace flags on
 //!    `clone`, executable memfds), answered with EPERM;
-//! 3. the socket filter, also built by seccompiler: a socket of a family or type Landlock does
+//! 3. `clone3` answered ENOSYS (its flags are in memory, out of a filter's sight), so that libc
+//!    falls back to `clone`, whose namespace flags the deny list checks;
+//! 4. the socket filter, also built by seccompiler: a socket of a family or type Landlock does
 //!    not confine (UDP, UNIX, netlink, raw, MPTCP …) is refused with EACCES unless the profile
 //!    allows it.
 //!
@@ -392,7 +394,15 @@ pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
     if !socket.is_empty() {
         sockets.insert(libc::SYS_socket, socket);
     }
-    let mut out = vec![guard(), compile(deny, libc::EPERM)];
+    // `clone3` takes its flags in memory, where a filter cannot look, so it could create the
+    // namespaces `clone` may not. ENOSYS makes glibc (2.34 and later) fall back to `clone`, as it
+    // does on kernels before 5.3, whose flags the deny filter checks.
+    let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+    let mut out = vec![
+        guard(),
+        compile(deny, libc::EPERM),
+        compile(clone3, libc::ENOSYS),
+    ];
     if !sockets.is_empty() {
         out.push(compile(sockets, libc::EACCES));
     }
@@ -629,6 +639,11 @@ mod tests {
             call(&p, libc::SYS_clone, &[libc::SIGCHLD as u64]),
             RET_ALLOW
         );
+        assert_eq!(
+            call(&p, libc::SYS_clone3, &[0, 88]),
+            RET_ERRNO | libc::ENOSYS as u32,
+            "clone3 is unknown, so that libc falls back to clone"
+        );
         // Executable memfds.
         assert_eq!(call(&p, libc::SYS_memfd_create, &[0, 1]), EPERM);
         assert_eq!(
@@ -734,6 +749,6 @@ mod tests {
             allow_other_sockets: true,
             ..base
         });
-        assert_eq!(everything.len(), 2, "no socket filter is needed");
+        assert_eq!(everything.len(), 3, "no socket filter is needed");
     }
 }

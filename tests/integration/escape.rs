@@ -1652,6 +1652,7 @@ fn privileged_operations_are_refused() {
             ("sethostname (same name)", vec!["sethostname"]),
             ("unshare(CLONE_NEWUSER)", vec!["unshare-user"]),
             ("unshare(CLONE_NEWNS)", vec!["unshare-ns"]),
+            ("clone3(CLONE_NEWUSER)", vec!["clone3-user"]),
             ("mount of a tmpfs", vec!["mount"]),
             ("setns (own UTS namespace)", vec!["setns"]),
             ("userfaultfd", vec!["userfaultfd"]),
