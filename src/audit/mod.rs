@@ -69,8 +69,8 @@ use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde_json::{Map, Value};
 
-use crate::canonical::{canonical_bytes, digest, sha256_hex};
-use crate::strict::{parse_strict, StrictError};
+use crate::snapshot::canonical::{canonical_bytes, digest, sha256_hex};
+use crate::snapshot::strict::{parse_strict, StrictError};
 
 /// The `prev` of the first record in a file: no record came before it.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";

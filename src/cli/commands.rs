@@ -10,10 +10,10 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{json, Map, Value};
 
-use crate::canonical;
-use crate::capture::{self, Limits};
-use crate::manifest::{self, Acceptance, Manifest, PROFILE};
-use crate::strict;
+use crate::process::capture::{self, Limits};
+use crate::snapshot::canonical;
+use crate::snapshot::manifest::{self, Acceptance, Manifest, PROFILE};
+use crate::snapshot::strict;
 
 pub type CmdResult = Result<u8, String>;
 
@@ -371,7 +371,7 @@ pub fn check(args: CheckArgs<'_>) -> CmdResult {
         let entry = m.server(&key).map_err(|p| p.to_string())?;
         let version = m
             .protocol_version()
-            .unwrap_or(capture::DEFAULT_PROTOCOL_VERSION);
+            .unwrap_or(crate::protocol::DEFAULT_PROTOCOL_VERSION);
         match capture::capture_command(
             args.command,
             version,
@@ -424,11 +424,11 @@ pub fn live_drift(key: &str, pinned: &Value, live: &Value) -> String {
         }
         // Cache directives of the modern era (ttlMs, cacheScope) describe a result, not a Tool
         // or the server: they are kept as captured but a change is not drift.
-        crate::modern::strip_cache_fields(v);
+        crate::gate::modern::strip_cache_fields(v);
     }
     let wrap = |entry: Value| json!({"servers": {key: entry}});
-    let changes = crate::diff::diff_documents(&wrap(pinned), &wrap(live));
-    crate::diff::render(&changes)
+    let changes = crate::snapshot::diff::diff_documents(&wrap(pinned), &wrap(live));
+    crate::snapshot::diff::render(&changes)
 }
 
 /// `mcpguard show FILE [--server KEY] [--tool NAME]`
@@ -451,13 +451,13 @@ pub fn show(file: &Path, server: Option<&str>, tool: Option<&str>) -> CmdResult 
             continue;
         }
         match tool {
-            None => out.push_str(&crate::reviewview::render_server(key, entry)),
+            None => out.push_str(&crate::snapshot::reviewview::render_server(key, entry)),
             Some(name) => {
                 if let Ok(tools) = manifest::tools(key, entry) {
                     if let Some((_, _, t)) = tools.iter().find(|(n, _, _)| n == name) {
                         found_tool = true;
                         out.push_str(&format!("server {key}\n"));
-                        out.push_str(&crate::reviewview::render_tool(
+                        out.push_str(&crate::snapshot::reviewview::render_tool(
                             t,
                             manifest::review_of(entry, name),
                         ));
@@ -482,12 +482,12 @@ pub fn show(file: &Path, server: Option<&str>, tool: Option<&str>) -> CmdResult 
 pub fn diff(old: &Path, new: &Path) -> CmdResult {
     let a = manifest::load(old)?;
     let b = manifest::load(new)?;
-    let changes = crate::diff::diff_documents(&a.doc, &b.doc);
+    let changes = crate::snapshot::diff::diff_documents(&a.doc, &b.doc);
     if changes.is_empty() {
         eprintln!("no differences");
         return Ok(0);
     }
-    print!("{}", crate::diff::render(&changes));
+    print!("{}", crate::snapshot::diff::render(&changes));
     Ok(1)
 }
 
@@ -521,7 +521,7 @@ pub fn trust_report(file: &Path, server: Option<&str>) -> CmdResult {
     let mut out = String::new();
     for (key, entry) in servers {
         if server.is_none_or(|s| s == key) {
-            out.push_str(&crate::trust::report(key, entry));
+            out.push_str(&crate::snapshot::trust::report(key, entry));
         }
     }
     std::io::stdout()
@@ -542,8 +542,8 @@ pub fn sandbox_check(
     command: &[std::ffi::OsString],
     json: bool,
 ) -> CmdResult {
-    use crate::child;
     use crate::policy::{PathContext, SandboxMode};
+    use crate::process::child;
     use crate::sandbox::{self, Kernel};
     use std::os::unix::process::ExitStatusExt;
 

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use crate::cli::flags::Cli;
 
-const POLICY_MD: &str = include_str!("../docs/policy.md");
-const MANIFEST_MD: &str = include_str!("../docs/manifest.md");
+const POLICY_MD: &str = include_str!("../../docs/policy.md");
+const MANIFEST_MD: &str = include_str!("../../docs/manifest.md");
 
 /// Every generated file, as (path relative to the repository root, contents).
 pub fn generated_files() -> Vec<(PathBuf, String)> {

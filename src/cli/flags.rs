@@ -111,7 +111,7 @@ pub enum Command {
         expires_in: Duration,
         /// The protocol version to capture at: up to 2025-11-25 through the initialize
         /// handshake, 2026-07-28 through server/discover and per-request envelopes.
-        #[arg(long, value_name = "VERSION", default_value = crate::capture::DEFAULT_PROTOCOL_VERSION)]
+        #[arg(long, value_name = "VERSION", default_value = crate::protocol::DEFAULT_PROTOCOL_VERSION)]
         protocol_version: String,
         /// Replace FILE if it exists (its reviews are lost).
         #[arg(long)]

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::commands::CmdResult;
+use crate::cli::commands::CmdResult;
 
 /// The digest a freshly wrapped entry carries until its snapshot is reviewed and pinned. It is not
 /// hexadecimal, so it can never match a real snapshot.
@@ -305,7 +305,7 @@ fn set_args(entry: &mut Value, command: &str, args: Vec<String>) {
 pub fn run(args: &WrapArgs<'_>) -> CmdResult {
     let shown = args.config.display().to_string();
     let original = std::fs::read(args.config).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let mut doc = crate::strict::parse_strict(&original).map_err(|e| {
+    let mut doc = crate::snapshot::strict::parse_strict(&original).map_err(|e| {
         format!(
             "{shown} is not plain JSON, so mcpguard will not rewrite it ({e}). \
              Comments and trailing commas (allowed in VS Code's files) are not understood: \
@@ -505,13 +505,13 @@ fn pin_entries(
             None => crate::policy::builtin(),
         }
         .map_err(|e| format!("server {name:?}: {e}"))?;
-        let acceptance = crate::manifest::Acceptance {
+        let acceptance = crate::snapshot::manifest::Acceptance {
             allow_model_backed: policy.review.allow_model_backed,
             forbidden_side_effects: policy.review.forbidden_side_effects.clone(),
             max_validity: policy.review.max_validity,
         };
-        let verified = crate::manifest::load(snap).and_then(|m| {
-            crate::gate::pin_from_manifest(&m, key, jiff::Timestamp::now(), &acceptance)
+        let verified = crate::snapshot::manifest::load(snap).and_then(|m| {
+            crate::gate::pin::pin_from_manifest(&m, key, jiff::Timestamp::now(), &acceptance)
                 .map(|pin| (m.digest, pin.tools.len()))
         });
         match verified {

@@ -13,27 +13,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::gate::Capabilities;
-use crate::message::{self, Id};
-
-/// The protocol revisions of the modern era that mcpguard speaks.
-pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
-
-/// `_meta` keys of the modern envelope.
-pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
-pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
-pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
-pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// The spec's error for a request at a protocol version the receiver does not serve; its data
-/// is `{supported, requested}`.
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-
-/// Whether `version` belongs to the modern era.
-pub fn is_modern(version: &str) -> bool {
-    MODERN_VERSIONS.contains(&version)
-}
+use crate::gate::pin::Capabilities;
+use crate::protocol::{
+    CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META,
+    SUBSCRIPTION_ID_META, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::wire::message::{self, Id};
 
 /// What a modern snapshot pins beyond the legacy pin: the discover answer's parts and the cache
 /// directives of the list, all exactly as captured.
@@ -222,11 +207,13 @@ pub fn head(raw: &str) -> ResultHead {
 /// spec says SHOULD); present and different is a changed server identity.
 pub fn check_server_info(live: Option<&Value>, pinned: &Value) -> Result<(), String> {
     let Some(live) = live else { return Ok(()) };
-    if crate::canonical::canonical_eq(live, pinned) {
+    if crate::snapshot::canonical::canonical_eq(live, pinned) {
         return Ok(());
     }
-    let changes =
-        crate::diff::diff_documents(&json!({"serverInfo": pinned}), &json!({"serverInfo": live}));
+    let changes = crate::snapshot::diff::diff_documents(
+        &json!({"serverInfo": pinned}),
+        &json!({"serverInfo": live}),
+    );
     let pointers: Vec<String> = changes.iter().map(|c| c.pointer.clone()).collect();
     Err(format!(
         "the server's identity in a result's _meta differs from the pinned serverInfo at {}",

@@ -11,10 +11,10 @@ use jiff::Timestamp;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::canonical;
-use crate::manifest::{self, Acceptance, Manifest};
-use crate::sanitize::{self, Clean};
-use crate::schema::{self, CompiledSchema};
+use crate::gate::schema::{self, CompiledSchema};
+use crate::snapshot::canonical;
+use crate::snapshot::manifest::{self, Acceptance, Manifest};
+use crate::wire::sanitize::{self, Clean};
 
 /// One reviewed tool, ready for the message path: its exact object and canonical bytes for the
 /// drift comparison, and its compiled schemas.
@@ -57,7 +57,7 @@ pub struct Pin {
     /// Reviewed tools the local policy refuses (never served).
     pub refused_by_policy: Vec<String>,
     /// What a 2026-07-28 snapshot pins beyond the above; `None` for a legacy snapshot.
-    pub modern: Option<crate::modern::ModernPin>,
+    pub modern: Option<crate::gate::modern::ModernPin>,
 }
 
 impl Pin {
@@ -124,15 +124,15 @@ pub fn pin_from_manifest(
     }
     let entry = m.server(server_key).map_err(|p| p.to_string())?;
     let protocol_version = m.protocol_version().unwrap_or_default().to_string();
-    let modern = if crate::modern::is_modern(&protocol_version) {
-        Some(crate::modern::ModernPin::from_entry(entry)?)
-    } else if crate::capture::LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
+    let modern = if crate::protocol::is_modern(&protocol_version) {
+        Some(crate::gate::modern::ModernPin::from_entry(entry)?)
+    } else if crate::protocol::LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
         None
     } else {
         return Err(format!(
             "the snapshot pins protocol {protocol_version:?}; this gate speaks {} and {}",
-            crate::capture::LEGACY_VERSIONS.join(", "),
-            crate::modern::MODERN_VERSIONS.join(", ")
+            crate::protocol::LEGACY_VERSIONS.join(", "),
+            crate::protocol::MODERN_VERSIONS.join(", ")
         ));
     };
     let all = manifest::tools(server_key, entry).map_err(|ps| {
@@ -631,7 +631,7 @@ impl LiveCatalogue {
                 tool.name
             ));
         };
-        let live = match crate::strict::parse_strict_str(raw) {
+        let live = match crate::snapshot::strict::parse_strict_str(raw) {
             Ok(v) => v,
             Err(e) => {
                 return Some(format!(
@@ -643,7 +643,7 @@ impl LiveCatalogue {
         if canonical::canonical_bytes(&live) == tool.canonical {
             return None;
         }
-        let changes = crate::diff::diff_tool(pin_key, &tool.name, &tool.tool, &live);
+        let changes = crate::snapshot::diff::diff_tool(pin_key, &tool.name, &tool.tool, &live);
         let pointers: Vec<String> = changes.iter().map(|c| c.pointer.clone()).collect();
         Some(format!(
             "the live definition of tool {:?} differs from the reviewed one at {}",

@@ -6,13 +6,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::client::{Client, ClientError};
-
-/// Protocol revisions of the legacy era (with `initialize`) that mcpguard speaks.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-/// The version capture asks for when none is given.
-pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+use crate::process::client::{Client, ClientError};
+use crate::protocol::LEGACY_VERSIONS;
 
 /// What one capture observed.
 #[derive(Debug, Clone)]
@@ -48,7 +43,7 @@ pub fn capture(
     protocol_version: &str,
     limits: &Limits,
 ) -> Result<Captured, String> {
-    if crate::modern::is_modern(protocol_version) {
+    if crate::protocol::is_modern(protocol_version) {
         return capture_modern(client, protocol_version, limits);
     }
     let init = client
@@ -128,7 +123,8 @@ pub fn capture_modern(
     protocol_version: &str,
     limits: &Limits,
 ) -> Result<Captured, String> {
-    use crate::modern::{self, SERVER_INFO_META};
+    use crate::gate::modern;
+    use crate::protocol::SERVER_INFO_META;
     client.envelope = Some(protocol_version.to_string());
     let discover = client
         .request("server/discover", json!({}))

@@ -15,7 +15,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::sandbox::Prepared;
-use crate::sanitize::{self, Clean};
+use crate::wire::sanitize::{self, Clean};
 
 /// Why the server could not be started, with the exit code a shell would use.
 #[derive(Debug, thiserror::Error)]

@@ -15,10 +15,10 @@ use bytes::BytesMut;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::child;
-use crate::frame::{Frame, LineDecoder};
-use crate::message::{self, Kind};
-use crate::strict;
+use crate::process::child;
+use crate::snapshot::strict;
+use crate::wire::frame::{Frame, LineDecoder};
+use crate::wire::message::{self, Kind};
 
 /// Errors of one client operation, phrased for the person running the command.
 #[derive(Debug, thiserror::Error)]
@@ -169,7 +169,7 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         let params = match &self.envelope {
-            Some(version) => crate::modern::stamp(Some(params), version),
+            Some(version) => crate::gate::modern::stamp(Some(params), version),
             None => params,
         };
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -204,8 +204,8 @@ impl Client {
             let msg = match message::parse(&line) {
                 Ok(m) => m,
                 Err(e) => {
-                    crate::diag::emit(
-                        crate::session::Level::Warn,
+                    crate::process::diag::emit(
+                        crate::protocol::Level::Warn,
                         &format!("ignored a line from the server: {}", e.reason),
                     );
                     continue;
@@ -236,7 +236,12 @@ impl Client {
                             message: e
                                 .get("message")
                                 .and_then(Value::as_str)
-                                .map(|m| crate::sanitize::clean(m, crate::sanitize::Clean::LINE))
+                                .map(|m| {
+                                    crate::wire::sanitize::clean(
+                                        m,
+                                        crate::wire::sanitize::Clean::LINE,
+                                    )
+                                })
                                 .unwrap_or_default(),
                         });
                     }

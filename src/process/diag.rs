@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use crate::session::Level;
+use crate::protocol::Level;
 
 static MAX_LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
 static JSON: AtomicBool = AtomicBool::new(false);

@@ -28,11 +28,12 @@ use bytes::BytesMut;
 use nix::sys::signal::Signal;
 
 use crate::audit::{AuditLog, Event as AuditEvent, EventKind};
-use crate::child;
-use crate::diag;
-use crate::frame::LineDecoder;
-use crate::session::{AuditNote, Config, Era, Level, Mode, Out, Session};
-use crate::sink::Sink;
+use crate::gate::session::{AuditNote, Config, Mode, Out, Session};
+use crate::process::child;
+use crate::process::diag;
+use crate::protocol::{Era, Level};
+use crate::wire::frame::LineDecoder;
+use crate::wire::sink::Sink;
 
 /// Options of one proxy run.
 #[derive(Debug, Clone)]
@@ -44,7 +45,7 @@ pub struct Options {
     /// What the gate enforces (decided, and the snapshot verified, before the server starts).
     pub mode: Mode,
     /// Which capabilities pass and how many pages a live walk may have.
-    pub capabilities: crate::gate::Capabilities,
+    pub capabilities: crate::gate::pin::Capabilities,
     pub max_pages: usize,
     pub max_calls_in_flight: usize,
     /// Per-call timeout (zero: none).
@@ -411,7 +412,7 @@ enum Route {
 fn read_loop(
     mut src: impl Read,
     max: usize,
-    mut decide: impl FnMut(&mut Vec<crate::frame::Frame>, &mut Vec<Out>),
+    mut decide: impl FnMut(&mut Vec<crate::wire::frame::Frame>, &mut Vec<Out>),
     sinks: &Sinks,
     route: Route,
 ) {

@@ -10,7 +10,7 @@
 //! beyond 2^53 lose precision exactly as they would in a browser: `9007199254740993` canonicalizes
 //! as `9007199254740992`.
 //!
-//! Depth: serializing is recursive. Values produced by `crate::strict::parse_strict` are at most
+//! Depth: serializing is recursive. Values produced by `crate::snapshot::strict::parse_strict` are at most
 //! `MAX_DEPTH` levels deep, which is far from any stack limit.
 
 #![forbid(unsafe_code)]
@@ -57,7 +57,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::strict::parse_strict;
+    use crate::snapshot::strict::parse_strict;
 
     /// Parses `input` strictly and compares its canonical form with `expected`.
     fn check(input: &str, expected: &str) {
@@ -589,7 +589,7 @@ mod tests {
 
     #[test]
     fn deepest_accepted_document_canonicalizes() {
-        let n = crate::strict::MAX_DEPTH;
+        let n = crate::snapshot::strict::MAX_DEPTH;
         let arrays = format!("{}{}", "[ ".repeat(n), " ]".repeat(n));
         check(&arrays, &format!("{}{}", "[".repeat(n), "]".repeat(n)));
         let objects = format!("{}0{}", "{\"k\": ".repeat(n), " }".repeat(n));

@@ -21,7 +21,7 @@
 //! not have the profile's shape the difference is reported against the raw values instead of being
 //! skipped. The walks here are iterative so that nesting depth cannot exhaust the stack; cloning,
 //! dropping and printing a `Value` do recurse inside serde_json, which is why documents are meant
-//! to come from `crate::strict::parse_strict` (at most `MAX_DEPTH` levels deep).
+//! to come from `crate::snapshot::strict::parse_strict` (at most `MAX_DEPTH` levels deep).
 
 #![forbid(unsafe_code)]
 
@@ -30,8 +30,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-pub use crate::manifest::escape_token;
-use crate::sanitize::{clean, is_hidden, Clean};
+pub use crate::snapshot::manifest::escape_token;
+use crate::wire::sanitize::{clean, is_hidden, Clean};
 
 /// What happened at one JSON pointer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,8 +11,8 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use crate::canonical;
-use crate::strict;
+use crate::snapshot::canonical;
+use crate::snapshot::strict;
 
 pub const PROFILE: &str = "openudon.mcp-tool-manifest.0.1";
 

@@ -18,7 +18,7 @@
 //! Everything here is pure and total: a tool that is not an object, `toolPages` that is not an
 //! array or a schema of any shape renders with notes instead of a panic. Walks are iterative or
 //! explicitly bounded so that nesting depth cannot exhaust the stack (printing a `Value` recurses
-//! inside serde_json, so documents are meant to come from `crate::strict::parse_strict`).
+//! inside serde_json, so documents are meant to come from `crate::snapshot::strict::parse_strict`).
 
 #![forbid(unsafe_code)]
 
@@ -27,8 +27,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::diff::{display_name, escape_token, reveal, visible_json};
-use crate::sanitize::{is_hidden, needs_cleaning, Clean};
+use crate::snapshot::diff::{display_name, escape_token, reveal, visible_json};
+use crate::wire::sanitize::{is_hidden, needs_cleaning, Clean};
 
 // ---------------------------------------------------------------------------------------------
 // The reviewer's view.
@@ -48,7 +48,7 @@ const TOOL_FIELDS: [&str; 9] = [
 ];
 
 // The reviewer assertions of the seed's table, in its order, shared with the validator.
-use crate::manifest::ASSERTIONS;
+use crate::snapshot::manifest::ASSERTIONS;
 
 /// Renders one server entry of a snapshot: its `serverInfo`, `instructions`, `capabilities` and
 /// any other member, the page structure with notes on anything a capture should not contain
@@ -1598,7 +1598,7 @@ mod tests {
         }
     }
 
-    use crate::diff::tests::Lcg;
+    use crate::snapshot::diff::tests::Lcg;
 
     fn random_schema(rng: &mut Lcg, depth: usize) -> Value {
         const TYPES: [&str; 7] = [

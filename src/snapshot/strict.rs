@@ -18,13 +18,9 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-/// The deepest nesting of arrays and objects that [`parse_strict`] accepts.
-///
-/// A document that is a single array or object has depth 1. serde_json refuses the 128th level on
-/// its own, but only with a bare "recursion limit exceeded"; keeping our limit below that means our
-/// check always fires first and the error can name the JSON pointer where nesting went too deep.
-/// Either limit also keeps the recursive descent far away from the end of the stack.
-pub const MAX_DEPTH: usize = 100;
+/// The deepest nesting of arrays and objects that [`parse_strict`] accepts (see
+/// [`crate::protocol::MAX_JSON_DEPTH`]).
+pub const MAX_DEPTH: usize = crate::protocol::MAX_JSON_DEPTH;
 
 // serde_json rejects the 128th nested level before our visitor sees it, so a limit of 127 or more
 // would silently turn every `TooDeep` into a less helpful `Syntax` error.

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::manifest::{self, escape_token};
+use crate::snapshot::manifest::{self, escape_token};
 
 /// How much a value at an output location can say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

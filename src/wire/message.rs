@@ -160,7 +160,7 @@ impl InvalidReason {
 
 /// Deepest nesting of arrays and objects accepted in a message: the strict parser's limit, so
 /// every message that passes can also be parsed in full later.
-pub const MAX_DEPTH: usize = crate::strict::MAX_DEPTH;
+pub const MAX_DEPTH: usize = crate::protocol::MAX_JSON_DEPTH;
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;

@@ -25,53 +25,16 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 use crate::audit::EventKind;
-use crate::frame::Frame;
-use crate::gate::{self, code, Capabilities, Category, LiveCatalogue, Pin, Refusal};
-use crate::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
+use crate::gate::pin::{self as gate, code, Capabilities, Category, LiveCatalogue, Pin, Refusal};
 use crate::policy::{Classification, Decision, Policy};
-use crate::strict;
+use crate::protocol::{codes, Era, Level};
+use crate::snapshot::strict;
+use crate::wire::frame::Frame;
+use crate::wire::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
 
 // The 2026-07-28 era's part of the state machine; called from the hooks marked "modern era".
 mod modern_era;
 use modern_era::Mrtr;
-
-/// JSON-RPC error codes that mcpguard itself returns. They sit outside -32768..-32000, which
-/// JSON-RPC and MCP reserve, as the MCP error-code policy asks of application codes.
-pub mod codes {
-    /// The server exited or closed its output before answering the request.
-    pub const SERVER_GONE: i64 = -31001;
-    /// The message was larger than the configured limit.
-    pub const TOO_LARGE: i64 = -31002;
-    /// The request id is already in use by another pending request, or uses mcpguard's prefix.
-    pub const ID_CONFLICT: i64 = -31003;
-    /// The server's response to this request could not be relayed (malformed or over-long).
-    pub const BAD_UPSTREAM_RESPONSE: i64 = -31004;
-    /// The request is not allowed in the current phase of the handshake.
-    pub const NOT_INITIALIZED: i64 = -31005;
-    /// The server's identity or protocol version differs from the pinned one.
-    pub const PIN_MISMATCH: i64 = -31006;
-    /// The live catalogue could not be verified.
-    pub const VERIFICATION_FAILED: i64 = -31007;
-}
-
-/// Which MCP protocol era the connection is pinned to. The era changes the lifecycle (the legacy
-/// era has `initialize`; the 2026-07-28 era is stateless) and is decided before any byte flows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// Protocol revisions up to and including 2025-11-25.
-    Legacy,
-    /// Protocol revision 2026-07-28 and later (no `initialize`).
-    Modern,
-}
-
-/// Severity of a diagnostic line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Error,
-    Warn,
-    Info,
-    Debug,
-}
 
 /// One thing the driver must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -755,7 +718,7 @@ impl Session {
                     Category::Input,
                     format!(
                         "refused {name:?}: the arguments do not match the reviewed inputSchema: {}",
-                        crate::schema::summary(&violations)
+                        crate::gate::schema::summary(&violations)
                     ),
                 );
                 self.refuse_call(&id, &name, r, out);
@@ -893,14 +856,14 @@ impl Session {
             _ => "(unpinned)".to_string(),
         };
         let timeout_s = self.config.policy.confirmation.timeout.as_secs().max(1);
-        let short = crate::sanitize::Clean {
+        let short = crate::wire::sanitize::Clean {
             keep_newlines: false,
             max_bytes: 200,
         };
         let message = format!(
             "mcpguard asks for your approval.\n\nThe AI wants to call the tool \"{}\" of the MCP server \"{}\". {}.\n\nArguments:\n{}\n\nApprove only if you want this to happen now. This approval is for this one call only (approval {}, expires in {timeout_s} s).",
-            crate::sanitize::clean(tool, short),
-            crate::sanitize::clean(&server, short),
+            crate::wire::sanitize::clean(tool, short),
+            crate::wire::sanitize::clean(&server, short),
             write_reason(class),
             argument_summary(arguments),
             &binding[..12],
@@ -1140,8 +1103,8 @@ impl Session {
                 call.id, call.tool
             ),
         ));
-        let text =
-            String::from_utf8(crate::canonical::canonical_bytes(&structured)).unwrap_or_default();
+        let text = String::from_utf8(crate::snapshot::canonical::canonical_bytes(&structured))
+            .unwrap_or_default();
         let result = self.own_result(json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false}));
         respond(out, &call.id, result);
     }
@@ -1774,8 +1737,8 @@ impl Session {
                 return self.fail_handshake(&id, &m, out);
             }
             let info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
-            if !crate::canonical::canonical_eq(&info, &pin.server_info) {
-                let changes = crate::diff::diff_documents(
+            if !crate::snapshot::canonical::canonical_eq(&info, &pin.server_info) {
+                let changes = crate::snapshot::diff::diff_documents(
                     &json!({"serverInfo": pin.server_info}),
                     &json!({"serverInfo": info}),
                 );
@@ -1788,7 +1751,8 @@ impl Session {
             }
             match (result.get("instructions"), &pin.instructions) {
                 (None, _) => {}
-                (Some(live), Some(pinned)) if crate::canonical::canonical_eq(live, pinned) => {}
+                (Some(live), Some(pinned))
+                    if crate::snapshot::canonical::canonical_eq(live, pinned) => {}
                 (Some(_), pinned) => {
                     result.remove("instructions");
                     out.push(Out::Diag(
@@ -1927,7 +1891,7 @@ impl Session {
                 (None, _) => Err("the result has no structuredContent although the reviewed tool declares an outputSchema".to_string()),
                 (Some(sc), Some(schema)) => schema
                     .validate(sc)
-                    .map_err(|v| format!("structuredContent does not match the reviewed outputSchema: {}", crate::schema::summary(&v))),
+                    .map_err(|v| format!("structuredContent does not match the reviewed outputSchema: {}", crate::gate::schema::summary(&v))),
                 (Some(_), None) => Ok(()),
             };
             if let Err(why) = verdict {
@@ -1945,8 +1909,8 @@ impl Session {
                     .get("structuredContent")
                     .cloned()
                     .unwrap_or(Value::Null);
-                let text =
-                    String::from_utf8(crate::canonical::canonical_bytes(&sc)).unwrap_or_default();
+                let text = String::from_utf8(crate::snapshot::canonical::canonical_bytes(&sc))
+                    .unwrap_or_default();
                 return respond(
                     out,
                     id,
@@ -2163,7 +2127,7 @@ fn write_reason(class: &Classification) -> String {
 fn approval_binding(snapshot: &str, tool: &str, arguments: &Value) -> String {
     use sha2::{Digest, Sha256};
     let doc = json!({"snapshot": snapshot, "tool": tool, "arguments": arguments});
-    let digest = Sha256::digest(crate::canonical::canonical_bytes(&doc));
+    let digest = Sha256::digest(crate::snapshot::canonical::canonical_bytes(&doc));
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -2171,10 +2135,11 @@ fn approval_binding(snapshot: &str, tool: &str, arguments: &Value) -> String {
 /// made visible, cut at a length a dialog can show (the cut is said).
 fn argument_summary(arguments: &Value) -> String {
     const MAX: usize = 1500;
-    let text = String::from_utf8(crate::canonical::canonical_bytes(arguments)).unwrap_or_default();
-    let clean = crate::sanitize::clean(
+    let text = String::from_utf8(crate::snapshot::canonical::canonical_bytes(arguments))
+        .unwrap_or_default();
+    let clean = crate::wire::sanitize::clean(
         &text,
-        crate::sanitize::Clean {
+        crate::wire::sanitize::Clean {
             keep_newlines: false,
             max_bytes: MAX,
         },
@@ -2383,7 +2348,7 @@ impl Seen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{Acceptance, Manifest};
+    use crate::snapshot::manifest::{Acceptance, Manifest};
 
     fn tool_echo() -> Value {
         json!({"name": "echo", "description": "Echo the text back.",
@@ -2404,7 +2369,7 @@ mod tests {
 
     fn pin() -> Arc<Pin> {
         let doc = json!({
-            "profile": crate::manifest::PROFILE, "protocolVersion": "2025-11-25",
+            "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": "2025-11-25",
             "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
             "servers": {"s": {
                 "serverInfo": {"name": "fixture", "version": "1.0.0"},
@@ -3195,7 +3160,7 @@ mod tests {
             .contains("without confirmation"));
         // A read with an authority channel in its review is a write after all.
         let doc = json!({
-            "profile": crate::manifest::PROFILE, "protocolVersion": "2025-11-25",
+            "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": "2025-11-25",
             "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
             "servers": {"s": {
                 "serverInfo": {"name": "fixture", "version": "1.0.0"},

@@ -1,6 +1,6 @@
 //! The 2026-07-28 era's part of the session state machine.
 //!
-//! The pure decisions are in `crate::modern`; this module applies them to the conversation.
+//! The pure decisions are in `crate::gate::modern`; this module applies them to the conversation.
 //! It is a child of `session` so that it can use the session's state, and it is kept apart so
 //! that the legacy state machine reads as before: `session` calls in here only from a few
 //! marked hooks (host requests before the method dispatch, server responses before their
@@ -29,11 +29,12 @@ use super::{
     Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
 };
 use crate::audit::EventKind;
-use crate::gate::{code, Category, Refusal};
-use crate::message::{self, Id, Kind, Message};
-use crate::modern::{self, EnvelopeError, InputRequired};
+use crate::gate::modern::{self, EnvelopeError, InputRequired};
+use crate::gate::pin::{code, Category, Refusal};
 use crate::policy::Classification;
-use crate::strict;
+use crate::protocol;
+use crate::snapshot::strict;
+use crate::wire::message::{self, Id, Kind, Message};
 
 /// Most `requestState` values relayed to the host and not yet returned. Older ones are
 /// forgotten first; their retries are then refused.
@@ -71,7 +72,7 @@ impl Session {
     fn pinned_version(&self) -> &str {
         match &self.config.mode {
             Mode::Pinned(pin) => &pin.protocol_version,
-            _ => modern::MODERN_VERSIONS[0],
+            _ => protocol::MODERN_VERSIONS[0],
         }
     }
 
@@ -269,7 +270,7 @@ impl Session {
         }
         let client_can_elicit = params
             .get("_meta")
-            .and_then(|m| m.get(modern::CLIENT_CAPABILITIES_META))
+            .and_then(|m| m.get(protocol::CLIENT_CAPABILITIES_META))
             .and_then(|c| c.get("elicitation"))
             .and_then(Value::as_object)
             .is_some_and(|e| e.is_empty() || e.contains_key("form"));
@@ -359,7 +360,7 @@ impl Session {
                         "resultType": "input_required",
                         "inputRequests": {modern::APPROVAL_INPUT_KEY: {"method": "elicitation/create", "params": question}},
                         "requestState": state,
-                        "_meta": {modern::SERVER_INFO_META: server_info},
+                        "_meta": {protocol::SERVER_INFO_META: server_info},
                     }),
                 );
             }
@@ -593,7 +594,7 @@ impl Session {
                 } else {
                     let err = msg
                         .error
-                        .map(|e| crate::gate::clean_error_text(e.get()))
+                        .map(|e| crate::gate::pin::clean_error_text(e.get()))
                         .unwrap_or_default();
                     format!("was refused by the server ({err}); it cannot announce tool list changes, and every call still re-verifies the live list")
                 };
@@ -626,7 +627,7 @@ impl Session {
             _ => {
                 let err = msg
                     .error
-                    .map(|e| crate::gate::clean_error_text(e.get()))
+                    .map(|e| crate::gate::pin::clean_error_text(e.get()))
                     .unwrap_or_default();
                 return self.discover_failed(
                     &format!("the server answered the live server/discover with an error: {err}"),
@@ -642,7 +643,7 @@ impl Session {
         }
         let instructions = match (live.get("instructions"), &pin.instructions) {
             (None, _) => None,
-            (Some(l), Some(p)) if crate::canonical::canonical_eq(l, p) => Some(p),
+            (Some(l), Some(p)) if crate::snapshot::canonical::canonical_eq(l, p) => Some(p),
             (Some(_), pinned) => {
                 out.push(Out::Diag(
                     Level::Warn,
@@ -704,10 +705,10 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::frame::Frame;
-    use crate::gate::{self, Capabilities};
-    use crate::manifest::{Acceptance, Manifest};
-    use crate::session::Config;
+    use crate::gate::pin::{self as gate, Capabilities};
+    use crate::gate::session::Config;
+    use crate::snapshot::manifest::{Acceptance, Manifest};
+    use crate::wire::frame::Frame;
 
     const V: &str = "2026-07-28";
 
@@ -726,7 +727,7 @@ mod tests {
 
     fn page(ttl: u64) -> Value {
         json!({"tools": [echo(), ask()], "ttlMs": ttl, "cacheScope": "private", "resultType": "complete",
-               "_meta": {modern::SERVER_INFO_META: info()}})
+               "_meta": {protocol::SERVER_INFO_META: info()}})
     }
 
     fn with_channels(review: &Value, channels: Value) -> Value {
@@ -741,7 +742,7 @@ mod tests {
                            "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true},
             "inputChannels": {}});
         let doc = json!({
-            "profile": crate::manifest::PROFILE, "protocolVersion": V,
+            "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": V,
             "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
             "servers": {"s": {
                 "serverInfo": info(), "instructions": "Be nice.",
@@ -758,8 +759,8 @@ mod tests {
     }
 
     fn meta() -> Value {
-        json!({modern::PROTOCOL_VERSION_META: V, modern::CLIENT_CAPABILITIES_META: {},
-               modern::CLIENT_INFO_META: {"name": "host", "version": "1"}})
+        json!({protocol::PROTOCOL_VERSION_META: V, protocol::CLIENT_CAPABILITIES_META: {},
+               protocol::CLIENT_INFO_META: {"name": "host", "version": "1"}})
     }
 
     struct T {
@@ -878,7 +879,7 @@ mod tests {
         t.host_says(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
         assert_eq!(t.host[1]["error"]["code"], message::INVALID_PARAMS);
         let mut m = meta();
-        m[modern::PROTOCOL_VERSION_META] = json!("2027-01-01");
+        m[protocol::PROTOCOL_VERSION_META] = json!("2027-01-01");
         t.host_says(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                            "params": {"name": "echo", "arguments": {}, "_meta": m}}));
         assert_eq!(t.host[2]["error"]["code"], -32022);
@@ -903,20 +904,20 @@ mod tests {
         );
         let discover = t.own("server/discover");
         assert_eq!(
-            discover["params"]["_meta"][modern::PROTOCOL_VERSION_META],
+            discover["params"]["_meta"][protocol::PROTOCOL_VERSION_META],
             V
         );
         t.answer_own(
             "server/discover",
             json!({"supportedVersions": [V], "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "extra": {}},
                    "instructions": "Be nice.", "ttlMs": 1, "cacheScope": "private", "resultType": "complete",
-                   "_meta": {modern::SERVER_INFO_META: info()}}),
+                   "_meta": {protocol::SERVER_INFO_META: info()}}),
         );
         assert_eq!(
             t.host[0]["result"],
             json!({"supportedVersions": [V], "capabilities": {"tools": {"listChanged": true}},
                    "instructions": "Be nice.", "ttlMs": 1000, "cacheScope": "private",
-                   "resultType": "complete", "_meta": {modern::SERVER_INFO_META: info()}})
+                   "resultType": "complete", "_meta": {protocol::SERVER_INFO_META: info()}})
         );
         // The binding verification follows, as after a legacy handshake.
         t.answer_own("tools/list", page(1000));
@@ -930,7 +931,7 @@ mod tests {
         t.answer_own(
             "server/discover",
             json!({"supportedVersions": [V], "capabilities": {},
-                   "_meta": {modern::SERVER_INFO_META: {"name": "fixture", "version": "2.0.0"}}}),
+                   "_meta": {protocol::SERVER_INFO_META: {"name": "fixture", "version": "2.0.0"}}}),
         );
         assert_eq!(t.host[0]["error"]["code"], codes::VERIFICATION_FAILED);
         t.request(2, "tools/list", json!({}));
@@ -949,7 +950,7 @@ mod tests {
             (r["ttlMs"].clone(), r["resultType"].clone()),
             (json!(1000), json!("complete"))
         );
-        assert_eq!(r["_meta"][modern::SERVER_INFO_META], info());
+        assert_eq!(r["_meta"][protocol::SERVER_INFO_META], info());
         let sent = t.call(2, "echo", json!({})).expect("forwarded");
         assert_eq!(sent["params"]["_meta"], meta());
         let raw = t.server_raw.last().unwrap().clone();
@@ -958,7 +959,7 @@ mod tests {
             "{raw}"
         );
         t.server_says(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [], "structuredContent": {"text": "a"},
-                             "resultType": "complete", "_meta": {modern::SERVER_INFO_META: info()}}}));
+                             "resultType": "complete", "_meta": {protocol::SERVER_INFO_META: info()}}}));
         assert_eq!(
             t.host.last().unwrap()["result"]["structuredContent"]["text"],
             "a"
@@ -970,10 +971,13 @@ mod tests {
         let mut t = T::new(Capabilities::default()).bound();
         t.call(2, "echo", json!({})).expect("forwarded");
         t.server_says(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [], "structuredContent": {"text": "a"},
-                             "_meta": {modern::SERVER_INFO_META: {"name": "evil", "version": "1.0.0"}}}}));
+                             "_meta": {protocol::SERVER_INFO_META: {"name": "evil", "version": "1.0.0"}}}}));
         let r = &t.host.last().unwrap()["result"];
         assert_eq!(r["isError"], true);
-        assert_eq!(r["_meta"][crate::gate::REFUSAL_META]["outcomeKnown"], false);
+        assert_eq!(
+            r["_meta"][crate::gate::pin::REFUSAL_META]["outcomeKnown"],
+            false
+        );
         assert!(t.s.invalidated().is_some());
         t.request(3, "tools/list", json!({}));
         assert_eq!(t.host.last().unwrap()["error"]["code"], codes::PIN_MISMATCH);
@@ -1045,7 +1049,7 @@ mod tests {
             json!({"toolsListChanged": true})
         );
         let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                         "params": {"notifications": {"toolsListChanged": true}, "_meta": {modern::SUBSCRIPTION_ID_META: 7}}});
+                         "params": {"notifications": {"toolsListChanged": true}, "_meta": {protocol::SUBSCRIPTION_ID_META: 7}}});
         t.server_says(ack.clone());
         assert_eq!(t.host.last().unwrap(), &ack);
         let own: Value = serde_json::from_str(t.s.modern.own_stream.as_deref().unwrap()).unwrap();
@@ -1053,7 +1057,7 @@ mod tests {
         let before = t.host.len();
         t.server_says(
             json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                             "params": {"_meta": {modern::SUBSCRIPTION_ID_META: own}}}),
+                             "params": {"_meta": {protocol::SUBSCRIPTION_ID_META: own}}}),
         );
         assert_eq!(
             t.host.len(),
@@ -1062,19 +1066,19 @@ mod tests {
         );
         assert!(t.s.invalidated().is_some());
         let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                             "params": {"_meta": {modern::SUBSCRIPTION_ID_META: 7}}});
+                             "params": {"_meta": {protocol::SUBSCRIPTION_ID_META: 7}}});
         t.server_says(changed.clone());
         assert_eq!(t.host.last().unwrap(), &changed);
         // The call in flight is indeterminate; a new one is refused.
         t.server_says(json!({"jsonrpc": "2.0", "id": 2, "result": {"structuredContent": {"text": "a"}, "content": []}}));
         let r = &t.host.last().unwrap()["result"];
         assert_eq!(
-            r["_meta"][crate::gate::REFUSAL_META]["code"],
+            r["_meta"][crate::gate::pin::REFUSAL_META]["code"],
             code::UNKNOWN_DISPATCH_OUTCOME
         );
         assert!(t.call(3, "echo", json!({})).is_none());
         assert_eq!(
-            t.host.last().unwrap()["result"]["_meta"][crate::gate::REFUSAL_META]["code"],
+            t.host.last().unwrap()["result"]["_meta"][crate::gate::pin::REFUSAL_META]["code"],
             code::REVIEW_INVALIDATED
         );
     }
@@ -1108,7 +1112,7 @@ mod tests {
     fn call_ask(t: &mut T, id: i64, elicit: bool, arguments: Value, extra: Value) {
         let mut m = meta();
         if elicit {
-            m[modern::CLIENT_CAPABILITIES_META] = json!({"elicitation": {}});
+            m[protocol::CLIENT_CAPABILITIES_META] = json!({"elicitation": {}});
         }
         let mut params = json!({"name": "ask", "arguments": arguments, "_meta": m});
         if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
