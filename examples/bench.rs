@@ -397,7 +397,7 @@ fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) {
 /// mcpguard's own work per gated call, measured in process: parsing the live page strictly,
 /// canonicalizing and hashing every Tool, comparing the selected one, validating the arguments.
 fn own_work(snap: &Path, n: usize) {
-    use mcpguard::gate::{pin as gate, schema};
+    use mcpguard::gate::{catalogue, schema};
     use mcpguard::snapshot::{canonical, manifest, strict};
     let m = manifest::load(snap).expect("snapshot");
     let entry = m.server("bench").expect("server");
@@ -420,9 +420,9 @@ fn own_work(snap: &Path, n: usize) {
     for _ in 0..n {
         let t0 = Instant::now();
         let msg = mcpguard::wire::message::parse(&response).expect("response");
-        let page = gate::parse_page(msg.result.expect("result")).expect("page");
+        let page = catalogue::parse_page(msg.result.expect("result")).expect("page");
         let t1 = Instant::now();
-        let live = gate::LiveCatalogue::from_pages(vec![page]).expect("catalogue");
+        let live = catalogue::LiveCatalogue::from_pages(vec![page]).expect("catalogue");
         let t2 = Instant::now();
         let echo = strict::parse_strict_str(&live.tools["echo"]).expect("echo");
         assert_eq!(canonical::canonical_bytes(&echo), reviewed);

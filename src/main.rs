@@ -243,9 +243,9 @@ fn acceptance(p: &policy::Policy) -> mcpguard::snapshot::manifest::Acceptance {
     }
 }
 
-fn capabilities(p: &policy::Policy) -> mcpguard::gate::pin::Capabilities {
+fn capabilities(p: &policy::Policy) -> mcpguard::gate::capabilities::Capabilities {
     let c = &p.capabilities;
-    mcpguard::gate::pin::Capabilities {
+    mcpguard::gate::capabilities::Capabilities {
         sampling: c.sampling,
         elicitation: c.elicitation,
         roots: c.roots,

@@ -617,7 +617,7 @@ impl Host {
 }
 
 fn refusal_code(r: &Value) -> &str {
-    r["result"]["_meta"][crate::gate::pin::REFUSAL_META]["code"]
+    r["result"]["_meta"][crate::gate::refusal::REFUSAL_META]["code"]
         .as_str()
         .unwrap_or("")
 }

@@ -9,7 +9,10 @@
 //! `pin::load_pin` reading the snapshot file before anything starts). It never imports
 //! `process`, `sandbox` or `cli`, and reaches `audit` only for its event vocabulary.
 
+pub mod capabilities;
+pub mod catalogue;
 pub mod modern;
 pub mod pin;
+pub mod refusal;
 pub mod schema;
 pub mod session;

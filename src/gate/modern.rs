@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::gate::pin::Capabilities;
+use crate::gate::capabilities::Capabilities;
 use crate::protocol::{
     CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META,
     SUBSCRIPTION_ID_META, UNSUPPORTED_PROTOCOL_VERSION,

@@ -45,7 +45,7 @@ pub struct Options {
     /// What the gate enforces (decided, and the snapshot verified, before the server starts).
     pub mode: Mode,
     /// Which capabilities pass and how many pages a live walk may have.
-    pub capabilities: crate::gate::pin::Capabilities,
+    pub capabilities: crate::gate::capabilities::Capabilities,
     pub max_pages: usize,
     pub max_calls_in_flight: usize,
     /// Per-call timeout (zero: none).

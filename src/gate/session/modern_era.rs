@@ -30,7 +30,7 @@ use super::{
 };
 use crate::audit::EventKind;
 use crate::gate::modern::{self, EnvelopeError, InputRequired};
-use crate::gate::pin::{code, Category, Refusal};
+use crate::gate::refusal::{code, Category, Refusal};
 use crate::policy::Classification;
 use crate::protocol;
 use crate::snapshot::strict;
@@ -594,7 +594,7 @@ impl Session {
                 } else {
                     let err = msg
                         .error
-                        .map(|e| crate::gate::pin::clean_error_text(e.get()))
+                        .map(|e| crate::gate::refusal::clean_error_text(e.get()))
                         .unwrap_or_default();
                     format!("was refused by the server ({err}); it cannot announce tool list changes, and every call still re-verifies the live list")
                 };
@@ -627,7 +627,7 @@ impl Session {
             _ => {
                 let err = msg
                     .error
-                    .map(|e| crate::gate::pin::clean_error_text(e.get()))
+                    .map(|e| crate::gate::refusal::clean_error_text(e.get()))
                     .unwrap_or_default();
                 return self.discover_failed(
                     &format!("the server answered the live server/discover with an error: {err}"),
@@ -705,8 +705,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::gate::pin::{self as gate, Capabilities};
+    use crate::gate::capabilities::Capabilities;
     use crate::gate::session::Config;
+    use crate::gate::{pin, refusal};
     use crate::snapshot::manifest::{Acceptance, Manifest};
     use crate::wire::frame::Frame;
 
@@ -736,7 +737,7 @@ mod tests {
         r
     }
 
-    fn pin() -> Arc<gate::Pin> {
+    fn pin() -> Arc<pin::Pin> {
         let review = json!({"reviewer": "r@example.test", "reviewedAt": "2026-11-01T00:00:00Z",
             "assertions": {"headless": true, "independentCalls": true, "modelBacked": false,
                            "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true},
@@ -754,7 +755,7 @@ mod tests {
         });
         let now = "2026-11-02T00:00:00Z".parse().unwrap();
         Arc::new(
-            gate::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap(),
+            pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap(),
         )
     }
 
@@ -975,7 +976,7 @@ mod tests {
         let r = &t.host.last().unwrap()["result"];
         assert_eq!(r["isError"], true);
         assert_eq!(
-            r["_meta"][crate::gate::pin::REFUSAL_META]["outcomeKnown"],
+            r["_meta"][crate::gate::refusal::REFUSAL_META]["outcomeKnown"],
             false
         );
         assert!(t.s.invalidated().is_some());
@@ -1073,12 +1074,12 @@ mod tests {
         t.server_says(json!({"jsonrpc": "2.0", "id": 2, "result": {"structuredContent": {"text": "a"}, "content": []}}));
         let r = &t.host.last().unwrap()["result"];
         assert_eq!(
-            r["_meta"][crate::gate::pin::REFUSAL_META]["code"],
+            r["_meta"][crate::gate::refusal::REFUSAL_META]["code"],
             code::UNKNOWN_DISPATCH_OUTCOME
         );
         assert!(t.call(3, "echo", json!({})).is_none());
         assert_eq!(
-            t.host.last().unwrap()["result"]["_meta"][crate::gate::pin::REFUSAL_META]["code"],
+            t.host.last().unwrap()["result"]["_meta"][crate::gate::refusal::REFUSAL_META]["code"],
             code::REVIEW_INVALIDATED
         );
     }
@@ -1127,7 +1128,7 @@ mod tests {
     }
 
     fn refusal(t: &T) -> Value {
-        t.host.last().unwrap()["result"]["_meta"][gate::REFUSAL_META]["code"].clone()
+        t.host.last().unwrap()["result"]["_meta"][refusal::REFUSAL_META]["code"].clone()
     }
 
     #[test]
