@@ -2,7 +2,16 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
 use super::*;
+use crate::snapshot::strict::{parse_strict, StrictError};
 
 const DIGEST: &str = "5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use crate::audit::EventKind;
+use crate::audit::event::EventKind;
 use crate::gate::capabilities::Capabilities;
 use crate::gate::catalogue::{self, LiveCatalogue};
 use crate::gate::pin::Pin;

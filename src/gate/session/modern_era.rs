@@ -28,7 +28,7 @@ use super::{
     codes, elicit_verdict, refuse_to_host, respond, write_reason, AuditNote, Call, Confirming, Era,
     Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
 };
-use crate::audit::EventKind;
+use crate::audit::event::EventKind;
 use crate::gate::modern::{self, EnvelopeError, InputRequired};
 use crate::gate::refusal::{code, Category, Refusal};
 use crate::policy::Classification;
