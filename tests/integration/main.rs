@@ -10,6 +10,7 @@ mod docs;
 mod gate;
 mod gate_interop;
 mod interop;
+mod layering;
 mod lifecycle;
 mod modern;
 mod relay;
