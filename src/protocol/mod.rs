@@ -45,11 +45,12 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 pub mod codes {
     /// The server exited or closed its output before answering the request.
     pub const SERVER_GONE: i64 = -31001;
-    /// The message was larger than the configured limit.
+    /// A message from the host was larger than the configured limit.
     pub const TOO_LARGE: i64 = -31002;
     /// The request id is already in use by another pending request, or uses mcpguard's prefix.
     pub const ID_CONFLICT: i64 = -31003;
-    /// The server's response to this request could not be relayed (malformed or over-long).
+    /// The server's response to this request could not be relayed (malformed, or larger than the
+    /// configured limit).
     pub const BAD_UPSTREAM_RESPONSE: i64 = -31004;
     /// The request is not allowed in the current phase of the handshake.
     pub const NOT_INITIALIZED: i64 = -31005;

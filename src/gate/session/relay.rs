@@ -199,7 +199,7 @@ impl Session {
                     "dropped a {len}-byte message from the server: the limit is {} bytes (raise it with --max-message-bytes)",
                     self.config.max_message_bytes
                 );
-                self.upstream_failure(id, codes::TOO_LARGE, &msg, out);
+                self.upstream_failure(id, codes::BAD_UPSTREAM_RESPONSE, &msg, out);
                 return;
             }
         };

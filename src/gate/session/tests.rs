@@ -470,6 +470,25 @@ fn server_exit_answers_every_pending_request() {
 }
 
 #[test]
+fn an_over_long_answer_from_the_server_is_a_bad_upstream_response_and_a_long_host_message_too_large(
+) {
+    let mut t = T::new(Mode::Pinned(pin())).bound();
+    t.host_says(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    let head = Bytes::from_static(br#"{"jsonrpc":"2.0","id":3,"result":{"x":"aaaa"#);
+    let mut out = vec![];
+    t.s.from_server(Frame::TooLong { len: 1 << 30, head }, &mut out);
+    t.take(out);
+    assert_eq!(t.last_host()["id"], 3);
+    assert_eq!(t.last_host()["error"]["code"], codes::BAD_UPSTREAM_RESPONSE);
+    let head = Bytes::from_static(br#"{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"aa"#);
+    let mut out = vec![];
+    t.s.from_host(Frame::TooLong { len: 1 << 30, head }, &mut out);
+    t.take(out);
+    assert_eq!(t.last_host()["id"], 4);
+    assert_eq!(t.last_host()["error"]["code"], codes::TOO_LARGE);
+}
+
+#[test]
 fn every_decision_is_noted_for_the_audit_log_without_values_by_default() {
     let mut t = T::new(Mode::Pinned(pin()));
     t.s.config.audit = true;
