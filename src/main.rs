@@ -393,6 +393,13 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     drop(sandbox);
     match outcome {
         Ok(Outcome::Child(status)) => mirror_exit(status),
+        Ok(Outcome::Stopped { signal }) => {
+            diag::emit(
+                Level::Info,
+                &format!("mcpguard ended the server with {signal} after the host closed the connection; exiting with status {EXIT_SERVER_STOPPED}"),
+            );
+            ExitCode::from(EXIT_SERVER_STOPPED)
+        }
         Ok(Outcome::SpawnFailed(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             diag::emit(Level::Error, &format!("the proxy failed: {e}"));
@@ -400,6 +407,11 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         }
     }
 }
+
+/// The exit status when the host closed the connection and mcpguard had to end the server itself
+/// (SIGTERM, then SIGKILL, after `--grace`): the shutdown was ordinary, so mcpguard does not die of
+/// the signal it sent. Documented in mcpguard(1), EXIT STATUS.
+const EXIT_SERVER_STOPPED: u8 = 3;
 
 /// Ends mcpguard the way the server ended: the same exit code, or death by the same signal.
 fn mirror_exit(status: std::process::ExitStatus) -> ExitCode {

@@ -184,9 +184,11 @@ const TRAILER: &str = r#".SH ENVIRONMENT
 \fBMCPGUARD_LOG\fR
 Level of the diagnostics on standard error: \fBerror\fR, \fBwarn\fR, \fBinfo\fR or \fBdebug\fR.
 .SH EXIT STATUS
-As a proxy, the server's exit status (or its signal). 1 when mcpguard refuses to start the server
-(a snapshot that does not verify, an unacceptable policy) or fails; 2 when no server command is
-given. The subcommands exit 0 on success and 1 on failure; \fBdiff\fR exits 1 when the snapshots
+As a proxy, the server's exit status (or its signal). 3 when the host closed the connection and the
+server did not exit within \fB\-\-grace\fR, so that mcpguard ended it itself (SIGTERM, then SIGKILL):
+mcpguard then exits 3 rather than die of the signal it sent. 1 when mcpguard refuses to start the
+server (a snapshot that does not verify, an unacceptable policy) or fails; 2 when no server command
+is given. The subcommands exit 0 on success and 1 on failure; \fBdiff\fR exits 1 when the snapshots
 differ.
 .SH FILES
 .TP

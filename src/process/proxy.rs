@@ -66,6 +66,13 @@ pub struct Options {
 pub enum Outcome {
     /// The server exited; mcpguard mirrors its status.
     Child(ExitStatus),
+    /// The host closed the connection, the server did not exit in time, and mcpguard's own
+    /// SIGTERM or SIGKILL (the `--grace` escalation) ended it: an ordinary shutdown, so the
+    /// binary exits with a fixed status instead of dying of the signal it sent itself.
+    Stopped {
+        /// The signal that ended the server (SIGTERM or SIGKILL).
+        signal: Signal,
+    },
     /// mcpguard could not start the server.
     SpawnFailed(i32),
 }
@@ -379,7 +386,13 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     to_host.close();
     let _ = stderr_finished.recv_timeout(Duration::from_millis(500));
     diag::emit(Level::Debug, &format!("the server {why}"));
-    Ok(Outcome::Child(status))
+    let ended_by = std::os::unix::process::ExitStatusExt::signal(&status)
+        .and_then(|s| Signal::try_from(s).ok())
+        .filter(|s| (sent_term && *s == Signal::SIGTERM) || (sent_kill && *s == Signal::SIGKILL));
+    Ok(match ended_by {
+        Some(signal) => Outcome::Stopped { signal },
+        None => Outcome::Child(status),
+    })
 }
 
 fn describe_exit(status: &ExitStatus) -> String {
