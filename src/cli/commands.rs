@@ -2,6 +2,8 @@
 //!
 //! Each returns `Ok(exit code)` or an error message; the binary prints messages on stderr.
 //! Everything that writes a snapshot writes it atomically.
+//!
+//! Only the command line's layer calls them; nothing below `cli` imports this module.
 
 use std::io::{Read, Write};
 use std::path::Path;

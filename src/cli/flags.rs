@@ -1,5 +1,7 @@
 //! The command line: every flag is defined once here, and `--help`, the man page and the shell
 //! completions are generated from these definitions.
+//!
+//! Definitions only: no behaviour, nothing run from here.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -7,6 +7,8 @@
 //! `input_required` (multi round-trip requests, MRTR). This module decides what each of those
 //! means for the gate; the conversation state that applies the decisions lives in `session`.
 //! Nothing here performs IO.
+//!
+//! It must not know the session's state, processes, the sandbox or the command line.
 
 use bytes::Bytes;
 use serde::Deserialize;

@@ -1,4 +1,5 @@
-//! JSON Schema validation of tool arguments (`inputSchema`) and structured results (`outputSchema`).
+//! JSON Schema validation of tool arguments (`inputSchema`) and structured results
+//! (`outputSchema`).
 //!
 //! A reviewed tool's schemas are compiled once, when the snapshot is loaded, and every
 //! `tools/call` is checked against them before it is forwarded (SPEC §3 items 4 and 5). The
@@ -28,6 +29,8 @@
 //! Violation messages are built from the kind of error and never contain the instance's values:
 //! tool arguments can carry secrets, and these messages go to the host, to stderr and to the audit
 //! log.
+//!
+//! Pure; knows JSON Schema and nothing of the session, the snapshot file, processes or IO.
 
 use std::collections::HashMap;
 use std::fmt;

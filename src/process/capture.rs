@@ -1,5 +1,8 @@
 //! Capturing a live server's catalogue: one connection, the negotiated protocol version, the
 //! complete serverInfo, and every `tools/list` page kept whole.
+//!
+//! Drives a `process::client` conversation; it records what the server said and leaves reviewing,
+//! pinning and writing the snapshot to its callers. It knows nothing of the command line.
 
 use std::collections::HashSet;
 use std::time::Duration;

@@ -4,6 +4,8 @@
 //! started, and it gets a parent-death signal so that a SIGKILLed mcpguard does not leave the
 //! server running. The parent-death signal fires when the *thread* that forked exits, so the
 //! child must be spawned from a thread that lives as long as mcpguard: the main thread.
+//!
+//! It knows nothing of MCP, the gate or the command line.
 
 use std::ffi::OsString;
 use std::io::{self, Read};

@@ -3,6 +3,8 @@
 //! It reuses the proxy's framing and message view, answers every server→client request with an
 //! error (a capture must not grant the server sampling, elicitation or roots), and bounds every
 //! wait, so a server that hangs or lies produces a clear error instead of a stuck command.
+//!
+//! It knows nothing of the gate's state machine or the command line.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};

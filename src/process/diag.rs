@@ -1,4 +1,6 @@
 //! Human diagnostics on stderr. stdout belongs to JSON-RPC alone, so nothing here ever touches it.
+//!
+//! Knows stderr and the `Level`; never stdout, and nothing of what the messages are about.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};

@@ -11,6 +11,9 @@
 //! safely (the host may share the file description), so async stdio runs on a blocking thread
 //! pool anyway, paying two hand-offs per read. With one thread per direction a forwarded line
 //! costs one read and one write, as in a plain pipe relay.
+//!
+//! It decides nothing: every frame goes to `gate::session`, whose `Out` actions it executes. It
+//! knows nothing of the command line (`main` passes `Options` in).
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -10,8 +10,11 @@
 //! beyond 2^53 lose precision exactly as they would in a browser: `9007199254740993` canonicalizes
 //! as `9007199254740992`.
 //!
-//! Depth: serializing is recursive. Values produced by `crate::snapshot::strict::parse_strict` are at most
+//! Depth: serializing is recursive. Values produced by `crate::snapshot::strict::parse_strict` are
+//! at most
 //! `MAX_DEPTH` levels deep, which is far from any stack limit.
+//!
+//! Pure; knows JSON values only, nothing of snapshots, the gate or IO.
 
 #![forbid(unsafe_code)]
 

@@ -22,6 +22,8 @@
 //! skipped. The walks here are iterative so that nesting depth cannot exhaust the stack; cloning,
 //! dropping and printing a `Value` do recurse inside serde_json, which is why documents are meant
 //! to come from `crate::snapshot::strict::parse_strict` (at most `MAX_DEPTH` levels deep).
+//!
+//! Pure; knows snapshot documents, nothing of live connections, the policy or processes.
 
 #![forbid(unsafe_code)]
 

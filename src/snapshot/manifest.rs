@@ -5,6 +5,9 @@
 //! SHA-256 of the RFC 8785 canonical form of *this* value: a typed model would drop unknown
 //! fields and silently change what was reviewed. Accessors read the value and report problems by
 //! JSON pointer.
+//!
+//! Knows the snapshot format; nothing of live servers, the gate's state, the policy or processes
+//! (its only IO is reading and atomically writing the snapshot file).
 
 use std::path::Path;
 

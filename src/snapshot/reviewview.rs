@@ -19,6 +19,8 @@
 //! array or a schema of any shape renders with notes instead of a panic. Walks are iterative or
 //! explicitly bounded so that nesting depth cannot exhaust the stack (printing a `Value` recurses
 //! inside serde_json, so documents are meant to come from `crate::snapshot::strict::parse_strict`).
+//!
+//! Pure text rendering of snapshot documents; nothing of live connections, the policy or processes.
 
 #![forbid(unsafe_code)]
 

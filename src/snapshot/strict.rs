@@ -9,6 +9,8 @@
 //! The parser is serde_json's tokenizer driven by a custom `DeserializeSeed`. The seed carries the
 //! RFC 6901 JSON pointer of the value being read, as a chain of borrowed parent links on the stack,
 //! so that the happy path allocates nothing extra and an error can still say where it happened.
+//!
+//! Pure; knows JSON text only, nothing of JSON-RPC, snapshots or IO.
 
 #![forbid(unsafe_code)]
 

@@ -3,6 +3,8 @@
 //!
 //! The report is derived from the snapshot alone, deterministically, and never from argument or
 //! result values: it says what *could* carry free text towards a model, not what did.
+//!
+//! Pure; knows the snapshot and nothing of live calls, the policy or processes.
 
 use serde_json::Value;
 

@@ -5,6 +5,8 @@
 //! (tokio-util's `LinesCodec` ends the stream after its first error and can lose buffered lines).
 //! It remembers how far it has already searched, so a 64 MiB line arriving in small reads is
 //! scanned once, not once per read.
+//!
+//! Knows bytes and newlines only: nothing of JSON-RPC, the gate or where the bytes came from.
 
 use bytes::{Bytes, BytesMut};
 

@@ -5,6 +5,8 @@
 //! original bytes remain the thing that is forwarded. Members are parsed strictly: a repeated
 //! top-level member name is an error, because two peers that resolve duplicates differently
 //! would see two different messages.
+//!
+//! Knows the JSON-RPC shapes and nothing of MCP methods' meaning, the gate, the snapshot or IO.
 
 use std::borrow::Cow;
 use std::fmt;

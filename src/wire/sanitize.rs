@@ -5,6 +5,8 @@
 //! Unicode TAG characters that make what is displayed differ from what a model reads. Here ANSI
 //! CSI/OSC sequences are removed and every other invisible or control character is replaced by a
 //! visible `\u{XXXX}` marker, so nothing is hidden and nothing is silently lost.
+//!
+//! Pure text in, text out: it knows nothing of where the text came from or where it goes.
 
 use std::fmt::Write as _;
 

@@ -9,6 +9,8 @@
 //! blocks on the server: a server that writes while not reading cannot deadlock the proxy. The
 //! host's stdout stays blocking (the host may share that file description with others), which
 //! only ever makes a thread wait for the host it is writing to: backpressure, not deadlock.
+//!
+//! Knows file descriptors and byte budgets; it never looks inside a message and decides nothing.
 
 use std::collections::VecDeque;
 use std::fs::File;

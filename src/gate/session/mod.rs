@@ -17,6 +17,9 @@
 //! for the tool equals the reviewed one) before its original bytes are forwarded, results are
 //! checked against the reviewed output schema and error text is sanitized, and a
 //! `list_changed` after binding invalidates the review for the rest of the process.
+//!
+//! It must not know threads, pipes, clocks (time comes in through `tick`), processes, the sandbox
+//! or the command line: every effect is an `Out` the driver (`process::proxy`) executes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
