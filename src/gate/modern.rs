@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 
 use crate::gate::capabilities::Capabilities;
 use crate::protocol::{
-    CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META,
+    methods, CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION_META, SERVER_INFO_META,
     SUBSCRIPTION_ID_META, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::wire::message::{self, Id};
@@ -386,9 +386,9 @@ pub fn classify_input_required(result: &Value, caps: &Capabilities) -> InputRequ
             for (key, req) in reqs {
                 let method = req.get("method").and_then(Value::as_str).unwrap_or("?");
                 let allowed = match method {
-                    "sampling/createMessage" => caps.sampling,
-                    "elicitation/create" => caps.elicitation,
-                    "roots/list" => caps.roots,
+                    methods::SAMPLING_CREATE_MESSAGE => caps.sampling,
+                    methods::ELICITATION_CREATE => caps.elicitation,
+                    methods::ROOTS_LIST => caps.roots,
                     _ => false,
                 };
                 if !allowed {
@@ -489,7 +489,7 @@ pub fn forwardable_call(params: &Map<String, Value>, line: Bytes, caps: &Capabil
     let id = msg.id.map_or(Value::Null, |id| id.to_json_value());
     Bytes::from(
         serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": p}),
+            &json!({"jsonrpc": "2.0", "id": id, "method": methods::TOOLS_CALL, "params": p}),
         )
         .unwrap_or_default(),
     )

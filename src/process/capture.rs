@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::process::client::{Client, ClientError};
-use crate::protocol::LEGACY_VERSIONS;
+use crate::protocol::{methods, LEGACY_VERSIONS};
 
 /// What one capture observed.
 #[derive(Debug, Clone)]
@@ -51,7 +51,7 @@ pub fn capture(
     }
     let init = client
         .request(
-            "initialize",
+            methods::INITIALIZE,
             json!({
                 "protocolVersion": protocol_version,
                 // The gate passes the server no client capabilities by default (sampling,
@@ -79,11 +79,11 @@ pub fn capture(
         .cloned()
         .ok_or("the initialize result has no serverInfo object")?;
     client
-        .notify("notifications/initialized", None)
+        .notify(methods::INITIALIZED, None)
         .map_err(|e| e.to_string())?;
     // A round trip, so that tool registrations a server performs right after `initialized`
     // (server-everything does) have happened before the first page is requested.
-    let _ = client.request("ping", json!({}));
+    let _ = client.request(methods::PING, json!({}));
 
     let mut pages = Vec::new();
     for attempt in 0..=limits.max_relists {
@@ -130,7 +130,7 @@ pub fn capture_modern(
     use crate::protocol::SERVER_INFO_META;
     client.envelope = Some(protocol_version.to_string());
     let discover = client
-        .request("server/discover", json!({}))
+        .request(methods::SERVER_DISCOVER, json!({}))
         .map_err(|e| format!("{e} (a 2026-07-28 server must answer server/discover; capture a legacy server with --protocol-version 2025-11-25)"))?;
     let supported: Vec<Value> = discover
         .get("supportedVersions")
@@ -181,7 +181,7 @@ fn count_list_changed(client: &Client) -> usize {
     client
         .notifications
         .iter()
-        .filter(|m| *m == "notifications/tools/list_changed")
+        .filter(|m| *m == methods::TOOLS_LIST_CHANGED)
         .count()
 }
 
@@ -203,13 +203,15 @@ pub fn list_all(client: &mut Client, limits: &Limits) -> Result<Vec<Value>, Stri
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let page = client.request("tools/list", params).map_err(|e| match e {
-            ClientError::Rpc { code, message, .. } if cursor.is_some() => format!(
-                "the server refused its own cursor on page {} (error {code}: {message})",
-                pages.len() + 1
-            ),
-            e => e.to_string(),
-        })?;
+        let page = client
+            .request(methods::TOOLS_LIST, params)
+            .map_err(|e| match e {
+                ClientError::Rpc { code, message, .. } if cursor.is_some() => format!(
+                    "the server refused its own cursor on page {} (error {code}: {message})",
+                    pages.len() + 1
+                ),
+                e => e.to_string(),
+            })?;
         let n = pages.len();
         let tools = page
             .get("tools")

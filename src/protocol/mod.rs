@@ -1,5 +1,5 @@
 //! Facts of the protocol that every layer shares: the revisions mcpguard speaks and their eras,
-//! the `_meta` keys of the 2026-07-28 envelope, the JSON-RPC error codes mcpguard returns, the
+//! the method names it decides on, the `_meta` keys of the 2026-07-28 envelope, the JSON-RPC error codes mcpguard returns, the
 //! nesting bound of every JSON parser, and the severity `Level` of diagnostics.
 //!
 //! The bottom of the house: everyone may import it, and it imports nothing of ours. Only
@@ -39,6 +39,36 @@ pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 /// The spec's error for a request at a protocol version the receiver does not serve; its data
 /// is `{supported, requested}`.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The MCP method names mcpguard decides on or sends itself.
+pub mod methods {
+    /// The legacy handshake's request.
+    pub const INITIALIZE: &str = "initialize";
+    /// The host's notification that ends the legacy handshake.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    pub const PING: &str = "ping";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    pub const CANCELLED: &str = "notifications/cancelled";
+    pub const PROGRESS: &str = "notifications/progress";
+    /// A log message from the server.
+    pub const MESSAGE: &str = "notifications/message";
+    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// (2026-07-28) The server's acknowledgement that a listen stream is open.
+    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// Server→client: sampling.
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Server→client (and mcpguard's own confirmation question): elicitation.
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// Server→client: roots.
+    pub const ROOTS_LIST: &str = "roots/list";
+    /// (2026-07-28) Replaces the handshake.
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    /// (2026-07-28) A stream of change notifications.
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+}
 
 /// JSON-RPC error codes that mcpguard itself returns. They sit outside -32768..-32000, which
 /// JSON-RPC and MCP reserve, as the MCP error-code policy asks of application codes.

@@ -14,7 +14,7 @@ impl Session {
         out: &mut Vec<Out>,
     ) {
         let mut line = line;
-        let Some(mut params) = object_params(&id, msg, "tools/call", out) else {
+        let Some(mut params) = object_params(&id, msg, methods::TOOLS_CALL, out) else {
             return;
         };
         let Some(name) = params
@@ -309,7 +309,7 @@ impl Session {
         self.host_requests.insert(
             id,
             Pending {
-                method: "tools/call".into(),
+                method: methods::TOOLS_CALL.into(),
                 kind: PendingKind::Call {
                     tool,
                     progress,
@@ -410,7 +410,7 @@ impl Session {
                 self.progress_tokens.remove(t);
             }
             self.abandoned.insert(id.clone());
-            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id.to_json_value(), "reason": "mcpguard: the per-call timeout passed"}});
+            let cancel = json!({"jsonrpc": "2.0", "method": methods::CANCELLED, "params": {"requestId": id.to_json_value(), "reason": "mcpguard: the per-call timeout passed"}});
             out.push(Out::Server(Bytes::from(
                 serde_json::to_vec(&cancel).unwrap_or_default(),
             )));
@@ -439,7 +439,7 @@ fn call_arguments(line: &[u8]) -> Option<Value> {
 
 /// A `notifications/cancelled` for a request mcpguard sent to the host.
 pub(super) fn cancel_notification(id: &Id, reason: &str) -> Bytes {
-    let n = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id.to_json_value(), "reason": reason}});
+    let n = json!({"jsonrpc": "2.0", "method": methods::CANCELLED, "params": {"requestId": id.to_json_value(), "reason": reason}});
     Bytes::from(serde_json::to_vec(&n).unwrap_or_default())
 }
 
@@ -472,7 +472,7 @@ pub(super) fn minimal_call(params: &Map<String, Value>, line: Bytes) -> Bytes {
     let id = msg.id.map_or(Value::Null, |id| id.to_json_value());
     Bytes::from(
         serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": p}),
+            &json!({"jsonrpc": "2.0", "id": id, "method": methods::TOOLS_CALL, "params": p}),
         )
         .unwrap_or_default(),
     )

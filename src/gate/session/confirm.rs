@@ -19,7 +19,7 @@ impl Session {
         let params = self.approval_question(&call.tool, class, &arguments, &binding);
         let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
         self.next_own += 1;
-        let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": "elicitation/create", "params": params});
+        let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": methods::ELICITATION_CREATE, "params": params});
         out.push(Out::Diag(
             Level::Info,
             format!(

@@ -15,7 +15,7 @@ impl Session {
             );
             return;
         }
-        let Some(mut params) = object_params(&id, msg, "initialize", out) else {
+        let Some(mut params) = object_params(&id, msg, methods::INITIALIZE, out) else {
             return;
         };
         if let Mode::Pinned(pin) = &self.config.mode {
@@ -53,12 +53,12 @@ impl Session {
                 ));
             }
         }
-        let request = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": "initialize", "params": params});
+        let request = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": methods::INITIALIZE, "params": params});
         self.phase = Phase::Initializing;
         self.host_requests.insert(
             id,
             Pending {
-                method: "initialize".into(),
+                method: methods::INITIALIZE.into(),
                 kind: PendingKind::Initialize,
             },
         );

@@ -33,7 +33,7 @@ use crate::gate::catalogue::{self, LiveCatalogue};
 use crate::gate::pin::Pin;
 use crate::gate::refusal::{self, code, Category, Refusal};
 use crate::policy::{Classification, Decision, Policy};
-use crate::protocol::{codes, Era, Level};
+use crate::protocol::{codes, methods, Era, Level};
 use crate::snapshot::strict;
 use crate::wire::frame::Frame;
 use crate::wire::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};

@@ -32,7 +32,7 @@ use crate::audit::event::EventKind;
 use crate::gate::modern::{self, EnvelopeError, InputRequired};
 use crate::gate::refusal::{code, Category, Refusal};
 use crate::policy::Classification;
-use crate::protocol;
+use crate::protocol::{self, methods};
 use crate::snapshot::strict;
 use crate::wire::message::{self, Id, Kind, Message};
 
@@ -90,7 +90,7 @@ impl Session {
             .params
             .and_then(|p| strict::parse_strict_str(p.get()).ok());
         let pinned = self.pinned_version().to_string();
-        if method == "initialize" {
+        if method == methods::INITIALIZE {
             let requested = params
                 .as_ref()
                 .and_then(|p| p.get("protocolVersion"))
@@ -129,19 +129,19 @@ impl Session {
         }
         self.open_own_stream(out);
         match method {
-            "server/discover" => {
+            methods::SERVER_DISCOVER => {
                 self.modern.held_discover.push(id.clone());
                 if !self.modern.discovering {
                     self.modern.discovering = true;
-                    self.request_to_server("server/discover", None, Purpose::Discover, out);
+                    self.request_to_server(methods::SERVER_DISCOVER, None, Purpose::Discover, out);
                 }
                 true
             }
-            "subscriptions/listen" => {
+            methods::SUBSCRIPTIONS_LISTEN => {
                 self.host_listen(id, params, line, out);
                 true
             }
-            "tools/call" => !self.request_state_is_ours(id, params.as_ref(), out),
+            methods::TOOLS_CALL => !self.request_state_is_ours(id, params.as_ref(), out),
             _ => false,
         }
     }
@@ -154,7 +154,7 @@ impl Session {
             return;
         }
         let id = self.request_to_server(
-            "subscriptions/listen",
+            methods::SUBSCRIPTIONS_LISTEN,
             Some(json!({"notifications": {"toolsListChanged": true}})),
             Purpose::Listen,
             out,
@@ -194,13 +194,13 @@ impl Session {
                 ),
             ));
             params.insert("notifications".into(), Value::Object(kept));
-            let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": "subscriptions/listen", "params": params});
+            let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": methods::SUBSCRIPTIONS_LISTEN, "params": params});
             Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
         };
         self.modern.host_streams.insert(id.to_json());
         self.forward_request(
             id.clone(),
-            "subscriptions/listen",
+            methods::SUBSCRIPTIONS_LISTEN,
             PendingKind::Plain,
             line,
             out,
@@ -286,7 +286,7 @@ impl Session {
             let answer = params
                 .remove("inputResponses")
                 .and_then(|r| r.get(modern::APPROVAL_INPUT_KEY).cloned());
-            let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": "tools/call", "params": params});
+            let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": methods::TOOLS_CALL, "params": params});
             *line = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
             Some((state, answer))
         } else {
@@ -358,7 +358,7 @@ impl Session {
                     &call.id,
                     json!({
                         "resultType": "input_required",
-                        "inputRequests": {modern::APPROVAL_INPUT_KEY: {"method": "elicitation/create", "params": question}},
+                        "inputRequests": {modern::APPROVAL_INPUT_KEY: {"method": methods::ELICITATION_CREATE, "params": question}},
                         "requestState": state,
                         "_meta": {protocol::SERVER_INFO_META: server_info},
                     }),

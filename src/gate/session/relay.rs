@@ -86,9 +86,9 @@ impl Session {
             return;
         }
         match method {
-            "ping" => self.forward_request(id, method, PendingKind::Plain, line, out),
-            "initialize" => self.host_initialize(id, msg, out),
-            "server/discover" => refuse_to_host(
+            methods::PING => self.forward_request(id, method, PendingKind::Plain, line, out),
+            methods::INITIALIZE => self.host_initialize(id, msg, out),
+            methods::SERVER_DISCOVER => refuse_to_host(
                 Some(&id),
                 message::METHOD_NOT_FOUND,
                 "server/discover is not available: this snapshot pins a protocol version with initialize; use initialize",
@@ -100,9 +100,9 @@ impl Session {
                 &format!("refused {method}: the session is not initialized yet (send initialize, then notifications/initialized)"),
                 out,
             ),
-            "tools/list" => self.host_tools_list(id, msg, line, out),
-            "tools/call" => self.host_tools_call(id, msg, line, out),
-            "logging/setLevel" => self.forward_request(id, method, PendingKind::Plain, line, out),
+            methods::TOOLS_LIST => self.host_tools_list(id, msg, line, out),
+            methods::TOOLS_CALL => self.host_tools_call(id, msg, line, out),
+            methods::LOGGING_SET_LEVEL => self.forward_request(id, method, PendingKind::Plain, line, out),
             m if m.starts_with("prompts/") && self.config.capabilities.prompts => {
                 self.forward_request(id, method, PendingKind::Plain, line, out)
             }
@@ -142,7 +142,7 @@ impl Session {
     pub(super) fn host_notification(&mut self, msg: &Message<'_>, line: Bytes, out: &mut Vec<Out>) {
         let method = msg.method.as_deref().unwrap_or_default();
         match method {
-            "notifications/initialized" if self.phase == Phase::AwaitInitialized => {
+            methods::INITIALIZED if self.phase == Phase::AwaitInitialized => {
                 self.phase = Phase::Ready;
                 out.push(Out::Server(line));
                 if matches!(self.config.mode, Mode::Pinned(_)) {
@@ -150,7 +150,7 @@ impl Session {
                     self.need_walk(out);
                 }
             }
-            "notifications/cancelled" => {
+            methods::CANCELLED => {
                 let target = msg
                     .params
                     .and_then(|p| strict::parse_strict_str(p.get()).ok())
@@ -176,10 +176,10 @@ impl Session {
                     None => out.push(Out::Diag(Level::Debug, "dropped a cancellation that names no known request".into())),
                 }
             }
-            "notifications/roots/list_changed" if !self.config.capabilities.roots => {
+            methods::ROOTS_LIST_CHANGED if !self.config.capabilities.roots => {
                 out.push(Out::Diag(Level::Debug, "dropped notifications/roots/list_changed: roots are not passed to the server".into()))
             }
-            "notifications/roots/list_changed" | "notifications/progress" if self.phase == Phase::Ready => {
+            methods::ROOTS_LIST_CHANGED | methods::PROGRESS if self.phase == Phase::Ready => {
                 out.push(Out::Server(line))
             }
             m => out.push(Out::Diag(
@@ -278,15 +278,17 @@ impl Session {
         }
         let caps = &self.config.capabilities;
         let allowed = match method {
-            "ping" => true,
-            "sampling/createMessage" => caps.sampling,
-            "elicitation/create" => caps.elicitation,
-            "roots/list" => caps.roots,
+            methods::PING => true,
+            methods::SAMPLING_CREATE_MESSAGE => caps.sampling,
+            methods::ELICITATION_CREATE => caps.elicitation,
+            methods::ROOTS_LIST => caps.roots,
             _ => false,
         };
         if !allowed {
             let why = match method {
-                "sampling/createMessage" | "elicitation/create" | "roots/list" => {
+                methods::SAMPLING_CREATE_MESSAGE
+                | methods::ELICITATION_CREATE
+                | methods::ROOTS_LIST => {
                     format!("{method} is excluded by policy; it never reaches the host")
                 }
                 m => format!("{m} is not a server request mcpguard passes"),
@@ -317,7 +319,7 @@ impl Session {
     ) {
         let method = msg.method.as_deref().unwrap_or_default();
         match method {
-            "notifications/tools/list_changed" => {
+            methods::TOOLS_LIST_CHANGED => {
                 if let Mode::Pinned(_) = self.config.mode {
                     if self.bound {
                         self.invalidate("the server announced a change of its tool list (notifications/tools/list_changed)", out);
@@ -332,8 +334,8 @@ impl Session {
                     out.push(Out::Host(line));
                 }
             }
-            "notifications/message" => out.push(Out::Host(line)),
-            "notifications/progress" => {
+            methods::MESSAGE => out.push(Out::Host(line)),
+            methods::PROGRESS => {
                 let token = msg
                     .params
                     .and_then(|p| strict::parse_strict_str(p.get()).ok())
@@ -351,7 +353,7 @@ impl Session {
                     )),
                 }
             }
-            "notifications/cancelled" => {
+            methods::CANCELLED => {
                 let target = msg
                     .params
                     .and_then(|p| strict::parse_strict_str(p.get()).ok())
@@ -360,7 +362,7 @@ impl Session {
                     out.push(Out::Host(line));
                 }
             }
-            "notifications/subscriptions/acknowledged" if self.notification_for_host(msg) => {
+            methods::SUBSCRIPTIONS_ACKNOWLEDGED if self.notification_for_host(msg) => {
                 out.push(Out::Host(line))
             }
             m => out.push(Out::Diag(
@@ -469,16 +471,16 @@ impl Session {
 /// names are kept as static strings rather than allocated per request.
 fn method_name(method: &str) -> std::borrow::Cow<'static, str> {
     const COMMON: [&str; 10] = [
-        "ping",
-        "tools/call",
-        "tools/list",
-        "initialize",
-        "logging/setLevel",
-        "sampling/createMessage",
-        "elicitation/create",
-        "roots/list",
-        "subscriptions/listen",
-        "server/discover",
+        methods::PING,
+        methods::TOOLS_CALL,
+        methods::TOOLS_LIST,
+        methods::INITIALIZE,
+        methods::LOGGING_SET_LEVEL,
+        methods::SAMPLING_CREATE_MESSAGE,
+        methods::ELICITATION_CREATE,
+        methods::ROOTS_LIST,
+        methods::SUBSCRIPTIONS_LISTEN,
+        methods::SERVER_DISCOVER,
     ];
     match COMMON.iter().find(|m| **m == method) {
         Some(m) => std::borrow::Cow::Borrowed(m),

@@ -26,7 +26,7 @@ impl Session {
         }
         match &self.config.mode {
             Mode::Unpinned => {
-                self.forward_request(id, "tools/list", PendingKind::Plain, _line, out)
+                self.forward_request(id, methods::TOOLS_LIST, PendingKind::Plain, _line, out)
             }
             Mode::NoManifest => {
                 respond(out, &id, json!({"tools": []}));
@@ -68,7 +68,7 @@ impl Session {
             restarts: 0,
         });
         self.request_to_server(
-            "tools/list",
+            methods::TOOLS_LIST,
             Some(json!({})),
             Purpose::ListPage { generation },
             out,
@@ -112,7 +112,7 @@ impl Session {
                 );
             }
             self.request_to_server(
-                "tools/list",
+                methods::TOOLS_LIST,
                 Some(json!({"cursor": cursor})),
                 Purpose::ListPage { generation },
                 out,
@@ -136,7 +136,7 @@ impl Session {
                 restarts: walk.restarts + 1,
             });
             self.request_to_server(
-                "tools/list",
+                methods::TOOLS_LIST,
                 Some(json!({})),
                 Purpose::ListPage { generation },
                 out,
