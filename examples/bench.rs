@@ -150,8 +150,8 @@ fn proxy_figures(
 /// process (no pipes, no threads), split into the two envelope parses and the rest (id
 /// correlation, verdicts). The relay does none of this; it only moves bytes.
 fn core_cost(n: usize) {
-    use mcpguard::frame::Frame;
-    use mcpguard::session::{Config, Mode, Session};
+    use mcpguard::gate::session::{Config, Mode, Session};
+    use mcpguard::wire::frame::Frame;
     let requests: Vec<bytes::Bytes> = (0..n)
         .map(|i| {
             let mut r = request(i);
@@ -168,8 +168,8 @@ fn core_cost(n: usize) {
         .collect();
     let start = Instant::now();
     for (q, r) in requests.iter().zip(&responses) {
-        std::hint::black_box(mcpguard::message::parse(q).is_ok());
-        std::hint::black_box(mcpguard::message::parse(r).is_ok());
+        std::hint::black_box(mcpguard::wire::message::parse(q).is_ok());
+        std::hint::black_box(mcpguard::wire::message::parse(r).is_ok());
     }
     let parse = start.elapsed().as_nanos() as f64 / n as f64;
     let mut session = Session::new(Config::new(Mode::NoManifest), "bench");
@@ -312,7 +312,7 @@ fn gate_figures(mcpguard: &Path, fixture: &Path, n: usize) {
 /// `capture` and `review` do): strict parse, RFC 8785 canonical form and SHA-256, beside the
 /// baseline of a plain `serde_json` parse of the same bytes.
 fn catalogue_hashing(snap: &Path, n: usize) {
-    use mcpguard::manifest;
+    use mcpguard::snapshot::manifest;
     let bytes = std::fs::read(snap).expect("snapshot");
     let runs = (n / 10).max(20);
     let time = |f: &dyn Fn()| {
@@ -397,7 +397,8 @@ fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) {
 /// mcpguard's own work per gated call, measured in process: parsing the live page strictly,
 /// canonicalizing and hashing every Tool, comparing the selected one, validating the arguments.
 fn own_work(snap: &Path, n: usize) {
-    use mcpguard::{canonical, gate, manifest, schema, strict};
+    use mcpguard::gate::{catalogue, schema};
+    use mcpguard::snapshot::{canonical, manifest, strict};
     let m = manifest::load(snap).expect("snapshot");
     let entry = m.server("bench").expect("server");
     let page_bytes = serde_json::to_vec(&entry["toolPages"][0]).expect("page");
@@ -418,10 +419,10 @@ fn own_work(snap: &Path, n: usize) {
     let (mut t_parse, mut t_canon, mut t_check) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for _ in 0..n {
         let t0 = Instant::now();
-        let msg = mcpguard::message::parse(&response).expect("response");
-        let page = gate::parse_page(msg.result.expect("result")).expect("page");
+        let msg = mcpguard::wire::message::parse(&response).expect("response");
+        let page = catalogue::parse_page(msg.result.expect("result")).expect("page");
         let t1 = Instant::now();
-        let live = gate::LiveCatalogue::from_pages(vec![page]).expect("catalogue");
+        let live = catalogue::LiveCatalogue::from_pages(vec![page]).expect("catalogue");
         let t2 = Instant::now();
         let echo = strict::parse_strict_str(&live.tools["echo"]).expect("echo");
         assert_eq!(canonical::canonical_bytes(&echo), reviewed);

@@ -6,7 +6,7 @@ fn main() {
     let root = std::env::args_os()
         .nth(1)
         .map_or_else(|| std::path::PathBuf::from("."), std::path::PathBuf::from);
-    match mcpguard::docgen::write_all(&root) {
+    match mcpguard::cli::docgen::write_all(&root) {
         Ok(files) => {
             for f in files {
                 println!("{}", root.join(f).display());

@@ -1,31 +1,28 @@
 //! mcpguard: a security sidecar for one local MCP server.
 //!
-//! The crate is laid out in data-flow order; ARCHITECTURE.md has the map and the invariants.
+//! The crate is laid out in folders that follow the data flow; ARCHITECTURE.md has the map, the
+//! rule of which folder may import which (checked by `tests/integration/layering.rs`) and the
+//! invariants. From the bottom up:
+//!
+//! - `protocol` — facts of the protocol (versions, eras, error codes, `_meta` keys) and the
+//!   diagnostics `Level`; imports nothing of ours.
+//! - `wire` — framing, the lossless message view, sinks, sanitizing untrusted text.
+//! - `snapshot` — the reviewed snapshot: format, canonical JSON, strict parsing, diff, views.
+//! - `policy` — the local policy file and what it decides.
+//! - `audit` — the hash-chained audit log.
+//! - `gate` — the IO-free decision core: the session state machine and what it enforces.
+//! - `sandbox` — the server's confinement.
+//! - `process` — everything that runs or talks to a process: the proxy driver, the child, the
+//!   synchronous client and the capture procedure, diagnostics on stderr.
+//! - `cli` — flags, subcommands, `wrap`, the demo and the documentation generator; the only
+//!   folder that knows every other.
 
 pub mod audit;
-pub mod canonical;
-pub mod capture;
-pub mod child;
 pub mod cli;
-pub mod client;
-pub mod commands;
-pub mod demo;
-pub mod diag;
-pub mod diff;
-pub mod docgen;
-pub mod frame;
 pub mod gate;
-pub mod manifest;
-pub mod message;
-pub mod modern;
 pub mod policy;
-pub mod proxy;
-pub mod reviewview;
+pub mod process;
+pub mod protocol;
 pub mod sandbox;
-pub mod sanitize;
-pub mod schema;
-pub mod session;
-pub mod sink;
-pub mod strict;
-pub mod trust;
-pub mod wrap;
+pub mod snapshot;
+pub mod wire;

@@ -3,26 +3,26 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use mcpguard::capture::Limits;
-use mcpguard::cli::{AuditCommand, Cli, Command, LiveArgs, PolicyCommand};
-use mcpguard::commands;
-use mcpguard::diag;
+use mcpguard::cli::commands;
+use mcpguard::cli::flags::{AuditCommand, Cli, Command, LiveArgs, PolicyCommand};
+use mcpguard::gate::session::Mode;
 use mcpguard::policy;
-use mcpguard::proxy::{self, Outcome};
-use mcpguard::session::Level;
-use mcpguard::session::Mode;
+use mcpguard::process::capture::Limits;
+use mcpguard::process::diag;
+use mcpguard::process::proxy::{self, Outcome};
+use mcpguard::protocol::Level;
 
 fn main() -> ExitCode {
     diag::init_from_env();
     let cli = Cli::parse();
-    diag::set_json(cli.log_format == mcpguard::cli::LogFormat::Json);
+    diag::set_json(cli.log_format == mcpguard::cli::flags::LogFormat::Json);
     match cli.command {
         Some(cmd) => run_command(cmd),
         None => run_proxy(cli.proxy),
     }
 }
 
-fn extra(grants: &mcpguard::cli::SandboxGrants) -> mcpguard::sandbox::Extra {
+fn extra(grants: &mcpguard::cli::flags::SandboxGrants) -> mcpguard::sandbox::Extra {
     mcpguard::sandbox::Extra {
         read: grants.read.clone(),
         read_write: grants.write.clone(),
@@ -35,14 +35,14 @@ fn extra(grants: &mcpguard::cli::SandboxGrants) -> mcpguard::sandbox::Extra {
 fn sandbox_for(
     policy: &policy::Policy,
     command: &[std::ffi::OsString],
-    grants: &mcpguard::cli::SandboxGrants,
-    missing: impl FnOnce(mcpguard::child::SpawnError) -> ExitCode,
+    grants: &mcpguard::cli::flags::SandboxGrants,
+    missing: impl FnOnce(mcpguard::process::child::SpawnError) -> ExitCode,
 ) -> Result<Option<mcpguard::sandbox::Setup>, ExitCode> {
     use mcpguard::sandbox;
     if policy.sandbox.mode == policy::SandboxMode::Off {
         return Ok(None);
     }
-    let program = mcpguard::child::resolve_program(command).map_err(missing)?;
+    let program = mcpguard::process::child::resolve_program(command).map_err(missing)?;
     let kernel = sandbox::Kernel::probe();
     let setup = sandbox::setup(
         &policy.sandbox,
@@ -180,11 +180,11 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
-        Command::Demo => mcpguard::demo::run(),
+        Command::Demo => mcpguard::cli::demo::run(),
         Command::DemoServer {
             notes,
             rug_pull_after,
-        } => mcpguard::demo::serve(notes, *rug_pull_after),
+        } => mcpguard::cli::demo::serve(notes, *rug_pull_after),
         Command::SandboxCheck {
             policy,
             grants,
@@ -200,7 +200,7 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard,
             policy,
             pin,
-        } => mcpguard::wrap::run(&mcpguard::wrap::WrapArgs {
+        } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
             snapshot_dir: snapshot_dir.as_deref(),
@@ -235,17 +235,17 @@ fn load_policy(path: Option<&std::path::Path>) -> Result<policy::Policy, String>
     Ok(p)
 }
 
-fn acceptance(p: &policy::Policy) -> mcpguard::manifest::Acceptance {
-    mcpguard::manifest::Acceptance {
+fn acceptance(p: &policy::Policy) -> mcpguard::snapshot::manifest::Acceptance {
+    mcpguard::snapshot::manifest::Acceptance {
         allow_model_backed: p.review.allow_model_backed,
         forbidden_side_effects: p.review.forbidden_side_effects.clone(),
         max_validity: p.review.max_validity,
     }
 }
 
-fn capabilities(p: &policy::Policy) -> mcpguard::gate::Capabilities {
+fn capabilities(p: &policy::Policy) -> mcpguard::gate::capabilities::Capabilities {
     let c = &p.capabilities;
-    mcpguard::gate::Capabilities {
+    mcpguard::gate::capabilities::Capabilities {
         sampling: c.sampling,
         elicitation: c.elicitation,
         roots: c.roots,
@@ -256,7 +256,7 @@ fn capabilities(p: &policy::Policy) -> mcpguard::gate::Capabilities {
 }
 
 fn open_audit(
-    args: &mcpguard::cli::ProxyArgs,
+    args: &mcpguard::cli::flags::ProxyArgs,
     p: &policy::Policy,
     server: &str,
     digest: Option<String>,
@@ -277,7 +277,7 @@ fn open_audit(
     Ok(Some(std::sync::Arc::new(log)))
 }
 
-fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
+fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     if args.server.is_empty() {
         diag::emit(
             Level::Error,
@@ -292,10 +292,10 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
     // The snapshot is verified before the server is spawned: a mismatch never starts it.
     let mode = match (&args.manifest, &args.sha256, &args.server_key) {
         (Some(path), Some(sha), Some(key)) => {
-            if let Some(why) = mcpguard::wrap::pending_pin(sha, path, key, &args.server) {
+            if let Some(why) = mcpguard::cli::wrap::pending_pin(sha, path, key, &args.server) {
                 return fail(&why);
             }
-            match mcpguard::gate::load_pin(
+            match mcpguard::gate::pin::load_pin(
                 path,
                 sha,
                 key,
@@ -347,7 +347,7 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
     };
     if let Some(log) = &audit {
         use mcpguard::audit::EventKind;
-        use mcpguard::session::AuditNote;
+        use mcpguard::gate::session::AuditNote;
         proxy::record_note(log, &AuditNote::new(EventKind::Start));
         if matches!(mode, Mode::Pinned(_)) {
             proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
@@ -393,6 +393,13 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
     drop(sandbox);
     match outcome {
         Ok(Outcome::Child(status)) => mirror_exit(status),
+        Ok(Outcome::Stopped { signal }) => {
+            diag::emit(
+                Level::Info,
+                &format!("mcpguard ended the server with {signal} after the host closed the connection; exiting with status {EXIT_SERVER_STOPPED}"),
+            );
+            ExitCode::from(EXIT_SERVER_STOPPED)
+        }
         Ok(Outcome::SpawnFailed(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             diag::emit(Level::Error, &format!("the proxy failed: {e}"));
@@ -400,6 +407,11 @@ fn run_proxy(args: mcpguard::cli::ProxyArgs) -> ExitCode {
         }
     }
 }
+
+/// The exit status when the host closed the connection and mcpguard had to end the server itself
+/// (SIGTERM, then SIGKILL, after `--grace`): the shutdown was ordinary, so mcpguard does not die of
+/// the signal it sent. Documented in mcpguard(1), EXIT STATUS.
+const EXIT_SERVER_STOPPED: u8 = 3;
 
 /// Ends mcpguard the way the server ended: the same exit code, or death by the same signal.
 fn mirror_exit(status: std::process::ExitStatus) -> ExitCode {

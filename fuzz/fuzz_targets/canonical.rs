@@ -9,8 +9,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpguard::canonical::canonical_bytes;
-use mcpguard::strict::parse_strict;
+use mcpguard::snapshot::canonical::canonical_bytes;
+use mcpguard::snapshot::strict::parse_strict;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(value) = parse_strict(data) else {

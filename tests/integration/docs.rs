@@ -23,7 +23,7 @@ fn read(rel: &str) -> String {
 
 #[test]
 fn committed_man_pages_and_completions_are_current() {
-    let generated = mcpguard::docgen::generated_files();
+    let generated = mcpguard::cli::docgen::generated_files();
     let mut stale = Vec::new();
     for (rel, text) in &generated {
         let committed = std::fs::read_to_string(root().join(rel)).unwrap_or_default();
@@ -53,7 +53,7 @@ fn committed_man_pages_and_completions_are_current() {
 fn every_subcommand_and_flag_is_in_the_man_page() {
     let page = plain(&read("man/mcpguard.1"));
     let mut missing = Vec::new();
-    let mut root_cmd = mcpguard::cli::Cli::command();
+    let mut root_cmd = mcpguard::cli::flags::Cli::command();
     root_cmd.build();
     let mut todo = vec![(String::from("mcpguard"), root_cmd)];
     while let Some((name, cmd)) = todo.pop() {
@@ -142,7 +142,7 @@ fn every_key_of_the_shipped_policies_is_in_the_policy_page() {
 
 #[test]
 fn the_completions_know_every_subcommand() {
-    let cmd = mcpguard::cli::Cli::command();
+    let cmd = mcpguard::cli::flags::Cli::command();
     for file in [
         "completions/mcpguard.bash",
         "completions/_mcpguard",

@@ -89,8 +89,39 @@ fn a_server_ignoring_eof_gets_sigterm_then_one_ignoring_sigterm_gets_sigkill() {
     ));
     p.wait_stderr("[server] started");
     p.close_stdin();
-    assert_eq!(p.wait().signal(), Some(libc::SIGKILL));
+    // mcpguard ended the server itself, so it exits with its documented status instead of dying
+    // of the SIGKILL it sent (`a_server_mcpguard_had_to_end_gives_exit_status_3`).
+    assert_eq!(p.wait().code(), Some(3));
     assert!(p.stderr().contains("sending SIGKILL"), "{}", p.stderr());
+}
+
+/// When the host closes and mcpguard has to end the server (SIGTERM after `--grace`, SIGKILL
+/// after another), the host sees an ordinary exit with status 3, not its sidecar killed by a
+/// signal. A server that exits by itself, or dies of a signal mcpguard did not send, is still
+/// mirrored (`exit_code_of_the_server_becomes_mcpguards`, `death_by_signal_is_reraised`).
+#[test]
+fn a_server_mcpguard_had_to_end_gives_exit_status_3() {
+    for (server_args, signal) in [
+        (&["--ignore-eof"][..], "SIGTERM"),
+        (&["--ignore-eof", "--ignore-sigterm"][..], "SIGKILL"),
+    ] {
+        let fixture = crate::support::fixture().display().to_string();
+        let mut args = vec!["--grace", "300ms", "--allow-unpinned", "--", &fixture];
+        args.extend_from_slice(server_args);
+        let mut p = Peer::guard(&args);
+        p.initialize();
+        p.close_stdin();
+        let status = p.wait();
+        assert_eq!(status.signal(), None, "{server_args:?}: {}", p.stderr());
+        assert_eq!(status.code(), Some(3), "{server_args:?}: {}", p.stderr());
+        assert!(
+            p.stderr().contains(&format!(
+                "mcpguard ended the server with {signal} after the host closed the connection"
+            )),
+            "{server_args:?}: {}",
+            p.stderr()
+        );
+    }
 }
 
 #[test]

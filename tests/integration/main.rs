@@ -11,6 +11,7 @@ mod escape;
 mod gate;
 mod gate_interop;
 mod interop;
+mod layering;
 mod lifecycle;
 mod modern;
 mod relay;

@@ -1,0 +1,352 @@
+//! The command line: every flag is defined once here, and `--help`, the man page and the shell
+//! completions are generated from these definitions.
+//!
+//! Definitions only: no behaviour, nothing run from here.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// mcpguard sits between an MCP host and one local MCP server and lets through only what a
+/// person reviewed.
+/// How diagnostics on stderr are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpguard",
+    version,
+    about = "A security sidecar for one local MCP server",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Run a server behind mcpguard:\n  mcpguard [OPTIONS] -- <server command...>"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Diagnostics on stderr as text lines or as one JSON object per line (levels from
+    /// MCPGUARD_LOG=error|warn|info|debug).
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    pub log_format: LogFormat,
+
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
+}
+
+/// Options of the proxy itself (`mcpguard [OPTIONS] -- <server command...>`).
+#[derive(Debug, clap::Args)]
+pub struct ProxyArgs {
+    /// Largest accepted JSON-RPC message, in bytes, in either direction (default: the policy's
+    /// limits.max_message_bytes, 16 MiB unless changed).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 32)))]
+    pub max_message_bytes: Option<u64>,
+
+    /// The local policy (TOML); without it the built-in default policy applies.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// Append the hash-chained audit log here (overrides the policy's audit.path).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+
+    /// How long to wait after closing the server's stdin before SIGTERM, and after SIGTERM
+    /// before SIGKILL (e.g. 2s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub grace: Duration,
+
+    /// The reviewed snapshot to enforce (with --sha256 and --server).
+    #[arg(long, value_name = "FILE", requires_all = ["sha256", "server_key"])]
+    pub manifest: Option<PathBuf>,
+
+    /// The digest the snapshot must have (`mcpguard hash FILE`); checked before the server starts.
+    #[arg(long, value_name = "HEX", requires = "manifest")]
+    pub sha256: Option<String>,
+
+    /// Which server of the snapshot this is.
+    #[arg(long = "server", value_name = "KEY", requires = "manifest")]
+    pub server_key: Option<String>,
+
+    #[command(flatten)]
+    pub grants: SandboxGrants,
+
+    /// Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering,
+    /// capability blocking and error hygiene still apply.
+    #[arg(long, conflicts_with = "manifest")]
+    pub allow_unpinned: bool,
+
+    /// Check, classify and (for writes) confirm calls exactly as usual, but never dispatch them:
+    /// the host gets {dryRun, validatedInput, operationPolicy, operationSummary} instead.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// The MCP server to run, after `--`.
+    #[arg(last = true, value_name = "SERVER_COMMAND")]
+    pub server: Vec<OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write the RFC 8785 canonical form of a JSON document to stdout.
+    Canonicalize {
+        /// The document; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+    },
+    /// Print the lowercase SHA-256 of a JSON document's RFC 8785 canonical form.
+    Hash { file: PathBuf },
+    /// Capture a live server's tool catalogue into a new snapshot.
+    Capture {
+        /// Symbolic key of the server in the snapshot (the host config names it with --server).
+        #[arg(long)]
+        server: String,
+        /// The snapshot file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// How long the snapshot stays valid (at most the policy's maximum, 30 days by default).
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
+        expires_in: Duration,
+        /// The protocol version to capture at: up to 2025-11-25 through the initialize
+        /// handshake, 2026-07-28 through server/discover and per-request envelopes.
+        #[arg(long, value_name = "VERSION", default_value = crate::protocol::DEFAULT_PROTOCOL_VERSION)]
+        protocol_version: String,
+        /// Replace FILE if it exists (its reviews are lost).
+        #[arg(long)]
+        force: bool,
+        /// The local policy whose sandbox the server is captured in (default: the built-in
+        /// policy), so that an untrusted server is confined from its very first run.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        live: LiveArgs,
+        /// The MCP server to capture, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+        server_command: Vec<OsString>,
+    },
+    /// Record a reviewer's assertions and input-channel classification for a tool.
+    Review {
+        /// The snapshot file (rewritten atomically).
+        file: PathBuf,
+        #[arg(long)]
+        server: String,
+        /// The tool reviewed (or use --from for many tools at once).
+        #[arg(long, required_unless_present = "from")]
+        tool: Option<String>,
+        /// Who reviewed (an e-mail address or another stable identity).
+        #[arg(long, value_name = "ID")]
+        reviewer: Option<String>,
+        /// An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false;
+        /// sideEffects = comma list (empty for none); concurrency = safe|serialize.
+        #[arg(long = "assert", value_name = "NAME=VALUE")]
+        asserts: Vec<String>,
+        /// An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority.
+        #[arg(long = "channel", value_name = "POINTER=CLASS")]
+        channels: Vec<String>,
+        /// The review time (RFC 3339); now by default.
+        #[arg(long, value_name = "INSTANT")]
+        reviewed_at: Option<String>,
+        /// A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels"])]
+        from: Option<PathBuf>,
+    },
+    /// The reviewer's view: every field the model will see, hidden characters made visible.
+    Show {
+        file: PathBuf,
+        #[arg(long)]
+        server: Option<String>,
+        #[arg(long)]
+        tool: Option<String>,
+        /// Print the content-trust report instead: each reviewed tool's input-channel map and
+        /// the value capability of each output location (free_text, constrained_scalar,
+        /// composite, unknown).
+        #[arg(long, conflicts_with = "tool")]
+        report: bool,
+    },
+    /// Validate a snapshot offline and, with a server command, against the live server.
+    Check {
+        file: PathBuf,
+        /// The digest the snapshot must have.
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Which server of the snapshot the command runs (needed when there are several).
+        #[arg(long)]
+        server: Option<String>,
+        /// Judge the reviews by this local policy (default: the built-in policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        live: LiveArgs,
+        /// The live server to compare with, after `--`.
+        #[arg(last = true, value_name = "SERVER_COMMAND")]
+        server_command: Vec<OsString>,
+    },
+    /// The semantic difference between two snapshots (exit 1 when they differ).
+    Diff { old: PathBuf, new: PathBuf },
+    /// Work with local policy files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Work with audit logs.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Show the whole story on a bundled example server, with no set-up: capture, review, a
+    /// guarded call, an unreviewed tool refused, a write held for the person's approval, the
+    /// sandbox, a rug pull caught before dispatch, and the audit log verified.
+    Demo,
+    /// The bundled example server that `mcpguard demo` guards (an MCP server on stdio).
+    #[command(hide = true)]
+    DemoServer {
+        /// Where save_note writes its notes.
+        #[arg(long, value_name = "DIR")]
+        notes: PathBuf,
+        /// After this many tools/list answers, change a tool's description (a rug pull).
+        #[arg(long, value_name = "N")]
+        rug_pull_after: Option<u64>,
+    },
+    /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code) so that every local
+    /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is
+    /// captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent.
+    Wrap {
+        /// The host's configuration file (claude_desktop_config.json, .cursor/mcp.json,
+        /// .vscode/mcp.json or VS Code's settings.json).
+        config: PathBuf,
+        /// Print the changes as a diff and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Where the wrapped servers' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots,
+        /// else ~/.config/mcpguard/snapshots).
+        #[arg(long, value_name = "DIR")]
+        snapshot_dir: Option<PathBuf>,
+        /// The mcpguard the host should run (default: this executable).
+        #[arg(long, value_name = "PATH")]
+        mcpguard: Option<PathBuf>,
+        /// A policy file every wrapped server is started with (--policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Instead of wrapping: pin the digest of each wrapped server's reviewed snapshot.
+        #[arg(long, conflicts_with_all = ["snapshot_dir", "mcpguard", "policy"])]
+        pin: bool,
+    },
+    /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
+    /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
+    /// becomes mcpguard's). Exit 1 when sandbox.mode = "require" would refuse to start.
+    SandboxCheck {
+        /// The local policy (default: the built-in policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        grants: SandboxGrants,
+        /// The command to examine and run, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<OsString>,
+    },
+}
+
+/// Paths granted to the sandboxed server for this run, on top of the policy's lists.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SandboxGrants {
+    /// Let the server read PATH (a file, or a directory and everything beneath it). Repeatable.
+    #[arg(long = "sandbox-read", value_name = "PATH", value_parser = absolute_path)]
+    pub read: Vec<PathBuf>,
+    /// Let the server read, write, create and remove under PATH (for example the one directory
+    /// a filesystem server is given). Repeatable.
+    #[arg(long = "sandbox-write", value_name = "PATH", value_parser = absolute_path)]
+    pub write: Vec<PathBuf>,
+}
+
+/// A path for the sandbox: relative paths are taken from the current directory, because that
+/// is what the user sees when typing them; the rule records the absolute path.
+fn absolute_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    if s.is_empty() {
+        return Err("an empty path".into());
+    }
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .map_err(|e| format!("cannot resolve {s:?}: {e}"))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Validate a policy file and print the effective policy (every default filled in).
+    Check { file: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Verify an audit log's hash chain; names the first edited, removed or reordered line.
+    Verify { file: PathBuf },
+}
+
+/// Options for talking to a live server during capture and check.
+#[derive(Debug, clap::Args)]
+pub struct LiveArgs {
+    /// How long to wait for each answer of the server.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// The most tools/list pages followed before giving up.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_pages: usize,
+    /// Largest accepted message from the server, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_message_bytes: usize,
+    /// The server runs under the policy's sandbox here too, with these extra grants.
+    #[command(flatten)]
+    pub grants: SandboxGrants,
+}
+
+/// Parses `500ms`, `2s`, `3m`, `1h` or `2d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 500ms, 2s, 3m, 1h or 30d"))?;
+    let secs = |k: u64| n.checked_mul(k).map(Duration::from_secs);
+    let d = match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" | "" => secs(1),
+        "m" => secs(60),
+        "h" => secs(3600),
+        "d" => secs(86_400),
+        _ => None,
+    };
+    d.ok_or_else(|| format!("`{s}` is not a duration like 500ms, 2s, 3m, 1h or 30d"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let cases = [
+            ("500ms", Some(Duration::from_millis(500))),
+            ("2s", Some(Duration::from_secs(2))),
+            ("3", Some(Duration::from_secs(3))),
+            ("1h", Some(Duration::from_secs(3600))),
+            ("30d", Some(Duration::from_secs(30 * 86_400))),
+            ("2 weeks", None),
+            ("", None),
+            ("-1s", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_duration(input).ok(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,822 @@
+//! `mcpguard wrap`: rewrites a host's MCP configuration so that every local server runs under
+//! mcpguard.
+//!
+//! Three shapes are understood: `{"mcpServers": {...}}` (Claude Desktop, Cursor, Claude Code's
+//! `.mcp.json`), `{"servers": {...}}` (VS Code's `.vscode/mcp.json`) and `{"mcp": {"servers":
+//! {...}}}` (VS Code's `settings.json`). Anything else is refused whole, because a rewrite of a
+//! file we only half understand could leave a server unguarded while the user believes it is
+//! guarded.
+//!
+//! Fail closed: a freshly wrapped entry pins the placeholder digest [`PENDING`], and mcpguard
+//! refuses to start a server with that pin, printing the capture and review steps. `wrap --pin`
+//! then records the digest of each reviewed snapshot. There is no state in which a wrapped
+//! server runs with tools nobody reviewed.
+//!
+//! Every write keeps a backup of the original bytes (never replacing an earlier backup) and is
+//! atomic (temporary file, fsync, rename), with the original file's permissions, since these files
+//! often hold API keys.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::cli::commands::CmdResult;
+
+/// The digest a freshly wrapped entry carries until its snapshot is reviewed and pinned. It is not
+/// hexadecimal, so it can never match a real snapshot.
+pub const PENDING: &str = "PENDING-REVIEW";
+
+/// Options of `mcpguard wrap`.
+pub struct WrapArgs<'a> {
+    pub config: &'a Path,
+    pub dry_run: bool,
+    pub snapshot_dir: Option<&'a Path>,
+    pub mcpguard: Option<&'a Path>,
+    pub policy: Option<&'a Path>,
+    pub pin: bool,
+}
+
+/// When the host configuration still pins [`PENDING`], the message mcpguard refuses to start
+/// with: the exact commands that capture, review and pin this server.
+pub fn pending_pin(
+    sha256: &str,
+    manifest: &Path,
+    key: &str,
+    server: &[OsString],
+) -> Option<String> {
+    if sha256 != PENDING {
+        return None;
+    }
+    let command: Vec<String> = server
+        .iter()
+        .map(|a| shell_quote(&a.to_string_lossy()))
+        .collect();
+    let snap = shell_quote(&manifest.display().to_string());
+    let key_q = shell_quote(key);
+    Some(format!(
+        "refusing to start the server: no reviewed snapshot is pinned for server {key:?} yet \
+         (the host configuration was written by `mcpguard wrap` and pins {PENDING}). \
+         Capture, review and pin it, then restart the server in the host:\n  \
+         mcpguard capture --server {key_q} --out {snap} -- {}\n  \
+         mcpguard show {snap}\n  \
+         mcpguard review {snap} --server {key_q} --tool NAME --reviewer YOU --assert ... --channel ...\n  \
+         mcpguard wrap --pin <the host configuration file>",
+        command.join(" ")
+    ))
+}
+
+/// Quotes a word for a POSIX shell when it needs quoting.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./=:@%+,-~".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Where the servers live in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `{"mcpServers": {...}}`: Claude Desktop, Cursor.
+    McpServers,
+    /// `{"servers": {...}}`: VS Code's mcp.json.
+    VsCode,
+    /// `{"mcp": {"servers": {...}}}`: VS Code's settings.json.
+    VsCodeSettings,
+}
+
+impl Format {
+    fn describe(self) -> &'static str {
+        match self {
+            Format::McpServers => "`mcpServers` (Claude Desktop, Cursor)",
+            Format::VsCode => "`servers` (VS Code mcp.json)",
+            Format::VsCodeSettings => "`mcp.servers` (VS Code settings.json)",
+        }
+    }
+}
+
+fn detect(doc: &Value) -> Result<Format, String> {
+    let Some(obj) = doc.as_object() else {
+        return Err("the top level is not a JSON object".into());
+    };
+    let mut found = Vec::new();
+    if obj.contains_key("mcpServers") {
+        found.push(Format::McpServers);
+    }
+    if obj.contains_key("servers") {
+        found.push(Format::VsCode);
+    }
+    if obj.get("mcp").is_some_and(|m| m.get("servers").is_some()) {
+        found.push(Format::VsCodeSettings);
+    }
+    match found.as_slice() {
+        [] => Err(
+            "it has no `mcpServers` (Claude Desktop, Cursor), `servers` (VS Code mcp.json) \
+                   or `mcp.servers` (VS Code settings.json) object"
+                .into(),
+        ),
+        [one] => Ok(*one),
+        several => Err(format!(
+            "it has more than one servers object ({}); which one the host reads is unclear",
+            several
+                .iter()
+                .map(|f| f.describe())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn servers_mut(doc: &mut Value, format: Format) -> Option<&mut Map<String, Value>> {
+    match format {
+        Format::McpServers => doc.get_mut("mcpServers")?.as_object_mut(),
+        Format::VsCode => doc.get_mut("servers")?.as_object_mut(),
+        Format::VsCodeSettings => doc.get_mut("mcp")?.get_mut("servers")?.as_object_mut(),
+    }
+}
+
+/// What one server entry is.
+#[derive(Debug)]
+enum Entry {
+    /// A local stdio server: wrapped by `wrap`.
+    Local { command: String, args: Vec<String> },
+    /// Already runs under mcpguard; its options before `--`.
+    Wrapped { options: Vec<String> },
+    /// A remote server (`url`, `type: "http"` or `"sse"`): not something a stdio sidecar can guard.
+    Remote(String),
+}
+
+fn is_mcpguard(command: &str, ours: &Path) -> bool {
+    Path::new(command) == ours
+        || Path::new(command)
+            .file_name()
+            .is_some_and(|n| n == "mcpguard")
+}
+
+fn classify(name: &str, v: &Value, ours: &Path) -> Result<Entry, String> {
+    let Some(obj) = v.as_object() else {
+        return Err(format!("server {name:?} is not a JSON object"));
+    };
+    let kind = match obj.get("type") {
+        None => None,
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(_) => return Err(format!("server {name:?}: `type` is not a string")),
+    };
+    let remote = match kind {
+        None | Some("stdio") => false,
+        Some("http" | "sse" | "streamable-http" | "streamableHttp" | "ws") => true,
+        Some(other) => {
+            return Err(format!(
+                "server {name:?} has type {other:?}, which mcpguard does not know"
+            ))
+        }
+    };
+    let command = obj.get("command");
+    if remote || obj.contains_key("url") {
+        if command.is_some() {
+            return Err(format!(
+                "server {name:?} has both a remote type or url and a command"
+            ));
+        }
+        let what = obj.get("url").and_then(Value::as_str).map_or_else(
+            || format!("type {}", kind.unwrap_or("?")),
+            |u| u.to_string(),
+        );
+        return Ok(Entry::Remote(what));
+    }
+    let command = match command {
+        Some(Value::String(c)) if !c.is_empty() => c.clone(),
+        Some(_) => {
+            return Err(format!(
+                "server {name:?}: `command` is not a non-empty string"
+            ))
+        }
+        None => return Err(format!("server {name:?} has neither `command` nor `url`")),
+    };
+    let args = match obj.get("args") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("server {name:?}: `args` holds something other than strings"))?,
+        Some(_) => return Err(format!("server {name:?}: `args` is not an array")),
+    };
+    if is_mcpguard(&command, ours) {
+        return match args.iter().position(|a| a == "--") {
+            Some(end) => Ok(Entry::Wrapped {
+                options: args[..end].to_vec(),
+            }),
+            None => Err(format!(
+                "server {name:?} runs mcpguard without `-- <server command>`, a form wrap does not know"
+            )),
+        };
+    }
+    Ok(Entry::Local { command, args })
+}
+
+/// The value of `--name VALUE` or `--name=VALUE` among mcpguard options.
+fn option<'a>(options: &'a [String], name: &str) -> Option<(usize, &'a str)> {
+    let long = format!("--{name}");
+    let eq = format!("--{name}=");
+    for (i, o) in options.iter().enumerate() {
+        if *o == long {
+            return options.get(i + 1).map(|v| (i + 1, v.as_str()));
+        }
+        if let Some(v) = o.strip_prefix(&eq) {
+            return Some((i, v));
+        }
+    }
+    None
+}
+
+/// A file name for a server's snapshot: the server's name with everything but letters, digits,
+/// `.`, `_` and `-` replaced, so that a name cannot climb out of the snapshot directory.
+fn snapshot_file_name(name: &str) -> String {
+    let mut safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() || safe.starts_with('.') {
+        safe.insert_str(0, "server");
+    }
+    safe
+}
+
+fn default_snapshot_dir() -> Result<PathBuf, String> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".config"))
+        })
+        .ok_or(
+            "neither XDG_CONFIG_HOME nor HOME is set to an absolute path; give --snapshot-dir",
+        )?;
+    Ok(config.join("mcpguard").join("snapshots"))
+}
+
+/// Hosts start servers from a directory of their choosing, so every path written into the
+/// configuration is made absolute. A bare program name (no `/`) is left for `PATH` to resolve.
+fn absolute(p: &Path, bare_ok: bool) -> Result<PathBuf, String> {
+    if p.is_absolute() || (bare_ok && p.components().count() == 1 && !p.starts_with(".")) {
+        return Ok(p.to_path_buf());
+    }
+    std::path::absolute(p).map_err(|e| format!("cannot make {} absolute: {e}", p.display()))
+}
+
+fn set_args(entry: &mut Value, command: &str, args: Vec<String>) {
+    let Some(obj) = entry.as_object_mut() else {
+        return;
+    };
+    let args = Value::Array(args.into_iter().map(Value::String).collect());
+    if obj.contains_key("args") {
+        obj.insert("command".into(), Value::String(command.to_string()));
+        obj.insert("args".into(), args);
+        return;
+    }
+    // Put the new `args` right after `command`, where a reader looks for it.
+    let old = std::mem::take(obj);
+    for (k, v) in old {
+        if k == "command" {
+            obj.insert(k, Value::String(command.to_string()));
+            obj.insert("args".into(), args.clone());
+        } else {
+            obj.insert(k, v);
+        }
+    }
+}
+
+/// `mcpguard wrap CONFIG [--dry-run] [--snapshot-dir DIR] [--mcpguard PATH] [--policy FILE] [--pin]`
+pub fn run(args: &WrapArgs<'_>) -> CmdResult {
+    let shown = args.config.display().to_string();
+    let original = std::fs::read(args.config).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let mut doc = crate::snapshot::strict::parse_strict(&original).map_err(|e| {
+        format!(
+            "{shown} is not plain JSON, so mcpguard will not rewrite it ({e}). \
+             Comments and trailing commas (allowed in VS Code's files) are not understood: \
+             remove them, or edit the file by hand as README.md shows"
+        )
+    })?;
+    let format = detect(&doc)
+        .map_err(|why| format!("refusing to change {shown}: {why}; nothing was changed"))?;
+    let ours = match args.mcpguard {
+        Some(p) => absolute(p, true)?,
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot find this executable ({e}); give --mcpguard PATH"))?,
+    };
+    let servers = servers_mut(&mut doc, format).ok_or_else(|| {
+        format!(
+            "refusing to change {shown}: {} is not an object; nothing was changed",
+            format.describe()
+        )
+    })?;
+    // Classify everything first, so that one entry we do not understand leaves the whole file
+    // untouched rather than half wrapped.
+    let mut entries = Vec::new();
+    for (name, v) in servers.iter() {
+        let entry = classify(name, v, &ours)
+            .map_err(|why| format!("refusing to change {shown}: {why}; nothing was changed"))?;
+        entries.push((name.clone(), entry));
+    }
+    let mut notes = Vec::new();
+    let mut next_steps = Vec::new();
+    let mut unpinned = 0;
+    if args.pin {
+        unpinned = pin_entries(servers, &entries, &mut notes)?;
+    } else {
+        let dir = match args.snapshot_dir {
+            Some(d) => absolute(d, false)?,
+            None => default_snapshot_dir()?,
+        };
+        let policy = args.policy.map(|p| absolute(p, false)).transpose()?;
+        let mut taken: Vec<PathBuf> = entries
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Entry::Wrapped { options } => {
+                    option(options, "manifest").map(|(_, p)| PathBuf::from(p))
+                }
+                _ => None,
+            })
+            .collect();
+        for (name, entry) in &entries {
+            match entry {
+                Entry::Remote(what) => notes.push(format!(
+                    "left alone: {name:?} is a remote server ({what}); mcpguard guards local stdio servers"
+                )),
+                Entry::Wrapped { options } => notes.push(match option(options, "sha256") {
+                    Some((_, PENDING)) => format!(
+                        "already wrapped: {name:?} (not pinned yet: capture, review, then `mcpguard wrap --pin {}`)",
+                        shell_quote(&shown)
+                    ),
+                    Some(_) => format!("already wrapped: {name:?}"),
+                    None => format!("already wrapped: {name:?} (without a pinned snapshot; left as it is)"),
+                }),
+                Entry::Local { command, args: server_args } => {
+                    let base = snapshot_file_name(name);
+                    let mut snap = dir.join(format!("{base}.snapshot.json"));
+                    let mut n = 2;
+                    while taken.contains(&snap) {
+                        snap = dir.join(format!("{base}-{n}.snapshot.json"));
+                        n += 1;
+                    }
+                    taken.push(snap.clone());
+                    let snap_s = snap.display().to_string();
+                    let mut new_args = vec![
+                        "--manifest".to_string(),
+                        snap_s.clone(),
+                        "--sha256".to_string(),
+                        PENDING.to_string(),
+                        "--server".to_string(),
+                        name.clone(),
+                    ];
+                    if let Some(p) = &policy {
+                        new_args.push("--policy".into());
+                        new_args.push(p.display().to_string());
+                    }
+                    new_args.push("--".into());
+                    new_args.push(command.clone());
+                    new_args.extend(server_args.iter().cloned());
+                    set_args(&mut servers[name.as_str()], &ours.display().to_string(), new_args);
+                    notes.push(format!("wrapped: {name:?} (snapshot {snap_s}, not pinned yet)"));
+                    // The host still passes the entry's `env` to mcpguard, but the sandbox gives
+                    // the server only the variables its policy names, so say which ones to add.
+                    let env_names: Vec<String> = servers[name.as_str()]
+                        .get("env")
+                        .and_then(Value::as_object)
+                        .map(|e| e.keys().cloned().collect())
+                        .unwrap_or_default();
+                    if !env_names.is_empty() {
+                        notes.push(format!(
+                            "note: {name:?} sets environment variables ({}); the sandbox passes only those the policy names: add them to `env` under [sandbox] in the policy (--policy) or the server will not see them",
+                            env_names.join(", ")
+                        ));
+                    }
+                    let cmd: Vec<String> = std::iter::once(command)
+                        .chain(server_args)
+                        .map(|a| shell_quote(a))
+                        .collect();
+                    next_steps.push(format!(
+                        "  mcpguard capture --server {} --out {} -- {}\n  mcpguard show {}\n  mcpguard review {} --server {} ...",
+                        shell_quote(name),
+                        shell_quote(&snap_s),
+                        cmd.join(" "),
+                        shell_quote(&snap_s),
+                        shell_quote(&snap_s),
+                        shell_quote(name),
+                    ));
+                }
+            }
+        }
+        if !next_steps.is_empty() && !args.dry_run {
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                format!(
+                    "cannot create the snapshot directory {}: {e}",
+                    dir.display()
+                )
+            })?;
+        }
+    }
+    let text = String::from_utf8_lossy(&original);
+    let updated = serialize_like(&doc, &text);
+    for n in &notes {
+        eprintln!("{n}");
+    }
+    // `--pin` exits 1 while a wrapped server still cannot start, so that a script notices.
+    let code = u8::from(unpinned > 0);
+    if updated == text {
+        eprintln!("{shown}: nothing to change");
+        return Ok(code);
+    }
+    if args.dry_run {
+        print!(
+            "{}",
+            unified_diff(&text, &updated, &shown, &format!("{shown} (wrapped)"))
+        );
+        eprintln!("dry run: {shown} was not changed");
+        return Ok(code);
+    }
+    let backup = write_with_backup(args.config, &original, updated.as_bytes())?;
+    eprintln!(
+        "{shown}: updated (the original is kept as {})",
+        backup.display()
+    );
+    if !next_steps.is_empty() {
+        eprintln!(
+            "The wrapped servers refuse to start until their snapshots are reviewed and pinned. For each:\n{}\nthen pin the reviewed snapshots and restart the host:\n  mcpguard wrap --pin {}",
+            next_steps.join("\n"),
+            shell_quote(&shown)
+        );
+    }
+    Ok(code)
+}
+
+/// `--pin`: for each wrapped entry with a snapshot on disk that verifies (reviews complete and
+/// acceptable to the entry's policy, at least one tool reviewed), records its digest. Returns how
+/// many wrapped servers still pin [`PENDING`].
+fn pin_entries(
+    servers: &mut Map<String, Value>,
+    entries: &[(String, Entry)],
+    notes: &mut Vec<String>,
+) -> Result<usize, String> {
+    let mut pending = 0;
+    for (name, entry) in entries {
+        let Entry::Wrapped { options } = entry else {
+            if let Entry::Local { .. } = entry {
+                notes.push(format!("not wrapped: {name:?} (run `mcpguard wrap` first)"));
+            }
+            continue;
+        };
+        let (Some((_, snap)), Some((sha_at, sha)), Some((_, key))) = (
+            option(options, "manifest"),
+            option(options, "sha256"),
+            option(options, "server"),
+        ) else {
+            notes.push(format!(
+                "not pinned: {name:?} has no --manifest, --sha256 and --server"
+            ));
+            continue;
+        };
+        pending += usize::from(sha == PENDING);
+        let snap = Path::new(snap);
+        if !snap.exists() {
+            notes.push(format!(
+                "not pinned: {name:?}: {} does not exist yet (capture and review it first)",
+                snap.display()
+            ));
+            continue;
+        }
+        let policy = match option(options, "policy") {
+            Some((_, p)) => crate::policy::load(Path::new(p)),
+            None => crate::policy::builtin(),
+        }
+        .map_err(|e| format!("server {name:?}: {e}"))?;
+        let acceptance = crate::snapshot::manifest::Acceptance {
+            allow_model_backed: policy.review.allow_model_backed,
+            forbidden_side_effects: policy.review.forbidden_side_effects.clone(),
+            max_validity: policy.review.max_validity,
+        };
+        let verified = crate::snapshot::manifest::load(snap).and_then(|m| {
+            crate::gate::pin::pin_from_manifest(&m, key, jiff::Timestamp::now(), &acceptance)
+                .map(|pin| (m.digest, pin.tools.len()))
+        });
+        match verified {
+            Err(e) => notes.push(format!("not pinned: {name:?}: {e}")),
+            Ok((_, 0)) => notes.push(format!(
+                "not pinned: {name:?}: no tool of server {key:?} is reviewed in {} yet",
+                snap.display()
+            )),
+            Ok((digest, _)) if digest == sha => {
+                notes.push(format!("already pinned: {name:?} ({digest})"))
+            }
+            Ok((digest, count)) => {
+                let mut new_options = options.clone();
+                new_options[sha_at] = if new_options[sha_at].starts_with("--sha256=") {
+                    format!("--sha256={digest}")
+                } else {
+                    digest.clone()
+                };
+                if let Some(Value::Array(args)) = servers[name.as_str()].get_mut("args") {
+                    for (slot, value) in args.iter_mut().zip(new_options) {
+                        *slot = Value::String(value);
+                    }
+                }
+                notes.push(format!(
+                    "pinned: {name:?} {digest} ({count} reviewed tools)"
+                ));
+                pending -= usize::from(sha == PENDING);
+            }
+        }
+    }
+    Ok(pending)
+}
+
+/// Serializes `doc` the way the original text was laid out: its indentation unit and whether it
+/// ended with a newline, so that the diff shows only what changed.
+fn serialize_like(doc: &Value, original: &str) -> String {
+    let indent: String = original
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .collect::<String>()
+        })
+        .find(|w| !w.is_empty())
+        .unwrap_or_else(|| "  ".to_string());
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    // Serializing a Value into a Vec cannot fail.
+    let _ = serde::Serialize::serialize(doc, &mut ser);
+    let mut out = String::from_utf8(buf).unwrap_or_default();
+    if original.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes `bytes` over `config` after keeping `original` as a new backup beside it. Both files
+/// get the original's permissions. The write is atomic, goes to the file a symbolic link points
+/// to (dotfile managers link these files), and is abandoned if the file changed since it was read.
+fn write_with_backup(config: &Path, original: &[u8], bytes: &[u8]) -> Result<PathBuf, String> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let target = std::fs::canonicalize(config)
+        .map_err(|e| format!("cannot resolve {}: {e}", config.display()))?;
+    let mode = std::fs::metadata(&target)
+        .map_err(|e| format!("cannot read {}: {e}", target.display()))?
+        .permissions()
+        .mode()
+        & 0o7777;
+    let create = |path: &Path, data: &[u8]| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(path)?;
+        f.write_all(data)?;
+        f.sync_all()
+    };
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let file_name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let mut backup = None;
+    for n in 0..1000 {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let candidate = dir.join(format!("{file_name}.bak-{stamp}{suffix}"));
+        match create(&candidate, original) {
+            Ok(()) => {
+                backup = Some(candidate);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(format!(
+                    "cannot write the backup {}: {e}",
+                    candidate.display()
+                ))
+            }
+        }
+    }
+    let backup = backup.ok_or("cannot find a free backup file name")?;
+    let tmp = dir.join(format!(
+        ".{file_name}.mcpguard-wrap.{}.tmp",
+        std::process::id()
+    ));
+    let result = create(&tmp, bytes).and_then(|()| {
+        if std::fs::read(&target)? != original {
+            return Err(std::io::Error::other(
+                "the file changed while it was being wrapped; run wrap again",
+            ));
+        }
+        std::fs::rename(&tmp, &target)
+    });
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", target.display()));
+    }
+    Ok(backup)
+}
+
+/// A unified diff of two texts, three lines of context, from a longest-common-subsequence
+/// alignment of lines (configuration files are small, so the quadratic table is fine).
+pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let (n, m) = (a.len(), b.len());
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    // The edit script: (tag, old index, new index).
+    let mut ops = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && a[i] == b[j] {
+            ops.push((' ', i, j));
+            i += 1;
+            j += 1;
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            // Removals come before additions, as diff(1) shows them.
+            ops.push(('-', i, j));
+            i += 1;
+        } else {
+            ops.push(('+', i, j));
+            j += 1;
+        }
+    }
+    const CONTEXT: usize = 3;
+    let mut out = format!("--- {old_name}\n+++ {new_name}\n");
+    let changed: Vec<usize> = (0..ops.len()).filter(|&k| ops[k].0 != ' ').collect();
+    let mut k = 0;
+    while k < changed.len() {
+        let start = changed[k].saturating_sub(CONTEXT);
+        let mut end = changed[k];
+        while k < changed.len() && changed[k] <= end + 2 * CONTEXT + 1 {
+            end = changed[k];
+            k += 1;
+        }
+        let end = (end + CONTEXT + 1).min(ops.len());
+        let hunk = &ops[start..end];
+        let old_len = hunk.iter().filter(|o| o.0 != '+').count();
+        let new_len = hunk.iter().filter(|o| o.0 != '-').count();
+        let old_start = hunk[0].1 + usize::from(old_len > 0);
+        let new_start = hunk[0].2 + usize::from(new_len > 0);
+        out.push_str(&format!(
+            "@@ -{old_start},{old_len} +{new_start},{new_len} @@\n"
+        ));
+        for &(tag, oi, nj) in hunk {
+            let line = if tag == '+' { b[nj] } else { a[oi] };
+            out.push(tag);
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn formats_are_detected_or_refused() {
+        let cases = [
+            (json!({"mcpServers": {}}), Ok(Format::McpServers)),
+            (json!({"servers": {}, "inputs": []}), Ok(Format::VsCode)),
+            (
+                json!({"editor.fontSize": 12, "mcp": {"servers": {}}}),
+                Ok(Format::VsCodeSettings),
+            ),
+            (json!({"mcp": {}}), Err(())),
+            (json!({"mcpServers": {}, "servers": {}}), Err(())),
+            (json!([]), Err(())),
+        ];
+        for (doc, want) in cases {
+            assert_eq!(detect(&doc).map_err(|_| ()), want, "{doc}");
+        }
+    }
+
+    #[test]
+    fn entries_are_classified() {
+        let ours = Path::new("/opt/mcpguard");
+        let local = |v: Value| matches!(classify("s", &v, ours), Ok(Entry::Local { .. }));
+        let wrapped = |v: Value| matches!(classify("s", &v, ours), Ok(Entry::Wrapped { .. }));
+        let remote = |v: Value| matches!(classify("s", &v, ours), Ok(Entry::Remote(_)));
+        let refused = |v: Value| classify("s", &v, ours).is_err();
+        assert!(local(json!({"command": "npx", "args": ["-y", "x"]})));
+        assert!(local(
+            json!({"type": "stdio", "command": "uvx", "env": {"A": "b"}})
+        ));
+        assert!(wrapped(
+            json!({"command": "/usr/bin/mcpguard", "args": ["--", "x"]})
+        ));
+        assert!(wrapped(
+            json!({"command": "/opt/mcpguard", "args": ["--allow-unpinned", "--", "x"]})
+        ));
+        assert!(remote(json!({"url": "https://example.test/mcp"})));
+        assert!(remote(
+            json!({"type": "http", "url": "https://example.test/mcp"})
+        ));
+        assert!(remote(
+            json!({"type": "sse", "url": "https://example.test/sse"})
+        ));
+        assert!(refused(json!({"type": "pipe", "command": "x"})));
+        assert!(refused(json!({"command": ["x"]})));
+        assert!(refused(json!({"command": "x", "args": [1]})));
+        assert!(refused(
+            json!({"command": "x", "url": "https://example.test"})
+        ));
+        assert!(refused(json!({"env": {}})));
+        assert!(refused(json!("npx x")));
+        assert!(refused(
+            json!({"command": "mcpguard", "args": ["hash", "f"]})
+        ));
+    }
+
+    #[test]
+    fn snapshot_names_stay_in_their_directory() {
+        let cases = [
+            ("files", "files"),
+            ("my server", "my_server"),
+            ("../../etc/passwd", "server.._.._etc_passwd"),
+            ("..", "server.."),
+            ("", "server"),
+            ("ünï", "_n_"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(snapshot_file_name(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn options_are_found_in_both_spellings() {
+        let o: Vec<String> = ["--manifest", "/a", "--sha256=abc", "--server", "s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(option(&o, "manifest"), Some((1, "/a")));
+        assert_eq!(option(&o, "sha256"), Some((2, "abc")));
+        assert_eq!(option(&o, "policy"), None);
+    }
+
+    #[test]
+    fn layout_is_kept() {
+        let text = "{\n    \"mcpServers\": {}\n}\n";
+        let doc: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(serialize_like(&doc, text), text);
+        let text = "{\n\t\"a\": [\n\t\t1\n\t]\n}";
+        let doc: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(serialize_like(&doc, text), text);
+    }
+
+    #[test]
+    fn diffs_are_unified() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nD\ne\nf\ng\nh\n";
+        let d = unified_diff(old, new, "x", "y");
+        assert_eq!(
+            d,
+            "--- x\n+++ y\n@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n"
+        );
+        assert_eq!(unified_diff(old, old, "x", "y"), "--- x\n+++ y\n");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("npx"), "npx");
+        assert_eq!(shell_quote("/a b"), "'/a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

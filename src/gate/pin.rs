@@ -1,0 +1,194 @@
+//! The pin: the reviewed snapshot made ready for the message path, loaded and verified before the
+//! server is spawned (digest, strict parse, expiry, reviews), with each reviewed tool's exact
+//! object, canonical bytes and compiled schemas.
+//!
+//! Pure data built once; the state machine that applies it is `gate::session`. Nothing here
+//! performs IO except `load_pin` reading the snapshot file.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::gate::schema::{self, CompiledSchema};
+use crate::snapshot::canonical;
+use crate::snapshot::manifest::{self, Acceptance, Manifest};
+
+/// One reviewed tool, ready for the message path: its exact object and canonical bytes for the
+/// drift comparison, and its compiled schemas.
+pub struct ReviewedTool {
+    pub name: String,
+    pub tool: Value,
+    pub canonical: Vec<u8>,
+    pub review: Value,
+    pub input: Option<CompiledSchema>,
+    pub output: Option<CompiledSchema>,
+    /// The reviewer asserted `concurrency: serialize`.
+    pub serialize: bool,
+    /// `execution.taskSupport` is `required`: the tool cannot be called without tasks.
+    pub requires_task: bool,
+    /// The review maps some argument to the `authority` input channel, which makes every call a
+    /// write that needs confirmation (SPEC §4), whatever the policy's classification says.
+    pub authority: bool,
+}
+
+impl std::fmt::Debug for ReviewedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReviewedTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything the gate pins for one server.
+#[derive(Debug)]
+pub struct Pin {
+    pub digest: String,
+    pub server_key: String,
+    pub protocol_version: String,
+    pub server_info: Value,
+    pub instructions: Option<Value>,
+    /// Reviewed tools in snapshot order.
+    pub tools: Vec<ReviewedTool>,
+    /// Tools in the capture without a review (never served; named in diagnostics).
+    pub unreviewed: Vec<String>,
+    /// Reviewed tools the local policy refuses (never served).
+    pub refused_by_policy: Vec<String>,
+    /// What a 2026-07-28 snapshot pins beyond the above; `None` for a legacy snapshot.
+    pub modern: Option<crate::gate::modern::ModernPin>,
+}
+
+impl Pin {
+    /// Removes the reviewed tools that the local policy refuses; returns why, per tool. The
+    /// policy can only take tools away: nothing here can add one.
+    pub fn apply_policy(&mut self, refusal: impl Fn(&str) -> Option<String>) -> Vec<String> {
+        let mut reasons = Vec::new();
+        let tools = std::mem::take(&mut self.tools);
+        for t in tools {
+            match refusal(&t.name) {
+                Some(why) => {
+                    reasons.push(why);
+                    self.refused_by_policy.push(t.name);
+                }
+                None => self.tools.push(t),
+            }
+        }
+        reasons
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ReviewedTool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// Loads the snapshot, checks its digest against `sha256`, validates it at `now` and builds the
+/// pin for `server_key`. Any failure is a message for stderr; the caller must not start the
+/// server.
+pub fn load_pin(
+    path: &Path,
+    sha256: &str,
+    server_key: &str,
+    now: Timestamp,
+    acceptance: &Acceptance,
+) -> Result<Pin, String> {
+    let m = manifest::load(path)?;
+    if !sha256.eq_ignore_ascii_case(&m.digest) {
+        return Err(format!(
+            "{}: digest mismatch: the snapshot hashes to {} but the host configuration pins {sha256}; \
+             if you reviewed a new snapshot, pin its digest (`mcpguard hash {}`)",
+            path.display(),
+            m.digest,
+            path.display()
+        ));
+    }
+    pin_from_manifest(&m, server_key, now, acceptance)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Builds the pin from a loaded manifest (split out for tests).
+pub fn pin_from_manifest(
+    m: &Manifest,
+    server_key: &str,
+    now: Timestamp,
+    acceptance: &Acceptance,
+) -> Result<Pin, String> {
+    let problems = manifest::validate(m, now, acceptance);
+    if !problems.is_empty() {
+        let list: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        return Err(format!(
+            "the snapshot is not acceptable:\n  {}\n(fix the reviews with `mcpguard review`, or capture and review again)",
+            list.join("\n  ")
+        ));
+    }
+    let entry = m.server(server_key).map_err(|p| p.to_string())?;
+    let protocol_version = m.protocol_version().unwrap_or_default().to_string();
+    let modern = if crate::protocol::is_modern(&protocol_version) {
+        Some(crate::gate::modern::ModernPin::from_entry(entry)?)
+    } else if crate::protocol::LEGACY_VERSIONS.contains(&protocol_version.as_str()) {
+        None
+    } else {
+        return Err(format!(
+            "the snapshot pins protocol {protocol_version:?}; this gate speaks {} and {}",
+            crate::protocol::LEGACY_VERSIONS.join(", "),
+            crate::protocol::MODERN_VERSIONS.join(", ")
+        ));
+    };
+    let all = manifest::tools(server_key, entry).map_err(|ps| {
+        ps.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    let mut tools = Vec::new();
+    let mut unreviewed = Vec::new();
+    for (name, pointer, tool) in all {
+        let Some(review) = manifest::review_of(entry, &name) else {
+            unreviewed.push(name);
+            continue;
+        };
+        let compile = |field: &str| -> Result<Option<CompiledSchema>, String> {
+            match tool.get(field) {
+                None => Ok(None),
+                Some(s) => schema::compile(s)
+                    .map(Some)
+                    .map_err(|e| format!("{pointer}/{field} of tool {name:?}: {e}")),
+            }
+        };
+        let input = compile("inputSchema")?;
+        let output = compile("outputSchema")?;
+        let serialize = review
+            .pointer("/assertions/concurrency")
+            .and_then(Value::as_str)
+            == Some("serialize");
+        let requires_task = tool
+            .pointer("/execution/taskSupport")
+            .and_then(Value::as_str)
+            == Some("required");
+        let authority = review
+            .get("inputChannels")
+            .and_then(Value::as_object)
+            .is_some_and(|c| c.values().any(|class| class == "authority"));
+        tools.push(ReviewedTool {
+            authority,
+            canonical: canonical::canonical_bytes(&tool),
+            name,
+            tool,
+            review: review.clone(),
+            input,
+            output,
+            serialize,
+            requires_task,
+        });
+    }
+    Ok(Pin {
+        digest: m.digest.clone(),
+        server_key: server_key.to_string(),
+        protocol_version,
+        server_info: entry.get("serverInfo").cloned().unwrap_or(Value::Null),
+        instructions: entry.get("instructions").cloned(),
+        tools,
+        unreviewed,
+        refused_by_policy: Vec::new(),
+        modern,
+    })
+}

@@ -1,0 +1,380 @@
+//! The decision core of one proxied connection, free of IO.
+//!
+//! The IO driver (`proxy`) feeds it frames from the host and from the server and executes what
+//! it returns: bytes for the host, bytes for the server, diagnostics for stderr. Keeping every
+//! decision here, as plain functions of values, lets unit tests check whole conversations without
+//! processes, and keeps the driver small enough to read in one sitting.
+//!
+//! Two independent id spaces exist: requests from the host to the server, and requests from the
+//! server to the host (servers number their own requests 0, 1, 2…, colliding numerically with
+//! host ids). Requests that mcpguard originates towards the server use string ids carrying a
+//! per-process nonce, so they cannot collide with the host's; a host request that uses that
+//! prefix is refused rather than risk confusing the two.
+//!
+//! The gate (legacy era, protocol ≤ 2025-11-25): the handshake is ordered and pinned, `tools/list`
+//! is answered by mcpguard from the reviewed snapshot after a live re-verification, every
+//! `tools/call` is checked (reviewed name, valid arguments, a *fresh* live re-list whose object
+//! for the tool equals the reviewed one) before its original bytes are forwarded, results are
+//! checked against the reviewed output schema and error text is sanitized, and a
+//! `list_changed` after binding invalidates the review for the rest of the process.
+//!
+//! It must not know threads, pipes, clocks (time comes in through `tick`), processes, the sandbox
+//! or the command line: every effect is an `Out` the driver (`process::proxy`) executes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+
+use crate::audit::event::EventKind;
+use crate::gate::capabilities::Capabilities;
+use crate::gate::catalogue::{self, LiveCatalogue};
+use crate::gate::pin::Pin;
+use crate::gate::refusal::{self, code, Category, Refusal};
+use crate::policy::{Classification, Decision, Policy};
+use crate::protocol::{codes, methods, Era, Level};
+use crate::snapshot::strict;
+use crate::wire::frame::Frame;
+use crate::wire::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
+
+// The parts of the state machine, one concern each; every part adds methods to `Session`.
+mod calls;
+mod confirm;
+mod handshake;
+// The 2026-07-28 era's part of the state machine; called from the hooks marked "modern era".
+mod modern_era;
+mod relay;
+mod results;
+mod shutdown;
+mod walks;
+
+use calls::{cancel_notification, minimal_call};
+use confirm::{elicit_verdict, operation_policy, write_reason};
+use modern_era::Mrtr;
+use relay::{object_params, refuse_to_host, respond};
+use results::sanitized_error;
+
+/// One thing the driver must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// Write this message (without newline) to the host.
+    Host(Bytes),
+    /// Write this message (without newline) to the server.
+    Server(Bytes),
+    /// Print a diagnostic on stderr.
+    Diag(Level, String),
+    /// Record a decision in the audit log (only produced when `Config::audit` is set).
+    Audit(Box<AuditNote>),
+}
+
+/// One decision for the audit log, as plain data; the driver turns it into a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditNote {
+    pub kind: EventKind,
+    pub tool: Option<String>,
+    /// The call's arguments; the log writes only their digest unless its payload mode is full.
+    pub arguments: Option<Value>,
+    pub outcome: Option<&'static str>,
+    pub code: Option<&'static str>,
+    pub detail: Option<String>,
+}
+
+impl AuditNote {
+    pub fn new(kind: EventKind) -> Self {
+        AuditNote {
+            kind,
+            tool: None,
+            arguments: None,
+            outcome: None,
+            code: None,
+            detail: None,
+        }
+    }
+}
+
+/// Why mcpguard sent a request of its own; decides what happens with the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Purpose {
+    /// A liveness probe; the response is only logged.
+    Ping,
+    /// One page of a live `tools/list` walk.
+    ListPage { generation: u64 },
+    /// The live `server/discover` checked before a host's is answered (modern era).
+    Discover,
+    /// mcpguard's own `subscriptions/listen` stream (modern era).
+    Listen,
+}
+
+/// What the gate enforces.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// A reviewed snapshot is pinned: only its reviewed tools pass.
+    Pinned(Arc<Pin>),
+    /// No snapshot, by explicit choice (`--allow-unpinned`): tools are relayed unpinned; the
+    /// handshake order, capability blocking and error hygiene still apply.
+    Unpinned,
+    /// No snapshot: no tools are served.
+    NoManifest,
+}
+
+/// Limits and policy the core enforces.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub max_message_bytes: usize,
+    pub era: Era,
+    pub mode: Mode,
+    pub capabilities: Capabilities,
+    /// Most `tools/list` pages followed in one live walk.
+    pub max_pages: usize,
+    /// Produce `Out::Audit` notes for the audit log.
+    pub audit: bool,
+    /// Most `tools/call` requests held or in flight at once; more are refused.
+    pub max_calls_in_flight: usize,
+    /// How long a dispatched call may run before its outcome is declared unknown (0 = never).
+    pub call_timeout_ms: u64,
+    /// Server error text is replaced by a fixed message (the raw text goes to the audit log).
+    pub redact_errors: bool,
+    /// For tools with an outputSchema, the host receives only the validated
+    /// `structuredContent` and its canonical JSON as the one text block.
+    pub structured_only: bool,
+    /// The local policy: write classification and confirmation (the other policy values the
+    /// core needs are the fields above, resolved by the driver).
+    pub policy: Arc<Policy>,
+    /// `--dry-run`: calls are checked, classified and confirmed, then answered with what would
+    /// have been sent instead of being dispatched (SPEC §3.11).
+    pub dry_run: bool,
+    /// The key of the HMAC on mcpguard's own `requestState` (2026-07-28 confirmations). The
+    /// proxy draws it from the kernel's random source; `Config::new` leaves it zero for tests.
+    pub secret: [u8; 32],
+}
+
+impl Config {
+    /// A configuration for tests and simple uses: the given mode, defaults elsewhere.
+    pub fn new(mode: Mode) -> Self {
+        Config {
+            max_message_bytes: 16 << 20,
+            era: Era::Legacy,
+            mode,
+            capabilities: Capabilities::default(),
+            max_pages: 1000,
+            audit: false,
+            max_calls_in_flight: 64,
+            call_timeout_ms: 0,
+            redact_errors: false,
+            structured_only: false,
+            policy: Arc::new(Policy::default()),
+            dry_run: false,
+            secret: [0; 32],
+        }
+    }
+}
+
+#[derive(Debug)]
+enum PendingKind {
+    Plain,
+    Initialize,
+    /// A dispatched `tools/call`.
+    Call {
+        tool: String,
+        progress: Option<String>,
+        /// The session clock (`tick`) when it was forwarded.
+        dispatched_ms: u64,
+        /// The review was invalidated while the call ran.
+        indeterminate: bool,
+    },
+}
+
+#[derive(Debug)]
+struct Pending {
+    /// The request's method, for messages about it; the common ones without an allocation.
+    method: std::borrow::Cow<'static, str>,
+    kind: PendingKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    AwaitInitialize,
+    Initializing,
+    AwaitInitialized,
+    Ready,
+    Failed(String),
+}
+
+/// A live `tools/list` walk in progress.
+#[derive(Debug)]
+struct Walk {
+    generation: u64,
+    pages: Vec<catalogue::LivePage>,
+    cursors: HashSet<String>,
+    /// A `list_changed` arrived during a walk before binding: walk again once it ends.
+    restart: bool,
+    restarts: usize,
+}
+
+/// A host request waiting for a walk that started after it arrived.
+#[derive(Debug)]
+struct Held {
+    id: Id,
+    needs: u64,
+    what: HeldWhat,
+}
+
+#[derive(Debug)]
+enum HeldWhat {
+    List,
+    Call(Call),
+}
+
+/// A `tools/call` from the host that passed the static checks and waits to be dispatched.
+#[derive(Debug)]
+struct Call {
+    id: Id,
+    tool: String,
+    /// The request as it will reach the server (see `minimal_call`).
+    line: Bytes,
+    progress: Option<String>,
+    approval: Approval,
+}
+
+/// How a call came to be allowed, for the audit log and the dry-run summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Approval {
+    /// The policy does not ask for confirmation (a read, or a write marked not-required).
+    NotNeeded,
+    /// Confirmation was due but the policy forwards without asking (`confirmation.mode = "allow"`).
+    Unconfirmed,
+    /// A person approved this call; the string is the approval's binding digest.
+    Confirmed(String),
+}
+
+/// A write waiting for the person's answer to mcpguard's own `elicitation/create`.
+#[derive(Debug)]
+struct Confirming {
+    call: Call,
+    /// SHA-256 of the canonical {snapshot digest, tool, arguments}: what the approval is for.
+    binding: String,
+    arguments: Value,
+    asked_ms: u64,
+}
+
+/// The state of one connection.
+#[derive(Debug)]
+pub struct Session {
+    config: Config,
+    /// Requests from the host that the server has not answered yet.
+    host_requests: IdMap<Pending>,
+    /// Requests from the server that the host has not answered yet.
+    server_requests: IdMap<Pending>,
+    /// Requests mcpguard sent to the server itself.
+    own_requests: IdMap<Purpose>,
+    own_prefix: String,
+    next_own: u64,
+    phase: Phase,
+    /// The review bound at the first successful live verification after the handshake.
+    bound: bool,
+    /// Why the review no longer holds, once it does not.
+    invalidated: Option<String>,
+    live: Option<LiveCatalogue>,
+    walk: Option<Walk>,
+    walk_again: bool,
+    last_generation: u64,
+    held: Vec<Held>,
+    /// Tools with `concurrency: serialize` that have a call in flight, and calls waiting.
+    serial_busy: HashSet<String>,
+    serial_queue: Vec<Call>,
+    /// Writes waiting for the person's answer, by the id of mcpguard's elicitation request.
+    confirming: IdMap<Confirming>,
+    /// The host advertised form-mode elicitation, so mcpguard can ask the person.
+    host_can_elicit: bool,
+    /// Progress tokens of dispatched calls (canonical JSON), so unsolicited progress is dropped.
+    progress_tokens: HashSet<String>,
+    /// Calls given up on after the per-call timeout; their late answers are dropped.
+    abandoned: HashSet<Id>,
+    /// Milliseconds since the start, as last told by the driver (`tick`).
+    clock_ms: u64,
+    /// State of the 2026-07-28 era (unused in the legacy era).
+    modern: modern_era::ModernState,
+}
+
+impl Session {
+    /// `nonce` makes mcpguard's own request ids unguessable by the host; any string works.
+    pub fn new(config: Config, nonce: &str) -> Self {
+        // The modern era has no handshake: the session is ready from the start.
+        let phase = match config.era {
+            Era::Legacy => Phase::AwaitInitialize,
+            Era::Modern => Phase::Ready,
+        };
+        Session {
+            config,
+            host_requests: IdMap::default(),
+            server_requests: IdMap::default(),
+            own_requests: IdMap::default(),
+            own_prefix: format!("mcpguard-{nonce}-"),
+            next_own: 0,
+            // The modern era has no handshake: the session is ready from the start.
+            phase,
+            bound: false,
+            invalidated: None,
+            live: None,
+            walk: None,
+            walk_again: false,
+            last_generation: 0,
+            held: Vec::new(),
+            serial_busy: HashSet::new(),
+            serial_queue: Vec::new(),
+            confirming: IdMap::default(),
+            host_can_elicit: false,
+            progress_tokens: HashSet::new(),
+            abandoned: HashSet::new(),
+            clock_ms: 0,
+            modern: modern_era::ModernState::default(),
+        }
+    }
+
+    pub fn era(&self) -> Era {
+        self.config.era
+    }
+
+    /// Number of host requests waiting for the server.
+    pub fn pending_host_requests(&self) -> usize {
+        self.host_requests.len()
+    }
+
+    /// Whether the review was invalidated (for tests and diagnostics).
+    pub fn invalidated(&self) -> Option<&str> {
+        self.invalidated.as_deref()
+    }
+}
+
+/// What a test conversation saw the core send, by destination (shared by the unit tests of
+/// both eras).
+#[cfg(test)]
+#[derive(Default)]
+struct Seen {
+    host: Vec<Value>,
+    server: Vec<Value>,
+    server_raw: Vec<String>,
+    diags: Vec<String>,
+    audits: Vec<AuditNote>,
+}
+
+#[cfg(test)]
+impl Seen {
+    fn take(&mut self, out: Vec<Out>) {
+        for o in out {
+            match o {
+                Out::Host(b) => self.host.push(serde_json::from_slice(&b).unwrap()),
+                Out::Server(b) => {
+                    self.server_raw.push(String::from_utf8(b.to_vec()).unwrap());
+                    self.server.push(serde_json::from_slice(&b).unwrap());
+                }
+                Out::Diag(_, d) => self.diags.push(d),
+                Out::Audit(n) => self.audits.push(*n),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,263 @@
+//! Live catalogue walks: `tools/list` answered from the snapshot after a live walk, the walks
+//! mcpguard runs itself (one generation per walk, only a walk that started after a call verifies
+//! it), and the release of held calls and lists when a walk completes or fails.
+
+use super::*;
+
+impl Session {
+    pub(super) fn host_tools_list(
+        &mut self,
+        id: Id,
+        msg: &Message<'_>,
+        _line: Bytes,
+        out: &mut Vec<Out>,
+    ) {
+        let params = msg
+            .params
+            .and_then(|p| strict::parse_strict_str(p.get()).ok());
+        if params.as_ref().and_then(|p| p.get("cursor")).is_some() {
+            refuse_to_host(
+                Some(&id),
+                message::INVALID_PARAMS,
+                "invalid cursor: mcpguard lists every reviewed tool on one page",
+                out,
+            );
+            return;
+        }
+        match &self.config.mode {
+            Mode::Unpinned => {
+                self.forward_request(id, methods::TOOLS_LIST, PendingKind::Plain, _line, out)
+            }
+            Mode::NoManifest => {
+                respond(out, &id, json!({"tools": []}));
+            }
+            Mode::Pinned(_) => {
+                if self.invalidated.is_some() {
+                    respond(out, &id, self.list_result(Vec::new()));
+                    return;
+                }
+                let needs = self.need_walk(out);
+                self.held.push(Held {
+                    id,
+                    needs,
+                    what: HeldWhat::List,
+                });
+            }
+        }
+    }
+
+    /// Returns the walk generation that satisfies a request arriving now: one that starts after
+    /// it. Starts a walk if none runs; otherwise asks for another one after the current.
+    pub(super) fn need_walk(&mut self, out: &mut Vec<Out>) -> u64 {
+        if self.walk.is_some() {
+            self.walk_again = true;
+            return self.last_generation + 1;
+        }
+        self.start_walk(out);
+        self.last_generation
+    }
+
+    pub(super) fn start_walk(&mut self, out: &mut Vec<Out>) {
+        self.last_generation += 1;
+        let generation = self.last_generation;
+        self.walk = Some(Walk {
+            generation,
+            pages: Vec::new(),
+            cursors: HashSet::new(),
+            restart: false,
+            restarts: 0,
+        });
+        self.request_to_server(
+            methods::TOOLS_LIST,
+            Some(json!({})),
+            Purpose::ListPage { generation },
+            out,
+        );
+    }
+
+    pub(super) fn walk_page(&mut self, generation: u64, msg: &Message<'_>, out: &mut Vec<Out>) {
+        let Some(walk) = self.walk.as_mut().filter(|w| w.generation == generation) else {
+            return;
+        };
+        let page = match (msg.kind, msg.result) {
+            (Kind::Response, Some(raw)) => match catalogue::parse_page(raw) {
+                Ok(p) => p,
+                Err(e) => return self.walk_failed(&e, out),
+            },
+            _ => {
+                let err = msg
+                    .error
+                    .map(|e| refusal::clean_error_text(e.get()))
+                    .unwrap_or_default();
+                return self.walk_failed(
+                    &format!("the server answered the live tools/list with an error: {err}"),
+                    out,
+                );
+            }
+        };
+        let next = page.next_cursor.clone();
+        walk.pages.push(page);
+        if let Some(cursor) = next {
+            if !walk.cursors.insert(cursor.clone()) {
+                return self.walk_failed(
+                    &format!("the live tools/list repeats the cursor {cursor:?}"),
+                    out,
+                );
+            }
+            if walk.pages.len() >= self.config.max_pages {
+                let max = self.config.max_pages;
+                return self.walk_failed(
+                    &format!("the live tools/list has more than {max} pages"),
+                    out,
+                );
+            }
+            self.request_to_server(
+                methods::TOOLS_LIST,
+                Some(json!({"cursor": cursor})),
+                Purpose::ListPage { generation },
+                out,
+            );
+            return;
+        }
+        // The walk is complete.
+        let Some(walk) = self.walk.take() else { return };
+        if walk.restart && !self.bound {
+            if walk.restarts >= 10 {
+                return self.walk_failed(
+                    "the server kept announcing tool list changes during verification",
+                    out,
+                );
+            }
+            self.walk = Some(Walk {
+                generation,
+                pages: Vec::new(),
+                cursors: HashSet::new(),
+                restart: false,
+                restarts: walk.restarts + 1,
+            });
+            self.request_to_server(
+                methods::TOOLS_LIST,
+                Some(json!({})),
+                Purpose::ListPage { generation },
+                out,
+            );
+            return;
+        }
+        match LiveCatalogue::from_pages(walk.pages) {
+            Ok(live) => self.walk_complete(generation, live, out),
+            Err(e) => self.walk_failed(&e, out),
+        }
+    }
+
+    pub(super) fn walk_complete(
+        &mut self,
+        generation: u64,
+        live: LiveCatalogue,
+        out: &mut Vec<Out>,
+    ) {
+        let Mode::Pinned(pin) = self.config.mode.clone() else {
+            return;
+        };
+        if !self.bound && self.invalidated.is_none() {
+            self.bound = true;
+            let drifted: Vec<String> = pin
+                .tools
+                .iter()
+                .filter_map(|t| live.drift(&pin.server_key, t))
+                .collect();
+            out.push(Out::Diag(
+                Level::Info,
+                format!(
+                    "the review is bound: {} of {} reviewed tools match the live server (snapshot {})",
+                    pin.tools.len() - drifted.len(),
+                    pin.tools.len(),
+                    &pin.digest[..12.min(pin.digest.len())]
+                ),
+            ));
+            for d in drifted {
+                out.push(Out::Diag(Level::Warn, format!("{d}; it is not served")));
+            }
+        }
+        self.live = Some(live);
+        let (ready, waiting): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.needs <= generation);
+        self.held = waiting;
+        for h in ready {
+            self.release(h, &pin, out);
+        }
+        if self.walk_again {
+            self.walk_again = false;
+            if !self.held.is_empty() {
+                self.start_walk(out);
+            }
+        }
+    }
+
+    /// A held request's walk completed: answer the list, or dispatch or refuse the call.
+    pub(super) fn release(&mut self, h: Held, pin: &Pin, out: &mut Vec<Out>) {
+        match h.what {
+            HeldWhat::List => {
+                let tools: Vec<Value> = match (&self.invalidated, &self.live) {
+                    (None, Some(live)) => pin
+                        .tools
+                        .iter()
+                        .filter(|t| live.drift(&pin.server_key, t).is_none())
+                        .map(|t| t.tool.clone())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                self.audit(out, || AuditNote {
+                    detail: Some(format!("{} reviewed tools listed", tools.len())),
+                    ..AuditNote::new(EventKind::ListServed)
+                });
+                respond(out, &h.id, self.list_result(tools));
+            }
+            HeldWhat::Call(call) => {
+                let tool = call.tool.clone();
+                if let Some(why) = &self.invalidated {
+                    let r = Refusal::new(code::REVIEW_INVALIDATED, Category::Drift, format!("refused {tool:?} before dispatch: {why}; capture and review the server again"));
+                    self.refuse_call(&h.id, &tool, r, out);
+                    return;
+                }
+                let drift = match (pin.tool(&tool), &self.live) {
+                    (Some(t), Some(live)) => live.drift(&pin.server_key, t),
+                    _ => Some(format!("tool {tool:?} could not be verified")),
+                };
+                if let Some(d) = drift {
+                    self.invalidate(
+                        &format!("the live server changed a reviewed tool ({d})"),
+                        out,
+                    );
+                    let r = Refusal::new(code::TOOL_DRIFT, Category::Drift, format!("refused {tool:?} before dispatch: {d}; capture and review the server again"));
+                    self.refuse_call(&h.id, &tool, r, out);
+                    return;
+                }
+                self.dispatch_call(call, out);
+            }
+        }
+    }
+
+    pub(super) fn walk_failed(&mut self, why: &str, out: &mut Vec<Out>) {
+        self.walk = None;
+        self.walk_again = false;
+        out.push(Out::Diag(
+            Level::Warn,
+            format!("live verification failed: {why}"),
+        ));
+        for h in std::mem::take(&mut self.held) {
+            match h.what {
+                HeldWhat::List => refuse_to_host(
+                    Some(&h.id),
+                    codes::VERIFICATION_FAILED,
+                    &format!("tools/list could not be verified against the live server: {why}"),
+                    out,
+                ),
+                HeldWhat::Call(Call { tool, .. }) => {
+                    let r = Refusal::new(code::VERIFICATION_FAILED, Category::Upstream, format!("refused {tool:?} before dispatch: the live catalogue could not be verified ({why})"));
+                    self.refuse_call(&h.id, &tool, r, out);
+                }
+            }
+        }
+    }
+}

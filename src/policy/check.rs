@@ -1,0 +1,205 @@
+//! What `mcpguard policy check` reports: the rules across keys that a value's type cannot express
+//! (validation), the warnings, and the effective policy as TOML.
+
+use std::collections::BTreeSet;
+
+use super::*;
+
+impl Policy {
+    /// Rules a single value's type cannot express: ranges and rules across keys. The first
+    /// problem is reported; fixing it and checking again shows the next.
+    pub(super) fn validate(&self) -> Result<(), Problem> {
+        if self.review.max_validity > MAX_REVIEW_VALIDITY {
+            return Err(Problem::at(
+                &["review", "max_validity"],
+                format!(
+                    "review.max_validity is {}; the longest accepted validity is 365d",
+                    format_duration(self.review.max_validity)
+                ),
+            ));
+        }
+        non_empty_entries(
+            &self.review.forbidden_side_effects,
+            &["review", "forbidden_side_effects"],
+        )?;
+        non_empty_entries(&self.review.refused_tools, &["review", "refused_tools"])?;
+        if self.writes.tools.keys().any(String::is_empty) {
+            return Err(Problem::at(
+                &["writes", "tools"],
+                "writes.tools has an entry with an empty tool name",
+            ));
+        }
+        if self.confirmation.timeout > MAX_CONFIRMATION_TIMEOUT {
+            return Err(Problem::at(
+                &["confirmation", "timeout"],
+                format!(
+                    "confirmation.timeout is {}; the longest is 1h",
+                    format_duration(self.confirmation.timeout)
+                ),
+            ));
+        }
+        non_empty_entries(&self.capabilities.pass_meta, &["capabilities", "pass_meta"])?;
+        let (min_bytes, max_bytes) = MESSAGE_BYTES_RANGE;
+        if !(min_bytes..=max_bytes).contains(&self.limits.max_message_bytes) {
+            return Err(Problem::at(
+                &["limits", "max_message_bytes"],
+                format!(
+                    "limits.max_message_bytes must be between {min_bytes} (4 KiB) and {max_bytes} (1 GiB)"
+                ),
+            ));
+        }
+        if !(1..=4096).contains(&self.limits.max_calls_in_flight) {
+            return Err(Problem::at(
+                &["limits", "max_calls_in_flight"],
+                "limits.max_calls_in_flight must be between 1 and 4096",
+            ));
+        }
+        if self.limits.call_timeout > MAX_CALL_TIMEOUT {
+            return Err(Problem::at(
+                &["limits", "call_timeout"],
+                format!(
+                    "limits.call_timeout is {}; the longest is 1d",
+                    format_duration(self.limits.call_timeout)
+                ),
+            ));
+        }
+        if !(1..=100_000).contains(&self.limits.max_pages) {
+            return Err(Problem::at(
+                &["limits", "max_pages"],
+                "limits.max_pages must be between 1 and 100000",
+            ));
+        }
+        if self.errors.max_length < 64 {
+            return Err(Problem::at(
+                &["errors", "max_length"],
+                "errors.max_length must be at least 64 characters, or the error says nothing useful",
+            ));
+        }
+        if self.errors.max_length > self.limits.max_message_bytes {
+            return Err(Problem::at_any(
+                &[&["errors", "max_length"], &["limits", "max_message_bytes"]],
+                format!(
+                    "errors.max_length ({}) exceeds limits.max_message_bytes ({}): the error could never be delivered",
+                    self.errors.max_length, self.limits.max_message_bytes
+                ),
+            ));
+        }
+        if let Some(path) = &self.audit.path {
+            if path.base() == PathBase::TmpDir {
+                return Err(Problem::at(
+                    &["audit", "path"],
+                    "audit.path must not be under $TMPDIR: that directory is removed when the server exits, and the log with it",
+                ));
+            }
+            if path.as_str().ends_with('/') || path.rest.is_empty() {
+                return Err(Problem::at(
+                    &["audit", "path"],
+                    format!(
+                        "audit.path {:?} names a directory; name the log file",
+                        path.as_str()
+                    ),
+                ));
+            }
+        }
+        self.validate_sandbox()
+    }
+
+    /// Choices that are valid but weaken or surprise, for `mcpguard policy check` and the start-up
+    /// diagnostics. Each is a full sentence.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        match self.confirmation.mode {
+            ConfirmationMode::Allow => w.push(
+                "confirmation.mode = \"allow\": writes are forwarded without asking anyone; each is audited as unconfirmed".to_string(),
+            ),
+            ConfirmationMode::Elicit if self.capabilities.elicitation => w.push(
+                "capabilities.elicitation = true while confirmations are elicited: the server can show the user prompts that look like mcpguard's own approval requests".to_string(),
+            ),
+            _ => {}
+        }
+        if self.capabilities.sampling {
+            w.push("capabilities.sampling = true: the server can ask the host's model to generate text, with prompts of its own making".to_string());
+        }
+        if self.capabilities.roots {
+            w.push("capabilities.roots = true: the server learns the host's roots, and some servers widen their file access to them".to_string());
+        }
+        if self.capabilities.prompts || self.capabilities.resources {
+            w.push("capabilities.prompts or capabilities.resources is true: that content reaches the model without being part of the reviewed snapshot".to_string());
+        }
+        if self
+            .capabilities
+            .pass_meta
+            .iter()
+            .any(|k| k == "progressToken")
+        {
+            w.push("capabilities.pass_meta lists progressToken, which always passes; the entry has no effect".to_string());
+        }
+        if self.audit.payload == AuditPayload::Full {
+            w.push("audit.payload = \"full\": argument and result values, which may include secrets, are written to the audit log".to_string());
+        }
+        for tool in &self.review.refused_tools {
+            if self.writes.tools.contains_key(tool) {
+                w.push(format!("tool {tool:?} is in review.refused_tools, so its [writes.tools] classification has no effect"));
+            }
+        }
+        for (name, class) in &self.writes.tools {
+            if class.side_effect == SideEffect::Read
+                && class.idempotency == Idempotency::NonIdempotent
+            {
+                w.push(format!("tool {name:?} is classified as a read but non-idempotent; check the classification"));
+            }
+        }
+        for (key, list) in [
+            (
+                "review.forbidden_side_effects",
+                &self.review.forbidden_side_effects,
+            ),
+            ("review.refused_tools", &self.review.refused_tools),
+            ("capabilities.pass_meta", &self.capabilities.pass_meta),
+            ("sandbox.env", &self.sandbox.env),
+        ] {
+            duplicates(key, list.iter().map(String::as_str), &mut w);
+        }
+        self.sandbox_warnings(&mut w);
+        w
+    }
+
+    /// The effective policy as TOML, every default written out, for `mcpguard policy check`.
+    /// Parsing the result gives this policy back.
+    pub fn effective_toml(&self) -> String {
+        let mut out =
+            String::from("# The effective mcpguard policy: every key, defaults filled in.\n");
+        if self.audit.path.is_none() {
+            out.push_str("# audit.path is not set: no audit log unless --audit-log names one.\n");
+        }
+        out.push('\n');
+        match toml::to_string_pretty(self) {
+            Ok(body) => out.push_str(&body),
+            // Every value here has a TOML form, so this is not expected; the text still says what
+            // went wrong instead of printing half a policy.
+            Err(e) => out.push_str(&format!("# mcpguard could not render the policy: {e}\n")),
+        }
+        out
+    }
+}
+
+pub(super) fn non_empty_entries(list: &[String], path: &[&'static str]) -> Result<(), Problem> {
+    if let Some(i) = list.iter().position(|s| s.trim().is_empty()) {
+        return Err(Problem::at_item(
+            path,
+            i,
+            format!("{} has an empty entry", path.join(".")),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn duplicates<'a>(key: &str, items: impl Iterator<Item = &'a str>, w: &mut Vec<String>) {
+    let mut seen = BTreeSet::new();
+    let mut reported = BTreeSet::new();
+    for item in items {
+        if !seen.insert(item) && reported.insert(item) {
+            w.push(format!("{key} lists {item:?} more than once"));
+        }
+    }
+}

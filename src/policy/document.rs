@@ -1,0 +1,415 @@
+//! The policy document: one typed struct per table, each default the fail-closed choice, and the
+//! duration syntax (`N` and one unit) its keys use. The `[sandbox]` table is in `sandbox`.
+
+use std::collections::BTreeMap;
+
+use jiff::SignedDuration;
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// The longest review validity any policy may accept. A snapshot older than a year describes a
+/// server nobody has looked at for too long; the cap keeps a typo such as `3650d` from meaning
+/// "forever".
+pub const MAX_REVIEW_VALIDITY: SignedDuration = SignedDuration::from_secs(365 * 86_400);
+
+/// The longest per-call timeout. Longer values are almost always a unit mistake, and a call that
+/// runs for a day holds a slot in `max_calls_in_flight` the whole time.
+pub const MAX_CALL_TIMEOUT: SignedDuration = SignedDuration::from_secs(86_400);
+
+/// The longest time mcpguard waits for a human to answer a confirmation. An approval given hours
+/// after the request is an approval of a situation the user no longer sees.
+pub const MAX_CONFIRMATION_TIMEOUT: SignedDuration = SignedDuration::from_secs(3_600);
+
+/// Bounds on `limits.max_message_bytes`: below 4 KiB ordinary `initialize` results do not fit;
+/// above 1 GiB the bound no longer protects memory.
+pub const MESSAGE_BYTES_RANGE: (usize, usize) = (4_096, 1 << 30);
+
+/// A parsed, validated policy. `Policy::default()` is the value of a file with no keys at all:
+/// every section at its documented, fail-closed default. The sandbox's default is the profile of
+/// `policies/default.toml` (system paths, a private temporary directory, no network, a short
+/// environment allowlist), so a file without `[sandbox]` still runs servers confined.
+///
+/// Build it with [`parse`] or [`load`]: deserializing it directly with serde checks each value but
+/// skips the ranges and cross-key rules, and loses the line numbers of their errors.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    pub review: Review,
+    pub writes: Writes,
+    pub confirmation: Confirmation,
+    pub capabilities: Capabilities,
+    pub errors: Errors,
+    pub output: Output,
+    pub limits: Limits,
+    pub audit: Audit,
+    pub sandbox: Sandbox,
+}
+
+/// `[review]`: which reviews this machine accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Review {
+    /// Longest accepted time between a snapshot's `capturedAt` and `expiresAt`.
+    #[serde(with = "duration_text")]
+    pub max_validity: SignedDuration,
+    /// Whether tools whose review asserts `modelBacked: true` are acceptable.
+    pub allow_model_backed: bool,
+    /// Side-effect classes (as reviewers name them in `sideEffects`) that make a review
+    /// unacceptable.
+    pub forbidden_side_effects: Vec<String>,
+    /// Reviewed tools this machine refuses: they are not listed and calls to them are refused.
+    pub refused_tools: Vec<String>,
+    /// Refuse write tools whose reviewed `inputSchema` is unbounded (the review view's flags).
+    pub require_bounded_write_schemas: bool,
+}
+
+impl Default for Review {
+    fn default() -> Self {
+        Review {
+            max_validity: SignedDuration::from_secs(30 * 86_400),
+            allow_model_backed: true,
+            forbidden_side_effects: Vec::new(),
+            refused_tools: Vec::new(),
+            require_bounded_write_schemas: false,
+        }
+    }
+}
+
+/// `[writes]`: which tools are writes. The server never decides this (SPEC §4).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Writes {
+    /// What an unclassified tool is.
+    pub default: Unclassified,
+    /// Per-tool classification in seed 004's `operationPolicy` vocabulary, keyed by tool name.
+    pub tools: BTreeMap<String, ToolClass>,
+}
+
+/// `writes.default`: the treatment of a reviewed tool the policy does not classify. There is no
+/// "read" value on purpose: treating unknown tools as reads would let the server's own
+/// annotations decide, which SPEC §4 forbids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unclassified {
+    /// An unclassified tool is a write and needs confirmation.
+    #[default]
+    Write,
+    /// An unclassified tool is refused: only tools the policy classifies are usable.
+    Refuse,
+}
+
+/// `[writes.tools.<name>]`: one tool's operation policy, with defaults resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RawToolClass")]
+pub struct ToolClass {
+    pub side_effect: SideEffect,
+    pub idempotency: Idempotency,
+    pub automatic_retry: AutomaticRetry,
+    pub confirmation: ConfirmationRequirement,
+    pub unknown_outcome: UnknownOutcome,
+}
+
+/// The form in the file, where `confirmation` may be left out and then depends on
+/// `side_effect`; [`ToolClass`] is the same with that default resolved, so the effective policy
+/// states it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawToolClass {
+    pub(super) side_effect: SideEffect,
+    #[serde(default)]
+    pub(super) idempotency: Idempotency,
+    #[serde(default)]
+    pub(super) automatic_retry: AutomaticRetry,
+    pub(super) confirmation: Option<ConfirmationRequirement>,
+    #[serde(default)]
+    pub(super) unknown_outcome: UnknownOutcome,
+}
+
+impl From<RawToolClass> for ToolClass {
+    fn from(raw: RawToolClass) -> Self {
+        let confirmation = raw.confirmation.unwrap_or(match raw.side_effect {
+            SideEffect::Read => ConfirmationRequirement::NotRequired,
+            _ => ConfirmationRequirement::TrustedConfirmationRequired,
+        });
+        ToolClass {
+            side_effect: raw.side_effect,
+            idempotency: raw.idempotency,
+            automatic_retry: raw.automatic_retry,
+            confirmation,
+            unknown_outcome: raw.unknown_outcome,
+        }
+    }
+}
+
+/// Seed 004 `sideEffect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideEffect {
+    Read,
+    Create,
+    Update,
+    Delete,
+}
+
+/// Seed 004 `idempotency`. `unknown` is what an omitted value means; mcpguard never retries in
+/// any case, so this is recorded (dry run, audit) rather than acted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Idempotency {
+    Idempotent,
+    AtMostOnce,
+    NonIdempotent,
+    #[default]
+    Unknown,
+}
+
+/// Seed 004 `automaticRetry`. Only `never` exists: mcpguard does not retry calls on its own
+/// (SPEC §3.9), so a policy cannot ask it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AutomaticRetry {
+    #[default]
+    Never,
+}
+
+/// Seed 004 `confirmation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfirmationRequirement {
+    NotRequired,
+    TrustedConfirmationRequired,
+}
+
+/// Seed 004 `unknownOutcome`. Only `stop-and-reconcile` exists: after a lost write outcome the
+/// host gets `UNKNOWN_DISPATCH_OUTCOME` and a person reconciles (SPEC §3.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnknownOutcome {
+    #[default]
+    StopAndReconcile,
+}
+
+/// `[confirmation]`: what happens to a call that needs confirmation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Confirmation {
+    pub mode: ConfirmationMode,
+    /// How long mcpguard waits for the user's answer; no answer in time is a denial.
+    #[serde(with = "duration_text")]
+    pub timeout: SignedDuration,
+}
+
+impl Default for Confirmation {
+    fn default() -> Self {
+        Confirmation {
+            mode: ConfirmationMode::Elicit,
+            timeout: SignedDuration::from_secs(60),
+        }
+    }
+}
+
+/// `confirmation.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfirmationMode {
+    /// Ask the user through the host (`elicitation/create`); refuse when the host cannot be asked.
+    #[default]
+    Elicit,
+    /// Refuse every call that needs confirmation.
+    Deny,
+    /// Forward calls that need confirmation without asking (each is audited as unconfirmed).
+    Allow,
+}
+
+/// `[capabilities]`: which MCP surfaces pass the gate (SPEC §3.7, §3.8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Capabilities {
+    pub sampling: bool,
+    pub elicitation: bool,
+    pub roots: bool,
+    pub tasks: bool,
+    pub prompts: bool,
+    pub resources: bool,
+    pub logging: bool,
+    /// `_meta` keys of host requests passed to the server besides `progressToken`.
+    pub pass_meta: Vec<String>,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities {
+            sampling: false,
+            elicitation: false,
+            roots: false,
+            tasks: false,
+            prompts: false,
+            resources: false,
+            logging: true,
+            pass_meta: Vec::new(),
+        }
+    }
+}
+
+/// `[errors]`: hygiene of server error text (SPEC §3.5, §3.10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Errors {
+    /// Longest error text, in characters, that reaches the host.
+    pub max_length: usize,
+    pub text: ErrorText,
+}
+
+impl Default for Errors {
+    fn default() -> Self {
+        Errors {
+            max_length: 2048,
+            text: ErrorText::Sanitized,
+        }
+    }
+}
+
+/// `errors.text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorText {
+    /// Server text with controls, escapes and invisible characters removed or made visible.
+    #[default]
+    Sanitized,
+    /// A fixed message and the stable code; the server's text goes to the audit log only.
+    Redacted,
+}
+
+/// `[output]`: what successful results carry to the host (SPEC §3.10).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Output {
+    pub mode: OutputMode,
+}
+
+/// `output.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputMode {
+    /// The result as the server sent it (after the output-contract check).
+    #[default]
+    AsSent,
+    /// For tools with an `outputSchema`: only the validated `structuredContent` and its canonical
+    /// JSON as the single text block.
+    StructuredOnly,
+}
+
+/// `[limits]`: bounds on what the proxy holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    pub max_message_bytes: usize,
+    pub max_calls_in_flight: usize,
+    #[serde(with = "duration_text")]
+    pub call_timeout: SignedDuration,
+    /// Most `tools/list` pages followed in one live walk.
+    pub max_pages: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 16 << 20,
+            max_calls_in_flight: 64,
+            call_timeout: SignedDuration::from_secs(120),
+            max_pages: 1000,
+        }
+    }
+}
+
+/// `[audit]`: where decisions are recorded and how much of each call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Audit {
+    /// The audit log; `None` writes none (`--audit-log` on the command line overrides this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PolicyPath>,
+    pub payload: AuditPayload,
+}
+
+/// `audit.payload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditPayload {
+    /// SHA-256 digests of canonical arguments; no argument or result values.
+    #[default]
+    Digests,
+    /// Also the argument and result values, and raw server error text.
+    Full,
+}
+
+/// Parses `N` followed by one unit: `s`, `m`, `h` or `d`. One unit only, no fractions and no
+/// spaces, so that there is exactly one way to read every value; zero is refused because no
+/// duration in the policy is meaningful at zero.
+pub fn parse_duration(text: &str) -> Result<SignedDuration, String> {
+    let hint = "a duration is a whole number followed by s, m, h or d, e.g. \"90s\", \"30m\", \"12h\", \"30d\"";
+    let Some(unit) = text.chars().last() else {
+        return Err(format!("empty duration; {hint}"));
+    };
+    let scale: u64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        _ => return Err(format!("{text:?} has no unit; {hint}")),
+    };
+    let digits = &text[..text.len() - unit.len_utf8()];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} is not a duration; {hint}"));
+    }
+    let secs = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .and_then(|s| i64::try_from(s).ok())
+        .ok_or_else(|| format!("{text:?} is too long a duration"))?;
+    if secs == 0 {
+        return Err(format!("{text:?} is zero; a duration must be positive"));
+    }
+    Ok(SignedDuration::from_secs(secs))
+}
+
+/// Writes a duration in the largest unit that represents it exactly, so that parsing the output
+/// gives the same value back.
+pub fn format_duration(d: SignedDuration) -> String {
+    let secs = d.as_secs();
+    for (unit, scale) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if secs != 0 && secs % scale == 0 {
+            return format!("{}{unit}", secs / scale);
+        }
+    }
+    format!("{secs}s")
+}
+
+/// Serde glue for durations written as text.
+mod duration_text {
+    use super::{format_duration, parse_duration};
+    use jiff::SignedDuration;
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    pub fn serialize<S: Serializer>(d: &SignedDuration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SignedDuration, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = SignedDuration;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration string such as \"90s\", \"30m\", \"12h\" or \"30d\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SignedDuration, E> {
+                parse_duration(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}

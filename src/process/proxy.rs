@@ -1,0 +1,589 @@
+//! The IO driver: threads that move bytes between the host, the decision core and the server.
+//!
+//! Design: one thread reads the host (stdin), one reads the server (its stdout), one relays the
+//! server's stderr. Each reader decides every message of a read in the core and writes the
+//! results itself through a `Sink` per destination (one vectored write per batch; a queue and a
+//! writer thread only when the server's stdin is full). The main thread spawned the child (so
+//! the parent-death signal stays armed for mcpguard's whole life) and runs the lifecycle: end
+//! of input, signals, grace periods, exit status.
+//!
+//! Why threads and blocking IO rather than an async runtime: stdio cannot be made non-blocking
+//! safely (the host may share the file description), so async stdio runs on a blocking thread
+//! pool anyway, paying two hand-offs per read. With one thread per direction a forwarded line
+//! costs one read and one write, as in a plain pipe relay.
+//!
+//! It decides nothing: every frame goes to `gate::session`, whose `Out` actions it executes. It
+//! knows nothing of the command line (`main` passes `Options` in).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use nix::sys::signal::Signal;
+
+use crate::audit::{AuditLog, Event as AuditEvent, EventKind};
+use crate::gate::session::{AuditNote, Config, Mode, Out, Session};
+use crate::process::child;
+use crate::process::diag;
+use crate::protocol::{Era, Level};
+use crate::wire::frame::LineDecoder;
+use crate::wire::sink::Sink;
+
+/// Options of one proxy run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub command: Vec<OsString>,
+    pub max_message_bytes: usize,
+    /// Wait after closing the server's stdin before SIGTERM, and after SIGTERM before SIGKILL.
+    pub grace: Duration,
+    /// What the gate enforces (decided, and the snapshot verified, before the server starts).
+    pub mode: Mode,
+    /// Which capabilities pass and how many pages a live walk may have.
+    pub capabilities: crate::gate::capabilities::Capabilities,
+    pub max_pages: usize,
+    pub max_calls_in_flight: usize,
+    /// Per-call timeout (zero: none).
+    pub call_timeout: Duration,
+    pub redact_errors: bool,
+    pub structured_only: bool,
+    /// Where decisions are recorded, if anywhere.
+    pub audit: Option<Arc<AuditLog>>,
+    /// Write classification and confirmation.
+    pub policy: Arc<crate::policy::Policy>,
+    pub dry_run: bool,
+    /// The prepared sandbox; `None` when the policy turns it off.
+    pub sandbox: Option<Arc<crate::sandbox::Prepared>>,
+}
+
+/// How the proxy ended; the binary turns it into its own exit status.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The server exited; mcpguard mirrors its status.
+    Child(ExitStatus),
+    /// The host closed the connection, the server did not exit in time, and mcpguard's own
+    /// SIGTERM or SIGKILL (the `--grace` escalation) ended it: an ordinary shutdown, so the
+    /// binary exits with a fixed status instead of dying of the signal it sent itself.
+    Stopped {
+        /// The signal that ended the server (SIGTERM or SIGKILL).
+        signal: Signal,
+    },
+    /// mcpguard could not start the server.
+    SpawnFailed(i32),
+}
+
+#[derive(Debug)]
+enum Event {
+    HostEof,
+    HostGone,
+    ServerEof,
+    ChildExited(ExitStatus),
+    Signal(i32),
+}
+
+/// Runs the proxy until the server exits.
+pub fn run(opts: Options) -> io::Result<Outcome> {
+    let (events, rx) = mpsc::channel::<Event>();
+
+    // Signals first, so none arriving during start-up takes the default action and leaves the
+    // child orphaned.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    {
+        let events = events.clone();
+        thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    if events.send(Event::Signal(sig)).is_err() {
+                        break;
+                    }
+                }
+            })?;
+    }
+
+    let mut child = match child::spawn_with(&opts.command, opts.sandbox.as_ref(), child::Io::Piped)
+    {
+        Ok(c) => c,
+        Err(e) => {
+            diag::emit(Level::Error, &e.to_string());
+            return Ok(Outcome::SpawnFailed(e.exit_code));
+        }
+    };
+    // The spawn succeeded, so every step of the sandbox ran in the child: the record states what
+    // was applied, not what was hoped for.
+    if let Some(log) = &opts.audit {
+        let detail = match &opts.sandbox {
+            Some(s) => s.report.summary(),
+            None => "sandbox off (sandbox.mode = \"off\"): the server runs unconfined".to_string(),
+        };
+        record_note(
+            log,
+            &AuditNote {
+                detail: Some(detail),
+                ..AuditNote::new(EventKind::SandboxApplied)
+            },
+        );
+    }
+    let pgid = child.id();
+    let (Some(child_in), Some(child_out), Some(child_err)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(io::Error::other("the child's pipes were not created"));
+    };
+
+    let budget = (4 << 20).max(opts.max_message_bytes.min(64 << 20));
+    let to_server = Sink::new(
+        File::from(OwnedFd::from(child_in)),
+        true,
+        budget,
+        "to-server",
+    )?;
+    // A duplicate of stdout, so that the sink owns its descriptor and never closes fd 1.
+    let stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let to_host = Sink::new(stdout, false, budget, "to-host")?;
+    let core = Arc::new(Mutex::new(Session::new(
+        Config {
+            max_message_bytes: opts.max_message_bytes,
+            capabilities: opts.capabilities.clone(),
+            max_pages: opts.max_pages,
+            max_calls_in_flight: opts.max_calls_in_flight,
+            call_timeout_ms: u64::try_from(opts.call_timeout.as_millis()).unwrap_or(u64::MAX),
+            redact_errors: opts.redact_errors,
+            structured_only: opts.structured_only,
+            audit: opts.audit.is_some(),
+            policy: opts.policy.clone(),
+            dry_run: opts.dry_run,
+            secret: secret_key()?,
+            // The snapshot's protocol version decides the era; without one the legacy
+            // lifecycle is enforced.
+            era: match &opts.mode {
+                Mode::Pinned(pin) if pin.modern.is_some() => Era::Modern,
+                _ => Era::Legacy,
+            },
+            ..Config::new(opts.mode.clone())
+        },
+        &nonce(),
+    )));
+
+    // Readers. The server reader counts what it reads, so the exit path can tell a reader
+    // that is busy relaying a large last message from one that waits on a pipe held open.
+    let server_progress = Arc::new(ReaderProgress::default());
+    let sinks = |events: &mpsc::Sender<Event>| Sinks {
+        host: to_host.clone(),
+        server: to_server.clone(),
+        events: events.clone(),
+        audit: opts.audit.clone(),
+    };
+    {
+        let core = core.clone();
+        let sinks = sinks(&events);
+        let events = events.clone();
+        let max = opts.max_message_bytes;
+        // A duplicate of stdin, read only by this thread.
+        let stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+        thread::Builder::new()
+            .name("from-host".into())
+            .spawn(move || {
+                read_loop(
+                    stdin,
+                    max,
+                    |frames, out| {
+                        let mut core = core_lock(&core);
+                        for frame in frames.drain(..) {
+                            core.from_host(frame, out);
+                        }
+                    },
+                    &sinks,
+                    Route::FromHost,
+                );
+                let _ = events.send(Event::HostEof);
+            })?;
+    }
+    {
+        let core = core.clone();
+        let sinks = sinks(&events);
+        let events = events.clone();
+        let max = opts.max_message_bytes;
+        let progress = server_progress.clone();
+        thread::Builder::new()
+            .name("from-server".into())
+            .spawn(move || {
+                read_loop(
+                    Counting(child_out, progress),
+                    max,
+                    |frames, out| {
+                        let mut core = core_lock(&core);
+                        for frame in frames.drain(..) {
+                            core.from_server(frame, out);
+                        }
+                    },
+                    &sinks,
+                    Route::FromServer,
+                );
+                let _ = events.send(Event::ServerEof);
+            })?;
+    }
+    let (stderr_done, stderr_finished) = mpsc::channel::<()>();
+    thread::Builder::new()
+        .name("server-stderr".into())
+        .spawn(move || {
+            child::relay_stderr(child_err);
+            let _ = stderr_done.send(());
+        })?;
+    {
+        let events = events.clone();
+        thread::Builder::new().name("wait".into()).spawn(move || {
+            let status = loop {
+                match child.wait() {
+                    Ok(s) => break s,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break ExitStatus::from_raw(1 << 8),
+                }
+            };
+            let _ = events.send(Event::ChildExited(status));
+        })?;
+    }
+    // The exit path reports nothing further; it only needs a sender to build `Sinks`.
+    let exit_events = events;
+
+    // Lifecycle.
+    let started = Instant::now();
+    let mut stop_requested_at: Option<Instant> = None;
+    let mut sent_term = false;
+    let mut sent_kill = false;
+    let mut server_eof = false;
+    let status = loop {
+        let next = stop_requested_at.map(|t| {
+            if !sent_term {
+                t + opts.grace
+            } else {
+                t + opts.grace * 2
+            }
+        });
+        // Wake at least twice a second so the core's clock advances (per-call timeouts); a
+        // passed lifecycle deadline is `None`.
+        let tick = Duration::from_millis(500);
+        let wait = match next {
+            Some(deadline) if !sent_kill => {
+                deadline.saturating_duration_since(Instant::now()).min(tick)
+            }
+            _ => tick,
+        };
+        let ev = match rx.recv_timeout(wait) {
+            Ok(ev) => Some(ev),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("event channel closed"))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let mut out = Vec::new();
+                let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                core_lock(&core).tick(now_ms, &mut out);
+                sinks(&exit_events).dispatch(&mut out, Route::FromHost);
+                match next {
+                    Some(deadline) if !sent_kill && Instant::now() >= deadline => None,
+                    _ => continue,
+                }
+            }
+        };
+        match ev {
+            Some(Event::HostEof) | Some(Event::HostGone) => {
+                if stop_requested_at.is_none() {
+                    diag::emit(
+                        Level::Debug,
+                        "the host closed the connection; closing the server's stdin",
+                    );
+                    stop_requested_at = Some(Instant::now());
+                    to_server.close();
+                }
+            }
+            Some(Event::Signal(sig)) => {
+                if let Ok(s) = Signal::try_from(sig) {
+                    diag::emit(
+                        Level::Debug,
+                        &format!("forwarding {s} to the server's process group"),
+                    );
+                    let _ = child::signal_group(pgid, s);
+                }
+            }
+            Some(Event::ServerEof) => server_eof = true,
+            Some(Event::ChildExited(status)) => break status,
+            None => {
+                if !sent_term {
+                    diag::emit(
+                        Level::Info,
+                        &format!("the server did not exit within {:?} of its stdin closing; sending SIGTERM", opts.grace),
+                    );
+                    let _ = child::signal_group(pgid, Signal::SIGTERM);
+                    sent_term = true;
+                } else {
+                    diag::emit(
+                        Level::Warn,
+                        &format!(
+                            "the server ignored SIGTERM for {:?}; sending SIGKILL",
+                            opts.grace
+                        ),
+                    );
+                    let _ = child::signal_group(pgid, Signal::SIGKILL);
+                    sent_kill = true;
+                }
+            }
+        }
+    };
+
+    // The server is gone. Nothing of its may outlive it: end the rest of its process group,
+    // which also closes the last write ends of its stdout pipe.
+    if child::group_alive(pgid) {
+        let _ = child::signal_group(pgid, Signal::SIGTERM);
+        thread::sleep(Duration::from_millis(50));
+        if child::group_alive(pgid) {
+            let _ = child::signal_group(pgid, Signal::SIGKILL);
+        }
+    }
+
+    // Relay everything it wrote before exiting. The wait ends at end of file, or when the
+    // reader has made no progress for a while (a process that left the group may still hold
+    // the pipe open); a large message still being relayed keeps it going.
+    let mut last_seen = server_progress.bytes.load(Ordering::SeqCst);
+    while !server_eof {
+        match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(Event::ServerEof) => server_eof = true,
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                let now_seen = server_progress.bytes.load(Ordering::SeqCst);
+                if now_seen == last_seen && server_progress.waiting.load(Ordering::SeqCst) {
+                    break;
+                }
+                last_seen = now_seen;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let why = describe_exit(&status);
+    if let Some(log) = &opts.audit {
+        record_note(
+            log,
+            &AuditNote {
+                detail: Some(format!("the server {why}")),
+                ..AuditNote::new(EventKind::ChildExit)
+            },
+        );
+    }
+    let mut out = Vec::new();
+    core_lock(&core).server_closed(&why, &mut out);
+    sinks(&exit_events).dispatch(&mut out, Route::FromServer);
+
+    // Everything owed to the host was written by the threads that decided it. The server's last
+    // stderr lines are still relayed (briefly bounded: a grandchild may hold the pipe).
+    to_host.close();
+    let _ = stderr_finished.recv_timeout(Duration::from_millis(500));
+    diag::emit(Level::Debug, &format!("the server {why}"));
+    let ended_by = std::os::unix::process::ExitStatusExt::signal(&status)
+        .and_then(|s| Signal::try_from(s).ok())
+        .filter(|s| (sent_term && *s == Signal::SIGTERM) || (sent_kill && *s == Signal::SIGKILL));
+    Ok(match ended_by {
+        Some(signal) => Outcome::Stopped { signal },
+        None => Outcome::Child(status),
+    })
+}
+
+fn describe_exit(status: &ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => match Signal::try_from(sig) {
+            Ok(s) => format!("was killed by {s}"),
+            Err(_) => format!("was killed by signal {sig}"),
+        },
+        _ => "ended".to_string(),
+    }
+}
+
+fn core_lock(core: &Mutex<Session>) -> std::sync::MutexGuard<'_, Session> {
+    // A panic while holding the lock would be a bug; the state is still the best we have, so
+    // keep going rather than poison every later message.
+    core.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    FromHost,
+    FromServer,
+}
+
+/// Reads `src` until end of file, decides every frame of each read in the core, and writes the
+/// results as one batch per destination. The frames of one read are decided under one lock of
+/// the core: taking it per frame made the two reader threads contend on every message, which
+/// cost more than the decisions themselves when many small messages are pipelined.
+fn read_loop(
+    mut src: impl Read,
+    max: usize,
+    mut decide: impl FnMut(&mut Vec<crate::wire::frame::Frame>, &mut Vec<Out>),
+    sinks: &Sinks,
+    route: Route,
+) {
+    let mut decoder = LineDecoder::new(max);
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut out = Vec::new();
+    let mut frames = Vec::new();
+    loop {
+        let n = match src.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                diag::emit(Level::Warn, &format!("reading failed: {e}"));
+                break;
+            }
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        while let Some(frame) = decoder.decode(&mut buf) {
+            frames.push(frame);
+        }
+        if !frames.is_empty() {
+            decide(&mut frames, &mut out);
+        }
+        sinks.dispatch(&mut out, route);
+        // Grow the read size with the message being assembled, so a 64 MiB line takes a few
+        // hundred reads, not a thousand.
+        if buf.len() > chunk.len() && chunk.len() < (1 << 20) {
+            chunk.resize(chunk.len() * 2, 0);
+        }
+    }
+    while let Some(frame) = decoder.decode_eof(&mut buf) {
+        frames.push(frame);
+    }
+    if !frames.is_empty() {
+        decide(&mut frames, &mut out);
+    }
+    sinks.dispatch(&mut out, route);
+}
+
+/// Both destinations, where to report that the host is gone, and the audit log.
+struct Sinks {
+    host: Arc<Sink>,
+    server: Arc<Sink>,
+    events: mpsc::Sender<Event>,
+    audit: Option<Arc<AuditLog>>,
+}
+
+impl Sinks {
+    /// Executes the core's decisions: diagnostics now, then one batch per destination. Traffic
+    /// forwarded in the reader's own direction waits for room; replies to the sender do not.
+    fn dispatch(&self, out: &mut Vec<Out>, route: Route) {
+        let mut to_host = Vec::new();
+        let mut to_server = Vec::new();
+        for o in out.drain(..) {
+            match o {
+                Out::Host(b) => to_host.push(b),
+                Out::Server(b) => to_server.push(b),
+                Out::Diag(level, msg) => diag::emit(level, &msg),
+                Out::Audit(note) => self.record(&note),
+            }
+        }
+        if self.host.send(to_host, route == Route::FromServer).is_err() {
+            let _ = self.events.send(Event::HostGone);
+        }
+        // A failed server stdin means the server is exiting; its exit is reported separately.
+        let _ = self.server.send(to_server, route == Route::FromHost);
+    }
+
+    fn record(&self, note: &AuditNote) {
+        if let Some(log) = &self.audit {
+            record_note(log, note);
+        }
+    }
+}
+
+/// Writes one audit note. A failed write is reported on stderr every time: the audit log is the
+/// evidence, so its loss must never be silent.
+pub fn record_note(log: &AuditLog, note: &AuditNote) {
+    let mut ev = match (note.kind, &note.detail) {
+        // Raw server error text has a record field of its own (with a larger bound).
+        (EventKind::ErrorTextRaw, Some(text)) => AuditEvent::error_text_raw(text.as_str()),
+        (kind, _) => AuditEvent::new(kind),
+    };
+    if let Some(t) = &note.tool {
+        ev = ev.tool(t.as_str());
+    }
+    if let Some(a) = &note.arguments {
+        ev = ev.arguments(a);
+    }
+    if let Some(o) = note.outcome {
+        ev = ev.outcome(o);
+    }
+    if let Some(c) = note.code {
+        ev = ev.code(c);
+    }
+    if let (Some(d), false) = (&note.detail, note.kind == EventKind::ErrorTextRaw) {
+        ev = ev.detail(d.as_str());
+    }
+    if let Err(e) = log.record(ev) {
+        diag::emit(
+            Level::Error,
+            &format!("writing the audit log {} failed: {e}", log.path().display()),
+        );
+    }
+}
+
+/// What the server reader is doing, for the exit path.
+#[derive(Default)]
+struct ReaderProgress {
+    bytes: AtomicU64,
+    /// True while the reader waits inside `read`; false while it processes what it read.
+    waiting: AtomicBool,
+}
+
+/// A reader that reports its progress.
+struct Counting<R>(R, Arc<ReaderProgress>);
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.1.waiting.store(true, Ordering::SeqCst);
+        let n = self.0.read(buf);
+        self.1.waiting.store(false, Ordering::SeqCst);
+        let n = n?;
+        self.1.bytes.fetch_add(n as u64, Ordering::SeqCst);
+        Ok(n)
+    }
+}
+
+/// The per-process key of the HMAC on mcpguard's own confirmation state, from the kernel's
+/// random source. Without randomness mcpguard does not start: a guessable key would let a host
+/// forge approvals.
+fn secret_key() -> io::Result<[u8; 32]> {
+    let mut key = [0u8; 32];
+    random_fill(&mut key).map_err(|e| {
+        io::Error::other(format!(
+            "cannot read /dev/urandom for the approval key: {e}"
+        ))
+    })?;
+    Ok(key)
+}
+
+/// Fills `buf` from the kernel's random source.
+fn random_fill(buf: &mut [u8]) -> io::Result<()> {
+    File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf))
+}
+
+/// A per-process random nonce for mcpguard's own request ids.
+fn nonce() -> String {
+    let mut bytes = [0u8; 8];
+    if random_fill(&mut bytes).is_err() {
+        // Without randomness the nonce still separates id spaces by process and time.
+        let t = Instant::now().elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
+        bytes = t.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
