@@ -1,0 +1,272 @@
+//! Building what the forked child applies, in the parent: the Landlock ruleset, the seccomp
+//! filters, the isolation and the resource limits ([`prepare`], which also refuses in `require`
+//! mode), and applying it in the child ([`Prepared::apply_in_child`], raw system calls only).
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+
+use super::report::listen_denied;
+use super::{isolate, landlock, plan, seccomp, Access, Kernel, PathState, Report, Request, Status};
+use crate::policy::{Limit, SandboxMode};
+
+/// The Landlock rights for an access class, within what the ruleset handles; a file that is not
+/// a directory takes only the rights that apply to files. No grant may create device nodes or
+/// issue device ioctls: a device made in a writable directory would reach the whole disk.
+pub(super) fn rights(access: Access, handled: u64, dir: bool) -> u64 {
+    use landlock::*;
+    let read = FS_READ_FILE | FS_READ_DIR;
+    let all = handled & !(FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV);
+    let m = match access {
+        Access::Read => read,
+        Access::Execute => read | FS_EXECUTE,
+        Access::ReadWrite => all & !FS_EXECUTE,
+        Access::ReadWriteExecute => all,
+    } & handled;
+    if dir {
+        m
+    } else {
+        m & FILE_RIGHTS
+    }
+}
+
+/// A resource limit to set in the child.
+#[derive(Debug, Clone, Copy)]
+struct Rlimit {
+    which: Resource,
+    value: libc::rlimit,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Resource {
+    NoFile,
+    NProc,
+    As,
+    Core,
+}
+
+/// Everything the child needs, computed in the parent.
+pub struct Prepared {
+    pub report: Report,
+    /// The program to execute (absolute) and the environment to give it.
+    pub program: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    ruleset: Option<landlock::Ruleset>,
+    filters: Vec<Vec<libc::sock_filter>>,
+    rlimits: Vec<Rlimit>,
+    isolation: isolate::Isolation,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("program", &self.program)
+            .field("ruleset", &self.ruleset)
+            .field("filters", &self.filters.len())
+            .field("rlimits", &self.rlimits)
+            .field("isolation", &self.isolation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the sandbox cannot be prepared: the refusal of `require` mode, or a system call that
+/// failed while building the rules. The message says what to do.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+/// Builds everything the child applies. In `require` mode, refuses when any rule of the report
+/// is dropped.
+pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
+    let report = plan(&req, kernel);
+    let dropped = report.dropped();
+    if req.mode == SandboxMode::Require && !dropped.is_empty() {
+        let list: Vec<String> = dropped
+            .iter()
+            .map(|l| match &l.status {
+                Status::Dropped(why) => format!("{} ({why})", l.rule),
+                _ => l.rule.clone(),
+            })
+            .collect();
+        let what = if kernel.abi() == 0 {
+            "use a kernel ≥ 5.13 with landlock in lsm= (≥ 6.12 for the whole default profile)"
+        } else {
+            "use a newer kernel (Linux ≥ 6.12 enforces the whole default profile)"
+        };
+        return Err(Refused(format!(
+            "sandbox.mode = \"require\" but this kernel (Linux {}, Landlock ABI {}) cannot enforce: {}. To fix: {what}, or set sandbox.mode = \"best-effort\" (start without these rules) or \"off\" in your policy",
+            kernel.release,
+            kernel.abi(),
+            list.join("; ")
+        )));
+    }
+    let program = req
+        .program
+        .clone()
+        .ok_or_else(|| Refused("no server command to sandbox".into()))?;
+    let abi = kernel.abi();
+    let ruleset = if abi > 0 {
+        let handled = landlock::handled_fs(abi);
+        let scoped = (if req.scope_signals {
+            landlock::SCOPE_SIGNAL
+        } else {
+            0
+        } | if req.scope_abstract_unix_sockets {
+            landlock::SCOPE_ABSTRACT_UNIX_SOCKET
+        } else {
+            0
+        }) & landlock::scopes(abi);
+        let net = landlock::handled_net(abi);
+        let failed = |what: String, e: io::Error| {
+            Refused(format!(
+                "building the Landlock ruleset failed at {what}: {e}"
+            ))
+        };
+        let rs = landlock::Ruleset::new(abi, handled, net, scoped)
+            .map_err(|e| failed("landlock_create_ruleset".into(), e))?;
+        for r in &req.paths {
+            if let PathState::Open { fd, dir } = &r.state {
+                let access = rights(r.access, handled, *dir);
+                rs.allow_path(fd, access)
+                    .map_err(|e| failed(format!("{}", r.path.display()), e))?;
+            }
+        }
+        if net != 0 {
+            for &port in &req.tcp_connect {
+                rs.allow_port(port, landlock::NET_CONNECT_TCP)
+                    .map_err(|e| failed(format!("TCP connect port {port}"), e))?;
+            }
+            for &port in &req.tcp_bind {
+                rs.allow_port(port, landlock::NET_BIND_TCP)
+                    .map_err(|e| failed(format!("TCP bind port {port}"), e))?;
+            }
+        }
+        Some(rs)
+    } else {
+        None
+    };
+    let filters = if kernel.seccomp {
+        seccomp::programs(seccomp::Options {
+            allow_udp: req.allow_udp,
+            allow_unix: req.allow_unix_sockets,
+            allow_other_sockets: req.allow_other_sockets,
+            deny_listen: listen_denied(&req),
+            memfd_noexec_seal: kernel.memfd_noexec_seal,
+        })
+    } else {
+        Vec::new()
+    };
+    let writable = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .filter_map(|r| match r.access {
+            Access::ReadWrite => isolate::writable_grant(&r.path, false),
+            Access::ReadWriteExecute => isolate::writable_grant(&r.path, true),
+            Access::Read | Access::Execute => None,
+        })
+        .collect();
+    let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable);
+    Ok(Prepared {
+        report,
+        program,
+        env: req.env.passed,
+        ruleset,
+        filters,
+        rlimits: rlimits(&req.limits),
+        isolation,
+    })
+}
+
+/// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
+/// for an unprivileged user, and a lower value is stricter anyway).
+fn rlimits(l: &crate::policy::SandboxLimits) -> Vec<Rlimit> {
+    let hard = |which: Resource| {
+        let mut cur = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit struct into `cur`, which is live.
+        let ok = unsafe { libc::getrlimit(resource_id(which), &mut cur) } == 0;
+        if ok {
+            cur.rlim_max
+        } else {
+            libc::RLIM_INFINITY
+        }
+    };
+    let mut out = Vec::new();
+    for (which, limit, scale) in [
+        (Resource::NoFile, l.open_files, 1u64),
+        (Resource::NProc, l.processes, 1),
+        (Resource::As, l.address_space_mb, 1 << 20),
+    ] {
+        if let Limit::Max(n) = limit {
+            let v = n.saturating_mul(scale).min(hard(which));
+            out.push(Rlimit {
+                which,
+                value: libc::rlimit {
+                    rlim_cur: v,
+                    rlim_max: v,
+                },
+            });
+        }
+    }
+    if !l.core_dumps {
+        out.push(Rlimit {
+            which: Resource::Core,
+            value: libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            },
+        });
+    }
+    out
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+type ResourceId = libc::__rlimit_resource_t;
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+type ResourceId = libc::c_int;
+
+fn resource_id(r: Resource) -> ResourceId {
+    match r {
+        Resource::NoFile => libc::RLIMIT_NOFILE,
+        Resource::NProc => libc::RLIMIT_NPROC,
+        Resource::As => libc::RLIMIT_AS,
+        Resource::Core => libc::RLIMIT_CORE,
+    }
+}
+
+impl Prepared {
+    /// Applies the sandbox to the calling process. Runs in the forked child between fork and
+    /// exec, so only raw, async-signal-safe system calls on memory the parent prepared: no
+    /// allocation, no locks, no formatting (`io::Error::last_os_error` only reads errno).
+    /// Order: the namespaces (which fork: only the server process returns from them), limits,
+    /// capabilities dropped, no_new_privs (Landlock and seccomp require it), Landlock, then
+    /// seccomp last so that its filters do not have to allow the calls before them.
+    pub fn apply_in_child(&self) -> io::Result<()> {
+        self.isolation.enter()?;
+        for r in &self.rlimits {
+            // SAFETY: setrlimit reads one live rlimit struct.
+            if unsafe { libc::setrlimit(resource_id(r.which), &r.value) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        self.isolation.drop_capabilities()?;
+        // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Some(rs) = &self.ruleset {
+            landlock::restrict_self(rs.raw_fd())?;
+        }
+        for f in &self.filters {
+            seccomp::install(f)?;
+        }
+        Ok(())
+    }
+
+    /// The descriptor of the ruleset, for tests that check it is close-on-exec.
+    pub fn ruleset_fd(&self) -> Option<i32> {
+        self.ruleset.as_ref().map(|r| r.raw_fd())
+    }
+}

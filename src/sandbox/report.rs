@@ -1,0 +1,493 @@
+//! The sandbox report: what the request asks and what this kernel enforces of it, rule by rule
+//! ([`plan`], pure), as text for `mcpguard sandbox-check`, one line for the start-up diagnostics
+//! and JSON. A rule is enforced, dropped (the kernel cannot), skipped (nothing to enforce) or a
+//! residual risk (a known way out that nothing available closes), and the verdict never claims
+//! more than that. It knows the request and the kernel, never the child.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{isolate, landlock, Kernel, PathState, Request};
+use crate::policy::{Limit, Preset, SandboxMode};
+
+/// What happens to one rule on this kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "kebab-case")]
+pub enum Status {
+    Enforced,
+    /// Asked for, but this kernel cannot enforce it.
+    Dropped(String),
+    /// Nothing to enforce (a path that does not exist, something the policy allows).
+    Skipped(String),
+    /// A known way out that nothing available here closes: named so that the report never
+    /// claims more than it enforces. It does not stop `require` mode (it is not a rule of the
+    /// profile this kernel refuses, but a limit of what Linux offers this user).
+    Residual(String),
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Line {
+    pub layer: &'static str,
+    pub rule: String,
+    #[serde(flatten)]
+    pub status: Status,
+}
+
+/// What the profile asks and what this kernel enforces, rule by rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub mode: &'static str,
+    pub kernel: String,
+    pub landlock_abi: u32,
+    pub seccomp: bool,
+    pub program: Option<String>,
+    pub preset: String,
+    pub lines: Vec<Line>,
+}
+
+impl Report {
+    /// The rules this kernel cannot enforce.
+    pub fn dropped(&self) -> Vec<&Line> {
+        self.lines
+            .iter()
+            .filter(|l| matches!(l.status, Status::Dropped(_)))
+            .collect()
+    }
+
+    /// The known gaps that stay open on this kernel.
+    pub fn residual(&self) -> Vec<&Line> {
+        self.lines
+            .iter()
+            .filter(|l| matches!(l.status, Status::Residual(_)))
+            .collect()
+    }
+
+    /// The human report, one rule per line.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "kernel: Linux {}", self.kernel);
+        let _ = writeln!(
+            out,
+            "landlock: {}",
+            match self.landlock_abi {
+                0 => "not available (ABI 0)".to_string(),
+                v => format!("ABI {v}"),
+            }
+        );
+        let _ = writeln!(
+            out,
+            "seccomp: {}",
+            if self.seccomp {
+                "available"
+            } else {
+                "not available"
+            }
+        );
+        let _ = writeln!(out, "sandbox.mode: {}", self.mode);
+        if let Some(p) = &self.program {
+            let _ = writeln!(out, "server program: {p}");
+        }
+        let _ = writeln!(out, "preset: {}", self.preset);
+        let mut layer = "";
+        for l in &self.lines {
+            if l.layer != layer {
+                layer = l.layer;
+                let _ = writeln!(out, "{layer}:");
+            }
+            let status = match &l.status {
+                Status::Enforced => "enforced".to_string(),
+                Status::Dropped(why) => format!("DROPPED: {why}"),
+                Status::Skipped(why) => format!("skipped: {why}"),
+                Status::Residual(why) => format!("RESIDUAL RISK: {why}"),
+            };
+            let _ = writeln!(out, "  {}  [{status}]", l.rule);
+        }
+        let dropped = self.dropped();
+        let residual = self.residual().len();
+        let _ = if dropped.is_empty() {
+            writeln!(
+                out,
+                "verdict: the rules above are enforced on this kernel, but {residual} residual risk(s) marked RESIDUAL RISK remain open (nothing this user can use on this kernel closes them)"
+            )
+        } else {
+            writeln!(
+                out,
+                "verdict: {} rule(s) cannot be enforced on this kernel{}",
+                dropped.len(),
+                if self.mode == "require" {
+                    "; sandbox.mode = \"require\" refuses to start the server"
+                } else {
+                    "; sandbox.mode = \"best-effort\" starts the server without them"
+                }
+            )
+        };
+        out
+    }
+
+    /// One line for the start-up diagnostics and the audit record.
+    pub fn summary(&self) -> String {
+        let count = |f: fn(&Status) -> bool| self.lines.iter().filter(|l| f(&l.status)).count();
+        let paths = self
+            .lines
+            .iter()
+            .filter(|l| l.layer == "files" && l.status == Status::Enforced)
+            .count();
+        format!(
+            "sandbox {} (Landlock ABI {}, seccomp {}): {} rules enforced ({} paths), {} dropped, {} skipped, {} residual risks (`mcpguard sandbox-check` lists them)",
+            self.mode,
+            self.landlock_abi,
+            if self.seccomp { "on" } else { "unavailable" },
+            count(|s| *s == Status::Enforced),
+            paths,
+            count(|s| matches!(s, Status::Dropped(_))),
+            count(|s| matches!(s, Status::Skipped(_))),
+            count(|s| matches!(s, Status::Residual(_))),
+        )
+    }
+}
+
+fn mode_name(mode: SandboxMode) -> &'static str {
+    match mode {
+        SandboxMode::Require => "require",
+        SandboxMode::BestEffort => "best-effort",
+        SandboxMode::Off => "off",
+    }
+}
+
+/// Whether `listen(2)` is refused: nothing legitimate listens when no TCP port may be bound and
+/// the server may not create UNIX sockets.
+pub(super) fn listen_denied(req: &Request) -> bool {
+    req.tcp_bind.is_empty() && !req.allow_unix_sockets
+}
+
+fn ports(list: &[u16]) -> String {
+    if list.is_empty() {
+        "none".into()
+    } else {
+        list.iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The report: what the request asks and what `kernel` enforces of it. Pure.
+pub fn plan(req: &Request, kernel: &Kernel) -> Report {
+    let abi = kernel.abi();
+    let mut lines = Vec::new();
+    let mut line = |layer: &'static str, rule: String, status: Status| {
+        lines.push(Line {
+            layer,
+            rule,
+            status,
+        })
+    };
+    let no_landlock = match &kernel.landlock {
+        landlock::Abi::Unavailable(why) => why.clone(),
+        landlock::Abi::Available(_) => String::new(),
+    };
+    let landlock_status = |min: u32, what: &str| {
+        if abi >= min {
+            Status::Enforced
+        } else if abi == 0 {
+            Status::Dropped(no_landlock.clone())
+        } else {
+            Status::Dropped(format!(
+                "{what} needs Landlock ABI {min}; this kernel has ABI {abi}"
+            ))
+        }
+    };
+
+    // Files.
+    line(
+        "files",
+        "no access to files outside the paths granted below".into(),
+        landlock_status(1, ""),
+    );
+    if abi < 3 {
+        line(
+            "files",
+            "no truncation of files outside the read-write paths".into(),
+            landlock_status(3, "restricting truncate(2)"),
+        );
+    }
+    if abi < 5 {
+        line(
+            "files",
+            "no ioctl on devices outside the read-write paths".into(),
+            landlock_status(5, "restricting device ioctls"),
+        );
+    }
+    for r in &req.paths {
+        let rule = format!(
+            "{:<18} {}  ({})",
+            r.access.label(),
+            r.path.display(),
+            r.origin
+        );
+        let status = match &r.state {
+            PathState::Open { .. } => landlock_status(1, ""),
+            PathState::Missing => Status::Skipped("does not exist".into()),
+            PathState::NotGranted(why) => Status::Skipped(why.clone()),
+        };
+        line("files", rule, status);
+    }
+    let namespaces = &kernel.namespaces;
+    let without_namespaces = |what: &str| match namespaces {
+        Ok(()) => Status::Enforced,
+        Err(why) => Status::Residual(format!("{why}; without a mount namespace {what}")),
+    };
+    line(
+        "files",
+        "a mount namespace: every mount read-only and nosuid outside the read-write paths, which are noexec, nosuid and nodev: no chmod, chown, xattr or time changes outside them".into(),
+        without_namespaces("the server can change the metadata (mode, owner, times, extended attributes) of any file its user owns, granted or not: Landlock has no hook for it"),
+    );
+    line(
+        "files",
+        "no code run from writable files: not executed (Landlock), not mapped executable by ld.so or mmap (noexec mounts)".into(),
+        without_namespaces("`ld.so FILE` and mmap(PROT_EXEC) run code from a writable file"),
+    );
+    line(
+        "files",
+        "no executable memfds: memfd_create without MFD_NOEXEC_SEAL refused (seccomp)".into(),
+        if !kernel.seccomp {
+            Status::Dropped("this kernel cannot run seccomp filters (CONFIG_SECCOMP_FILTER)".into())
+        } else if kernel.memfd_noexec_seal {
+            Status::Enforced
+        } else {
+            Status::Residual("this kernel has no MFD_NOEXEC_SEAL (Linux 6.3); memfd_create + fexecve runs code no file rule saw".into())
+        },
+    );
+    line(
+        "files",
+        "stat, access, readlink and inotify on paths outside the grants".into(),
+        Status::Residual(
+            "Landlock has no hook for them: the server can learn which files exist and their sizes and times, though not read them".into(),
+        ),
+    );
+
+    // Network.
+    line(
+        "network",
+        format!("TCP connect only to ports: {}", ports(&req.tcp_connect)),
+        landlock_status(4, "restricting TCP"),
+    );
+    line(
+        "network",
+        format!("TCP bind only to ports: {}", ports(&req.tcp_bind)),
+        landlock_status(4, "restricting TCP"),
+    );
+    let seccomp_status = |allowed: bool, key: &str| {
+        if allowed {
+            Status::Skipped(format!("allowed by sandbox.{key}"))
+        } else if kernel.seccomp {
+            Status::Enforced
+        } else {
+            Status::Dropped("this kernel cannot run seccomp filters (CONFIG_SECCOMP_FILTER)".into())
+        }
+    };
+    line(
+        "network",
+        "no UDP sockets (seccomp)".into(),
+        seccomp_status(req.allow_udp, "allow_udp"),
+    );
+    line(
+        "network",
+        "no UNIX sockets of its own; socketpair(2) allowed (seccomp)".into(),
+        seccomp_status(req.allow_unix_sockets, "allow_unix_sockets"),
+    );
+    line(
+        "network",
+        "no other socket families: netlink, packet, raw, MPTCP, SCTP... (seccomp)".into(),
+        seccomp_status(req.allow_other_sockets, "allow_other_sockets"),
+    );
+    line(
+        "network",
+        "no TCP Fast Open: MSG_FASTOPEN on sendto/sendmsg, TCP_FASTOPEN(_CONNECT) refused (seccomp); it connects past Landlock".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "network",
+        "no listen(): nothing may be bound, and listen() without bind() would take an ephemeral TCP port (seccomp)".into(),
+        if !listen_denied(req) {
+            Status::Residual(format!(
+                "{} lets the server listen, and listen() without bind() takes an ephemeral TCP port that sandbox.tcp_bind does not limit",
+                if req.tcp_bind.is_empty() { "sandbox.allow_unix_sockets" } else { "sandbox.tcp_bind" }
+            ))
+        } else {
+            seccomp_status(false, "")
+        },
+    );
+
+    // Processes.
+    let scope = |asked: bool, what: &str, key: &str| {
+        if asked {
+            landlock_status(6, what)
+        } else {
+            Status::Skipped(format!("sandbox.{key} = false"))
+        }
+    };
+    line(
+        "processes",
+        "no signals to processes outside the sandbox, mcpguard included".into(),
+        scope(req.scope_signals, "signal scoping", "scope_signals"),
+    );
+    line(
+        "processes",
+        "no connections to abstract UNIX sockets outside the sandbox".into(),
+        scope(
+            req.scope_abstract_unix_sockets,
+            "abstract UNIX socket scoping",
+            "scope_abstract_unix_sockets",
+        ),
+    );
+    line(
+        "processes",
+        "no io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise (seccomp)"
+            .into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes",
+        "no_new_privs: no privilege gain through setuid or file capabilities".into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        if isolate::running_as_root() {
+            "every capability dropped (bounding, effective, permitted, inheritable, ambient), securebits locked: root gets none back at exec"
+        } else {
+            "no capabilities: an ordinary user's (and those of its user namespace) dropped from every set"
+        }
+        .into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        "a new session: no controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp)".into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        "no inherited descriptors: everything above stdin, stdout and stderr closed at exec".into(),
+        Status::Enforced,
+    );
+    line(
+        "processes",
+        "a PID namespace: no descendant outlives the server or mcpguard (even after setsid), other processes invisible by pid".into(),
+        without_namespaces("a descendant that calls setsid() leaves the process group and can outlive the server and mcpguard"),
+    );
+    line(
+        "processes",
+        "no control of other processes: prlimit, setpriority, ioprio_set, sched_set*, migrate_pages name only the caller (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes",
+        "no kernel keyrings: add_key, request_key, keyctl (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes",
+        "the machine's process list in /proc (names and command lines, not memory or environment)".into(),
+        Status::Residual(
+            "/proc is the host's, so the server can list the machine's processes and read their command lines".into(),
+        ),
+    );
+    line(
+        "kernel",
+        "no mounts, namespaces, modules, kexec, BPF, perf events, fanotify, userfaultfd, clock, host name, accounting, quotas, kernel log, swap or reboot; no namespace flags on clone (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+
+    // Limits.
+    let limit = |name: &str, l: Limit, unit: &str| match l {
+        Limit::Max(n) => (format!("{name} at most {n}{unit}"), Status::Enforced),
+        Limit::Inherit => (
+            format!("{name}: mcpguard's own limit"),
+            Status::Skipped("\"inherit\"".into()),
+        ),
+    };
+    for (rule, status) in [
+        limit("open files", req.limits.open_files, ""),
+        limit("processes of this user", req.limits.processes, ""),
+        limit("address space", req.limits.address_space_mb, " MiB"),
+    ] {
+        line("limits", rule, status);
+    }
+    line(
+        "limits",
+        if req.limits.core_dumps {
+            "core dumps allowed".into()
+        } else {
+            "no core dumps".into()
+        },
+        if req.limits.core_dumps {
+            Status::Skipped("sandbox.limits.core_dumps = true".into())
+        } else {
+            Status::Enforced
+        },
+    );
+
+    // Environment.
+    let names: Vec<String> = req
+        .env
+        .passed
+        .iter()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    line(
+        "environment",
+        format!(
+            "passed: {}",
+            if names.is_empty() {
+                "nothing".into()
+            } else {
+                names.join(", ")
+            }
+        ),
+        Status::Enforced,
+    );
+    line(
+        "environment",
+        format!(
+            "removed: {}",
+            if req.env.removed.is_empty() {
+                "nothing".into()
+            } else {
+                req.env.removed.join(", ")
+            }
+        ),
+        Status::Enforced,
+    );
+    if let Some(tmp) = &req.tmpdir {
+        line(
+            "environment",
+            format!(
+                "TMPDIR={} (private to this run, removed at exit)",
+                tmp.display()
+            ),
+            Status::Enforced,
+        );
+    }
+
+    Report {
+        mode: mode_name(req.mode),
+        kernel: kernel.release.clone(),
+        landlock_abi: abi,
+        seccomp: kernel.seccomp,
+        program: req.program.as_ref().map(|p| p.display().to_string()),
+        preset: format!(
+            "{} ({})",
+            match req.preset {
+                Preset::None | Preset::Auto => "none",
+                Preset::Node => "node",
+                Preset::Python => "python",
+            },
+            req.preset_reason
+        ),
+        lines,
+    }
+}

@@ -1,0 +1,210 @@
+use super::prepare::rights;
+use super::*;
+
+fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect()
+}
+
+#[test]
+fn the_environment_keeps_only_named_variables() {
+    let vars = os(&[
+        ("PATH", "/usr/bin"),
+        ("HOME", "/home/u"),
+        ("LC_ALL", "C"),
+        ("GITHUB_TOKEN", "secret"),
+        ("LC_SECRET_TOKEN", "secret"),
+        ("TMPDIR", "/tmp"),
+        ("PATHX", "x"),
+    ]);
+    let allow: Vec<String> = ["PATH", "HOME", "LC_ALL", "TMPDIR"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let plan = filter_env(&vars, &allow);
+    assert_eq!(
+        plan.passed,
+        os(&[("PATH", "/usr/bin"), ("HOME", "/home/u"), ("LC_ALL", "C")])
+    );
+    assert_eq!(
+        plan.removed,
+        ["GITHUB_TOKEN", "LC_SECRET_TOKEN", "TMPDIR", "PATHX"]
+    );
+}
+
+#[test]
+fn rights_follow_the_access_class_and_the_file_type() {
+    use landlock::*;
+    let h = handled_fs(7);
+    assert_eq!(rights(Access::Read, h, true), FS_READ_FILE | FS_READ_DIR);
+    assert_eq!(rights(Access::Read, h, false), FS_READ_FILE);
+    assert_eq!(rights(Access::Execute, h, false), FS_READ_FILE | FS_EXECUTE);
+    let rw = rights(Access::ReadWrite, h, true);
+    assert_eq!(rw & FS_EXECUTE, 0, "nothing writable is executable");
+    assert_ne!(
+        rw & (FS_MAKE_REG | FS_REMOVE_FILE | FS_TRUNCATE | FS_REFER),
+        0
+    );
+    assert_eq!(
+        rights(Access::ReadWrite, h, false),
+        FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE
+    );
+    let no_devices = FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV;
+    assert_eq!(rights(Access::ReadWriteExecute, h, true), h & !no_devices);
+    assert_eq!(rw & no_devices, 0, "no device nodes, no device ioctls");
+    // ABI 1 handles neither truncate nor refer, so no rule may carry them.
+    assert_eq!(
+        rights(Access::ReadWrite, handled_fs(1), true) & FS_TRUNCATE,
+        0
+    );
+}
+
+#[test]
+fn automatic_rules_never_grant_the_root_or_home() {
+    let home = Path::new("/home/u");
+    assert!(too_broad(Path::new("/"), Some(home)));
+    assert!(too_broad(Path::new("/home"), Some(home)));
+    assert!(too_broad(Path::new("/home/u"), Some(home)));
+    assert!(!too_broad(Path::new("/home/u/bin"), Some(home)));
+    assert!(!too_broad(Path::new("/usr/bin"), Some(home)));
+}
+
+fn request(mode: SandboxMode) -> Request {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Sandbox {
+        mode,
+        preset: Preset::None,
+        read: vec![crate::policy::PolicyPath::parse("/nonexistent-mcpguard-test").unwrap()],
+        ..Sandbox::default()
+    };
+    let ctx = PathContext {
+        tmpdir: Some(dir.path().to_path_buf()),
+        home: Some(PathBuf::from("/nonexistent-home")),
+        ..PathContext::default()
+    };
+    let env = os(&[("PATH", "/usr/bin"), ("API_KEY", "x")]);
+    resolve(&Inputs {
+        profile: &profile,
+        program: Some(Path::new("/usr/bin/true")),
+        args: &[],
+        extra: &Extra::default(),
+        ctx: &ctx,
+        env: &env,
+    })
+    .unwrap()
+}
+
+fn kernel(abi: u32, seccomp: bool) -> Kernel {
+    Kernel {
+        landlock: if abi == 0 {
+            landlock::Abi::Unavailable("no Landlock here".into())
+        } else {
+            landlock::Abi::Available(abi)
+        },
+        seccomp,
+        release: "test".into(),
+        namespaces: Ok(()),
+        memfd_noexec_seal: true,
+    }
+}
+
+#[test]
+fn the_report_tells_what_each_abi_enforces() {
+    let req = request(SandboxMode::Require);
+    let full = plan(&req, &kernel(7, true));
+    assert!(full.dropped().is_empty(), "{}", full.text());
+    let text = full.text();
+    assert!(text.contains("/nonexistent-mcpguard-test"), "{text}");
+    assert!(text.contains("skipped: does not exist"), "{text}");
+    assert!(text.contains("removed: API_KEY"), "{text}");
+    assert!(text.contains("passed: PATH, TMPDIR"), "{text}");
+    assert!(
+        !text.contains("x\n") && !text.contains("=x"),
+        "values never appear"
+    );
+
+    let dropped = |abi, seccomp| -> Vec<String> {
+        plan(&req, &kernel(abi, seccomp))
+            .dropped()
+            .iter()
+            .map(|l| l.rule.clone())
+            .collect()
+    };
+    let five = dropped(5, true);
+    assert_eq!(five.len(), 2, "{five:?}");
+    assert!(
+        five.iter().all(|r| r.contains("outside the sandbox")),
+        "{five:?}"
+    );
+    let four = dropped(4, true);
+    assert!(four.iter().any(|r| r.contains("ioctl")), "{four:?}");
+    let three = dropped(3, true);
+    assert!(three.iter().any(|r| r.contains("TCP connect")), "{three:?}");
+    assert!(dropped(2, true).iter().any(|r| r.contains("truncation")));
+    let none = dropped(0, true);
+    assert!(none.iter().any(|r| r.contains("/usr")), "{none:?}");
+    let no_seccomp = dropped(7, false);
+    assert_eq!(no_seccomp.len(), 10, "{no_seccomp:?}");
+    assert!(no_seccomp.iter().any(|r| r.contains("UDP")));
+    assert!(no_seccomp.iter().any(|r| r.contains("TCP Fast Open")));
+    assert!(no_seccomp.iter().any(|r| r.contains("keyrings")));
+}
+
+#[test]
+fn the_report_names_what_stays_open_and_never_claims_every_rule() {
+    let req = request(SandboxMode::Require);
+    let full = plan(&req, &kernel(7, true));
+    let text = full.text();
+    assert!(!text.contains("every rule"), "{text}");
+    let residual: Vec<&str> = full.residual().iter().map(|l| l.rule.as_str()).collect();
+    assert!(
+        residual.iter().any(|r| r.starts_with("stat, access")),
+        "{residual:?}"
+    );
+    assert!(text.contains("2 residual risk(s)"), "{text}");
+    // Without namespaces the metadata, ld.so and setsid gaps are named, with the reason.
+    let mut k = kernel(7, true);
+    k.namespaces = Err("no user namespaces here".into());
+    k.memfd_noexec_seal = false;
+    let without = plan(&req, &k);
+    let open: Vec<String> = without
+        .residual()
+        .iter()
+        .map(|l| format!("{} {:?}", l.rule, l.status))
+        .collect();
+    assert_eq!(open.len(), 6, "{open:#?}");
+    for want in [
+        "chmod",
+        "ld.so",
+        "setsid",
+        "MFD_NOEXEC_SEAL",
+        "no user namespaces here",
+    ] {
+        assert!(open.iter().any(|r| r.contains(want)), "{want}: {open:#?}");
+    }
+    assert!(
+        without.dropped().is_empty(),
+        "residual risks do not stop require mode"
+    );
+    assert!(without.text().contains("6 residual risk(s)"));
+}
+
+#[test]
+fn require_refuses_what_the_kernel_cannot_enforce_and_says_what_to_do() {
+    let err = prepare(request(SandboxMode::Require), &kernel(0, true)).unwrap_err();
+    assert!(err.0.contains("sandbox.mode = \"require\""), "{}", err.0);
+    assert!(err.0.contains("Landlock ABI 0"), "{}", err.0);
+    assert!(err.0.contains("best-effort"), "{}", err.0);
+    let err = prepare(request(SandboxMode::Require), &kernel(5, true)).unwrap_err();
+    assert!(
+        err.0.contains("signal scoping needs Landlock ABI 6"),
+        "{}",
+        err.0
+    );
+    // best-effort starts with what there is, and the report keeps what was dropped.
+    let p = prepare(request(SandboxMode::BestEffort), &kernel(0, true)).unwrap();
+    assert!(p.ruleset_fd().is_none());
+    assert!(!p.report.dropped().is_empty());
+}
