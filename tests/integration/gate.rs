@@ -79,6 +79,16 @@ fn guarded(snap: &Path, digest: &str, log: &Path, args: &[&str]) -> Peer {
 /// mcpguard enforcing `snap` with extra options `opts`, over the fixture started with
 /// `fixture_args`.
 pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[String]) -> Peer {
+    Peer::guard(&guarded_argv(snap, digest, opts, fixture_args))
+}
+
+/// The arguments of mcpguard in `guarded_with`.
+fn guarded_argv(
+    snap: &Path,
+    digest: &str,
+    opts: &[String],
+    fixture_args: &[String],
+) -> Vec<String> {
     let mut argv: Vec<String> = vec![
         "--manifest".into(),
         snap.display().to_string(),
@@ -95,7 +105,7 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
     argv.push("--".into());
     argv.push(fixture().display().to_string());
     argv.extend(fixture_args.iter().cloned());
-    Peer::guard(&argv)
+    argv
 }
 
 /// The tool names of a `tools/list` response.
@@ -292,6 +302,51 @@ fn a_host_version_the_snapshot_cannot_be_served_in_is_refused_with_the_capture_f
         .filter(|m| m["method"] == "initialize")
         .count();
     assert_eq!(inits, 1, "the refused ones never reached the server");
+}
+
+/// Issue 15's noise: a healthy session, with the `server/discover` probe dual-era hosts send
+/// first, leaves no line of mcpguard's on stderr at the default level (hosts record stderr, some
+/// as errors); `MCPGUARD_LOG=info` shows what was enforced and the probe's answer.
+#[test]
+fn a_healthy_session_is_quiet_at_the_default_level_and_detailed_at_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    for level in [None, Some("info")] {
+        let mut cmd = Command::new(mcpguard());
+        cmd.args(guarded_argv(&snap, &digest, &[], &[]))
+            .env_remove("MCPGUARD_LOG");
+        if let Some(l) = level {
+            cmd.env("MCPGUARD_LOG", l);
+        }
+        let mut p = Peer::start_with(&mut cmd);
+        let r = p.request(0, "server/discover", json!({}));
+        assert_eq!(r["error"]["code"], -32601, "the probe's answer: {r}");
+        p.initialize();
+        let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
+        assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+        p.close_stdin();
+        assert!(p.wait().success(), "{}", p.stderr());
+        let stderr = p.stderr();
+        let ours: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("mcpguard:"))
+            .collect();
+        match level {
+            None => assert!(ours.is_empty(), "a healthy start is quiet: {ours:#?}"),
+            Some(_) => {
+                for needle in [
+                    "info: enforcing snapshot",
+                    "info: server/discover is not available",
+                ] {
+                    assert!(
+                        ours.iter().any(|l| l.contains(needle)),
+                        "{needle}: {ours:#?}"
+                    );
+                }
+                assert!(!stderr.contains("warning"), "{stderr}");
+            }
+        }
+    }
 }
 
 #[test]
