@@ -82,8 +82,8 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
     Peer::guard(&guarded_argv(snap, digest, opts, fixture_args))
 }
 
-/// The arguments of mcpguard in `guarded_with`.
-fn guarded_argv(
+/// The arguments of mcpguard in `guarded_with` (also what a host configuration runs).
+pub fn guarded_argv(
     snap: &Path,
     digest: &str,
     opts: &[String],
