@@ -5,6 +5,8 @@
 #   .peers/venv        Python venv: mcp==2.3.0, mcp-server-time, mcp-server-fetch
 #   .peers/node        npm ci of scripts/peers-npm/{package.json,package-lock.json}:
 #                      server-everything, server-filesystem, inspector
+#   .peers/hosts       npm ci of scripts/peers-hosts/{package.json,package-lock.json}:
+#                      the real hosts the host tests drive (Gemini CLI)
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
 #
 # Idempotent: each part carries a stamp keyed on the content hash of this script
@@ -20,8 +22,10 @@ SCRIPT_DIR=$(dirname "$SCRIPT_PATH")
 ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 PEERS=${MCPGUARD_PEERS_DIR:-$ROOT/.peers}
 NPM_SRC=$SCRIPT_DIR/peers-npm
+HOSTS_SRC=$SCRIPT_DIR/peers-hosts
 VENV=$PEERS/venv
 NODE_DIR=$PEERS/node
+HOSTS_DIR=$PEERS/hosts
 PATHS_JSON=$PEERS/paths.json
 
 # Pinned versions.
@@ -29,6 +33,7 @@ MCP_VERSION=2.3.0
 TIME_VERSION=2026.10.19
 FETCH_VERSION=2026.10.24
 INSPECTOR_VERSION=2.12.0
+GEMINI_VERSION=0.61.0
 
 FORCE=0
 for arg in "$@"; do
@@ -112,18 +117,24 @@ NODE_ABS=$(command -v "$NODE")
 NODE_ABS=$(readlink -f "$NODE_ABS")
 [[ -f $NPM_SRC/package.json && -f $NPM_SRC/package-lock.json ]] ||
     die "missing $NPM_SRC/package.json or package-lock.json"
+[[ -f $HOSTS_SRC/package.json && -f $HOSTS_SRC/package-lock.json ]] ||
+    die "missing $HOSTS_SRC/package.json or package-lock.json"
 
 hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 PY_KEY=$(printf '%s\n%s\n' "$(hash_of "$SCRIPT_PATH")" "$("$PYTHON" -c 'import sys; print(sys.version)')" | sha256sum | cut -d' ' -f1)
 NODE_KEY=$(printf '%s\n%s\n' "$(hash_of "$SCRIPT_PATH" "$NPM_SRC/package.json" "$NPM_SRC/package-lock.json")" \
     "$("$NODE_ABS" --version)" | sha256sum | cut -d' ' -f1)
+HOSTS_KEY=$(printf '%s\n%s\n' "$(hash_of "$SCRIPT_PATH" "$HOSTS_SRC/package.json" "$HOSTS_SRC/package-lock.json")" \
+    "$("$NODE_ABS" --version)" | sha256sum | cut -d' ' -f1)
 PY_STAMP=$VENV/.mcpguard-peers-stamp
 NODE_STAMP=$NODE_DIR/.mcpguard-peers-stamp
+HOSTS_STAMP=$HOSTS_DIR/.mcpguard-peers-stamp
 
 # Paths of every entry point (checked after install and on the fast path).
 SE_JS=$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 FS_JS=$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 INSPECTOR_JS=$NODE_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+GEMINI_JS=$HOSTS_DIR/node_modules/@google/gemini-cli/bundle/gemini.js
 PY_BIN=$VENV/bin/python
 TIME_BIN=$VENV/bin/mcp-server-time
 FETCH_BIN=$VENV/bin/mcp-server-fetch
@@ -184,15 +195,37 @@ else
     echo "$NODE_KEY" >"$NODE_STAMP"
 fi
 
+# --- npm hosts ---------------------------------------------------------------
+if stamp_ok "$HOSTS_STAMP" "$HOSTS_KEY" && [[ -f $GEMINI_JS ]]; then
+    log "hosts up to date ($HOSTS_DIR)"
+else
+    changed=1
+    log "npm ci into $HOSTS_DIR (Gemini CLI $GEMINI_VERSION)"
+    rm -rf "$HOSTS_DIR"
+    mkdir -p "$HOSTS_DIR"
+    cp "$HOSTS_SRC/package.json" "$HOSTS_SRC/package-lock.json" "$HOSTS_DIR/"
+    # --ignore-scripts: Gemini CLI is one bundled script; its optional native modules (node-pty
+    # for interactive shells, keytar for the keychain) are not needed by `gemini -p`.
+    if ! (cd "$HOSTS_DIR" && npm ci --no-audit --no-fund --ignore-scripts \
+        --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
+        --fetch-timeout=60000 --loglevel=error >&2); then
+        rm -rf "$HOSTS_DIR"
+        die "npm ci could not install the pinned hosts. Is the npm registry reachable from here?
+  npm registry: $(npm config get registry 2>/dev/null || echo unknown)
+  Re-run this script once the registry answers."
+    fi
+    echo "$HOSTS_KEY" >"$HOSTS_STAMP"
+fi
+
 # --- paths.json --------------------------------------------------------------
-for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS"; do
+for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS" "$GEMINI_JS"; do
     [[ -e $f ]] || die "expected file missing after install: $f (re-run with --force)"
 done
 
 if [[ $changed == 1 || ! -f $PATHS_JSON ]]; then
-    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" <<'EOF'
+    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" "$GEMINI_JS" <<'EOF'
 import json, os, sys
-out, node, py, se, fs, tm, fetch, insp = sys.argv[1:]
+out, node, py, se, fs, tm, fetch, insp, gemini = sys.argv[1:]
 paths = {
     "python": py,
     "node": node,
@@ -201,6 +234,7 @@ paths = {
     "server_time": [tm, "--local-timezone", "UTC"],
     "server_fetch": [fetch],
     "inspector": [node, insp, "--cli"],
+    "gemini": [node, gemini],
 }
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
@@ -215,6 +249,9 @@ EOF
     [[ $got == "$MCP_VERSION $TIME_VERSION $FETCH_VERSION" ]] || die "venv has unexpected versions: $got"
     got=$("$NODE_ABS" "$INSPECTOR_JS" --cli --version 2>/dev/null | tail -n1)
     [[ $got == "$INSPECTOR_VERSION" ]] || die "inspector --version printed '$got', expected $INSPECTOR_VERSION"
+    # In an empty HOME, so that no settings of the person running this are read.
+    got=$(HOME=$(mktemp -d) "$NODE_ABS" "$GEMINI_JS" --version 2>/dev/null | tail -n1)
+    [[ $got == "$GEMINI_VERSION" ]] || die "gemini --version printed '$got', expected $GEMINI_VERSION"
     if ! verify_out=$("$PY_BIN" - "$PATHS_JSON" <<'EOF' 2>&1
 # Send `initialize` to each server entry and wait for its answer (10 s each).
 import json, os, select, subprocess, sys, tempfile, time
@@ -280,3 +317,4 @@ echo "fetch:      $FETCH_BIN ($FETCH_VERSION)"
 echo "everything: $SE_JS"
 echo "filesystem: $FS_JS"
 echo "inspector:  $INSPECTOR_JS ($INSPECTOR_VERSION)"
+echo "gemini:     $GEMINI_JS ($GEMINI_VERSION)"

@@ -13,8 +13,13 @@ use mcpguard::process::proxy::{self, Outcome};
 use mcpguard::protocol::Level;
 
 fn main() -> ExitCode {
-    diag::init_from_env();
     let cli = Cli::parse();
+    // The proxy's stderr is read by hosts, a subcommand's by a person (see `init_from_env`).
+    diag::init_from_env(if cli.command.is_some() {
+        Level::Info
+    } else {
+        Level::Warn
+    });
     diag::set_json(cli.log_format == mcpguard::cli::flags::LogFormat::Json);
     match cli.command {
         Some(cmd) => run_command(cmd),

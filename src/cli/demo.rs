@@ -454,7 +454,13 @@ impl Demo {
         args.extend(self.server_command(server_extra));
         let shown: Vec<String> = args.iter().map(|a| self.short(a)).collect();
         println!("   $ mcpguard {}", shown.join(" "));
-        let mut child = Command::new(&self.exe)
+        let mut cmd = Command::new(&self.exe);
+        // The demo is read by a person: show the proxy's details (a host would see warnings
+        // only), unless the person chose a level.
+        if std::env::var_os("MCPGUARD_LOG").is_none() {
+            cmd.env("MCPGUARD_LOG", "info");
+        }
+        let mut child = cmd
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -182,7 +182,10 @@ file into that form.
 const TRAILER: &str = r#".SH ENVIRONMENT
 .TP
 \fBMCPGUARD_LOG\fR
-Level of the diagnostics on standard error: \fBerror\fR, \fBwarn\fR, \fBinfo\fR or \fBdebug\fR.
+Level of the diagnostics on standard error: \fBerror\fR, \fBwarn\fR (the proxy's default: errors,
+refusals and warnings only, so a healthy start prints nothing a host would record as an error),
+\fBinfo\fR (the subcommands' default; for the proxy, what is enforced, the sandbox's summary, the
+negotiated versions) or \fBdebug\fR.
 .SH EXIT STATUS
 As a proxy, the server's exit status (or its signal). 3 when the host closed the connection and the
 server did not exit within \fB\-\-grace\fR, so that mcpguard ended it itself (SIGTERM, then SIGKILL):

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::protocol::Level;
 
-static MAX_LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
+// Until `init_from_env` runs: warnings, the proxy's default.
+static MAX_LEVEL: AtomicU8 = AtomicU8::new(Level::Warn as u8);
 static JSON: AtomicBool = AtomicBool::new(false);
 
 /// Diagnostics as one JSON object per line (`{"time", "level", "message"}`) instead of text,
@@ -21,13 +22,17 @@ pub fn is_json() -> bool {
     JSON.load(Ordering::Relaxed)
 }
 
-/// Sets the most verbose level printed, from `MCPGUARD_LOG` (error, warn, info, debug).
-pub fn init_from_env() {
+/// Sets the most verbose level printed, from `MCPGUARD_LOG` (error, warn, info, debug), or
+/// `default` when it is unset or unknown. The proxy's default is `Warn`: hosts record a server's
+/// stderr, some of them as errors, so a healthy start and a host's normal behaviour must print
+/// nothing there. The subcommands a person runs at a terminal default to `Info`.
+pub fn init_from_env(default: Level) {
     let level = match std::env::var("MCPGUARD_LOG").as_deref() {
         Ok("error") => Level::Error,
         Ok("warn") => Level::Warn,
+        Ok("info") => Level::Info,
         Ok("debug") | Ok("trace") => Level::Debug,
-        _ => Level::Info,
+        _ => default,
     };
     MAX_LEVEL.store(level as u8, Ordering::Relaxed);
 }

@@ -5,8 +5,13 @@
 //! The bottom of the house: everyone may import it, and it imports nothing of ours. Only
 //! constants and plain types belong here — no decisions, no parsing, no IO.
 
-/// Protocol revisions of the legacy era (with `initialize`) that mcpguard speaks.
+/// Protocol revisions of the legacy era (with `initialize`) that mcpguard speaks, oldest first
+/// (the version negotiation towards the host relies on the order).
 pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The first legacy revision with task-augmented execution (`params.task`, `tasks/*`): a tool
+/// whose `execution.taskSupport` is `required` cannot be called by a host of an older revision.
+pub const TASKS_SINCE: &str = "2025-11-25";
 
 /// The version capture asks for when none is given.
 pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";

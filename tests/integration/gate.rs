@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::{fixture, mcpguard, reads_policy, sandbox_grants, Peer};
+use crate::support::{fixture, mcpguard, reads_policy, reads_policy_with, sandbox_grants, Peer};
 
 /// The fixture's tools this suite reviews, with their input channels.
 fn reviews() -> Value {
@@ -79,6 +79,16 @@ fn guarded(snap: &Path, digest: &str, log: &Path, args: &[&str]) -> Peer {
 /// mcpguard enforcing `snap` with extra options `opts`, over the fixture started with
 /// `fixture_args`.
 pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[String]) -> Peer {
+    Peer::guard(&guarded_argv(snap, digest, opts, fixture_args))
+}
+
+/// The arguments of mcpguard in `guarded_with` (also what a host configuration runs).
+pub fn guarded_argv(
+    snap: &Path,
+    digest: &str,
+    opts: &[String],
+    fixture_args: &[String],
+) -> Vec<String> {
     let mut argv: Vec<String> = vec![
         "--manifest".into(),
         snap.display().to_string(),
@@ -95,7 +105,7 @@ pub fn guarded_with(snap: &Path, digest: &str, opts: &[String], fixture_args: &[
     argv.push("--".into());
     argv.push(fixture().display().to_string());
     argv.extend(fixture_args.iter().cloned());
-    Peer::guard(&argv)
+    argv
 }
 
 /// The tool names of a `tools/list` response.
@@ -209,6 +219,8 @@ fn requests_before_the_handshake_and_a_second_initialize_are_refused() {
     assert!(!methods.contains(&json!("tools/call")));
 }
 
+/// Gemini CLI's case (issue 15): a host that asks for 2025-06-18 is answered in 2025-06-18 by a
+/// default (2025-11-25) snapshot, and its calls work, while the server runs the pinned version.
 #[test]
 fn the_server_is_initialized_with_the_pinned_version_and_blocked_capabilities_removed() {
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +228,13 @@ fn the_server_is_initialized_with_the_pinned_version_and_blocked_capabilities_re
     let log = dir.path().join("server.log");
     let mut p = guarded(&snap, &digest, &log, &[]);
     let r = p.request(0, "initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}, "roots": {"listChanged": true}, "elicitation": {}, "experimental": {"x": {}}}, "clientInfo": {"name": "host", "version": "9"}}));
-    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        r["result"]["protocolVersion"], "2025-06-18",
+        "the host hears its own version: {r}"
+    );
+    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
     let init = received(&log)
         .into_iter()
         .find(|m| m["method"] == "initialize")
@@ -231,6 +249,104 @@ fn the_server_is_initialized_with_the_pinned_version_and_blocked_capabilities_re
         json!({"name": "host", "version": "9"}),
         "clientInfo is forwarded as is"
     );
+}
+
+/// A host version the pinned catalogue cannot be served in is refused before the server is
+/// initialized: across the era boundary, and below 2025-11-25 when a reviewed tool requires tasks
+/// and the policy lets tasks through. The message names both versions and the capture flag.
+#[test]
+fn a_host_version_the_snapshot_cannot_be_served_in_is_refused_with_the_capture_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = dir.path().join("tasks.toml");
+    std::fs::write(&policy, reads_policy_with("[capabilities]\ntasks = true\n")).unwrap();
+    let opts = ["--policy".to_string(), policy.display().to_string()];
+    let fixture_args = ["--log".to_string(), log.display().to_string()];
+    let mut p = guarded_with(&snap, &digest, &opts, &fixture_args);
+    let init = |v: &str| json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}});
+    for (id, asked, names) in [
+        (
+            0,
+            "2026-07-28",
+            vec!["2026-07-28", "2025-11-25", "--protocol-version 2026-07-28"],
+        ),
+        (
+            1,
+            "2025-06-18",
+            vec![
+                "2025-06-18",
+                "2025-11-25",
+                "\"task_tool\"",
+                "--protocol-version 2025-06-18",
+            ],
+        ),
+    ] {
+        let r = p.request(id, "initialize", init(asked));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert_eq!(r["error"]["data"]["requested"], asked, "{r}");
+        let m = r["error"]["message"].as_str().unwrap();
+        for n in names {
+            assert!(m.contains(n), "{n}: {m}");
+        }
+    }
+    let r = p.request(2, "initialize", init("2025-11-25"));
+    assert_eq!(
+        r["result"]["protocolVersion"], "2025-11-25",
+        "a retry may succeed: {r}"
+    );
+    p.close_stdin();
+    p.wait();
+    let inits = received(&log)
+        .iter()
+        .filter(|m| m["method"] == "initialize")
+        .count();
+    assert_eq!(inits, 1, "the refused ones never reached the server");
+}
+
+/// Issue 15's noise: a healthy session, with the `server/discover` probe dual-era hosts send
+/// first, leaves no line of mcpguard's on stderr at the default level (hosts record stderr, some
+/// as errors); `MCPGUARD_LOG=info` shows what was enforced and the probe's answer.
+#[test]
+fn a_healthy_session_is_quiet_at_the_default_level_and_detailed_at_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    for level in [None, Some("info")] {
+        let mut cmd = Command::new(mcpguard());
+        cmd.args(guarded_argv(&snap, &digest, &[], &[]))
+            .env_remove("MCPGUARD_LOG");
+        if let Some(l) = level {
+            cmd.env("MCPGUARD_LOG", l);
+        }
+        let mut p = Peer::start_with(&mut cmd);
+        let r = p.request(0, "server/discover", json!({}));
+        assert_eq!(r["error"]["code"], -32601, "the probe's answer: {r}");
+        p.initialize();
+        let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
+        assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+        p.close_stdin();
+        assert!(p.wait().success(), "{}", p.stderr());
+        let stderr = p.stderr();
+        let ours: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("mcpguard:"))
+            .collect();
+        match level {
+            None => assert!(ours.is_empty(), "a healthy start is quiet: {ours:#?}"),
+            Some(_) => {
+                for needle in [
+                    "info: enforcing snapshot",
+                    "info: server/discover is not available",
+                ] {
+                    assert!(
+                        ours.iter().any(|l| l.contains(needle)),
+                        "{needle}: {ours:#?}"
+                    );
+                }
+                assert!(!stderr.contains("warning"), "{stderr}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -108,7 +108,12 @@ fn a_server_mcpguard_had_to_end_gives_exit_status_3() {
         let fixture = crate::support::fixture().display().to_string();
         let mut args = vec!["--grace", "300ms", "--allow-unpinned", "--", &fixture];
         args.extend_from_slice(server_args);
-        let mut p = Peer::guard(&args);
+        // The explanation is an info line (the proxy prints warnings only by default).
+        let mut p = Peer::start_with(
+            std::process::Command::new(crate::support::mcpguard())
+                .args(&args)
+                .env("MCPGUARD_LOG", "info"),
+        );
         p.initialize();
         p.close_stdin();
         let status = p.wait();

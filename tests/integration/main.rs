@@ -10,6 +10,7 @@ mod docs;
 mod escape;
 mod gate;
 mod gate_interop;
+mod hosts;
 mod interop;
 mod layering;
 mod lifecycle;

@@ -386,7 +386,9 @@ fn the_proxied_server_runs_in_the_sandbox() {
              echo tmpdir=$TMPDIR >&2; echo secret=[$MCPGUARD_TEST_SECRET] >&2; read line; exit 0",
         )
         .env("HOME", &w.home)
-        .env("MCPGUARD_TEST_SECRET", SECRET);
+        .env("MCPGUARD_TEST_SECRET", SECRET)
+        // The sandbox's summary is an info line (the proxy prints warnings only by default).
+        .env("MCPGUARD_LOG", "info");
     let mut p = Peer::start_with(&mut cmd);
     let stderr = p.wait_stderr("secret=");
     assert!(stderr.contains("[server] canary-denied"), "{stderr}");

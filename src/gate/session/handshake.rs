@@ -1,8 +1,93 @@
 //! The legacy handshake: `initialize` from the host forwarded with blocked capabilities removed,
-//! the server's answer checked against the pin (identity, protocol version), and the failure
-//! that ends a session whose server is not the reviewed one.
+//! the version negotiation towards the host (`negotiate`), the server's answer checked against
+//! the pin (identity, protocol version), and the failure that ends a session whose server is not
+//! the reviewed one.
+//!
+//! The server is always initialized with the pinned version, because that is the version its
+//! catalogue was captured and reviewed in. The host is answered in the version it asked for when
+//! the pinned catalogue can be served in it: the legacy revisions differ in fields a client
+//! ignores (Tool `title`, `icons`, `annotations`, `outputSchema`, `execution`, `_meta`; serverInfo
+//! `icons`, `websiteUrl`; unknown capabilities), and everything mcpguard enforces — the pin, the
+//! arguments' and results' schemas, the policy, the confirmation (asked only when the host
+//! advertised elicitation) — is enforced by mcpguard itself whatever the host understands. The
+//! one thing an older revision cannot do is call a tool that requires tasks.
+
+use crate::protocol::{is_modern, LEGACY_VERSIONS, TASKS_SINCE};
 
 use super::*;
+
+/// How mcpguard answers a host's `initialize` when a legacy snapshot is pinned.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// Answer in the version the host asked for (the server still runs the pinned one).
+    Asked(String),
+    /// Answer with the pinned version and let the host decide, as the spec's negotiation does
+    /// for a version the server does not support: the host asked for none, one mcpguard does
+    /// not know, or one newer than the snapshot.
+    Pinned,
+    /// Refuse the initialize: the pinned catalogue cannot be served in the asked version.
+    Refuse {
+        why: String,
+        /// The versions this snapshot could be served in (the error's `data.supported`).
+        supported: Vec<&'static str>,
+    },
+}
+
+/// The capture command that would give a snapshot at `version`, for refusal messages.
+pub(super) fn capture_hint(version: &str) -> String {
+    format!(
+        "capture and review the server again with `mcpguard capture --protocol-version {version}`"
+    )
+}
+
+/// The version negotiation towards the host (see the module header): `asked` is the host's
+/// `protocolVersion`, `tasks_allowed` whether the policy lets tasks through (a tool that
+/// requires tasks is refused at every version otherwise, so then it constrains nothing).
+pub(super) fn negotiate(asked: Option<&str>, pin: &Pin, tasks_allowed: bool) -> Answer {
+    let pinned = pin.protocol_version.as_str();
+    let rank = |v: &str| LEGACY_VERSIONS.iter().position(|l| *l == v);
+    let Some(asked) = asked else {
+        return Answer::Pinned;
+    };
+    if is_modern(asked) {
+        let why = format!(
+            "refused initialize: the host asked for protocol {asked}, of the 2026-07-28 era, but the \
+             reviewed snapshot pins {pinned}, of the era with initialize, and mcpguard does not \
+             translate between eras; {}",
+            capture_hint(asked)
+        );
+        return Answer::Refuse {
+            why,
+            supported: LEGACY_VERSIONS[..=rank(pinned).unwrap_or(0)].to_vec(),
+        };
+    }
+    let (Some(a), Some(p)) = (rank(asked), rank(pinned)) else {
+        return Answer::Pinned;
+    };
+    if a >= p {
+        return if a == p {
+            Answer::Asked(asked.to_string())
+        } else {
+            Answer::Pinned
+        };
+    }
+    let tasks = rank(TASKS_SINCE).unwrap_or(0);
+    let needs_tasks = pin.tools.iter().find(|t| t.requires_task && tasks_allowed);
+    if let (Some(tool), true) = (needs_tasks, a < tasks && tasks <= p) {
+        let why = format!(
+            "refused initialize: the host asked for protocol {asked}, but the reviewed snapshot pins \
+             {pinned} and its tool {:?} requires task-augmented execution, which exists only from \
+             {TASKS_SINCE}; {}, or use a host that speaks {TASKS_SINCE} or later",
+            tool.name,
+            capture_hint(asked)
+        );
+        return Answer::Refuse {
+            why,
+            supported: LEGACY_VERSIONS[tasks..=p].to_vec(),
+        };
+    }
+    Answer::Asked(asked.to_string())
+}
 
 impl Session {
     pub(super) fn host_initialize(&mut self, id: Id, msg: &Message<'_>, out: &mut Vec<Out>) {
@@ -19,17 +104,42 @@ impl Session {
             return;
         };
         if let Mode::Pinned(pin) = &self.config.mode {
-            let asked = params
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            if asked != pin.protocol_version {
-                out.push(Out::Diag(
+            let asked = params.get("protocolVersion").and_then(Value::as_str);
+            let answer = negotiate(asked, pin, self.config.capabilities.tasks);
+            let (asked, pinned) = (asked.unwrap_or("?"), pin.protocol_version.clone());
+            match answer {
+                Answer::Refuse { why, supported } => {
+                    self.audit(out, || AuditNote {
+                        detail: Some(why.clone()),
+                        outcome: Some("refused"),
+                        ..AuditNote::new(EventKind::HandshakePinned)
+                    });
+                    // The spec's error for an unsupported version; the phase stays, so the
+                    // host may ask again with a version that can be served.
+                    out.push(Out::Diag(Level::Warn, format!("{why} (request {id})")));
+                    let data = json!({"supported": supported, "requested": asked});
+                    out.push(Out::Host(Bytes::from(message::error_response(
+                        Some(&id),
+                        message::INVALID_PARAMS,
+                        &format!("mcpguard: {why}"),
+                        Some(&data),
+                    ))));
+                    return;
+                }
+                Answer::Asked(v) if v != pinned => {
+                    out.push(Out::Diag(
+                        Level::Info,
+                        format!("the host asked for protocol {v}: answered in {v}; the server is initialized with the pinned {pinned}"),
+                    ));
+                    self.host_version = Some(v);
+                }
+                Answer::Asked(_) => {}
+                Answer::Pinned => out.push(Out::Diag(
                     Level::Info,
-                    format!("the host asked for protocol {asked}; the server is initialized with the pinned {}", pin.protocol_version),
-                ));
+                    format!("the host asked for protocol {asked}, which this snapshot is not served in: answered with the pinned {pinned} for the host to decide"),
+                )),
             }
-            params.insert("protocolVersion".into(), json!(pin.protocol_version));
+            params.insert("protocolVersion".into(), json!(pinned));
         }
         // Form elicitation is what mcpguard asks confirmations with: `elicitation: {}` (form
         // implied) or an explicit `form` entry; a host offering only `url` mode cannot be asked.
@@ -161,6 +271,11 @@ impl Session {
                     ));
                 }
             }
+        }
+        // The server speaks the pinned version (checked above); the host hears the one it asked
+        // for when the catalogue can be served in it (`negotiate`).
+        if let Some(v) = &self.host_version {
+            result.insert("protocolVersion".into(), json!(v));
         }
         if let Some(caps) = result
             .get_mut("capabilities")

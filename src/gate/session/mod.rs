@@ -287,6 +287,8 @@ pub struct Session {
     confirming: IdMap<Confirming>,
     /// The host advertised form-mode elicitation, so mcpguard can ask the person.
     host_can_elicit: bool,
+    /// The version the host is answered in when it differs from the pinned one (legacy era).
+    host_version: Option<String>,
     /// Progress tokens of dispatched calls (canonical JSON), so unsolicited progress is dropped.
     progress_tokens: HashSet<String>,
     /// Calls given up on after the per-call timeout; their late answers are dropped.
@@ -325,6 +327,7 @@ impl Session {
             serial_queue: Vec::new(),
             confirming: IdMap::default(),
             host_can_elicit: false,
+            host_version: None,
             progress_tokens: HashSet::new(),
             abandoned: HashSet::new(),
             clock_ms: 0,

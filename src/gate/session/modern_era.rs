@@ -96,7 +96,12 @@ impl Session {
                 .and_then(|p| p.get("protocolVersion"))
                 .and_then(Value::as_str)
                 .unwrap_or("?");
-            let why = format!("refused initialize: the reviewed snapshot pins protocol {pinned}, which has no initialize handshake (use server/discover and the per-request envelope); capture and review the server at your client's version to use it");
+            let hint = if crate::protocol::LEGACY_VERSIONS.contains(&requested) {
+                super::handshake::capture_hint(requested)
+            } else {
+                "capture and review the server again at your client's version (`mcpguard capture --protocol-version`)".to_string()
+            };
+            let why = format!("refused initialize: the host asked for protocol {requested}, but the reviewed snapshot pins {pinned}, which has no initialize handshake (use server/discover and the per-request envelope); {hint}");
             out.push(Out::Diag(Level::Warn, format!("{why} (request {id})")));
             out.push(Out::Host(modern::unsupported_version(
                 Some(id),

@@ -88,7 +88,10 @@ impl Session {
         match method {
             methods::PING => self.forward_request(id, method, PendingKind::Plain, line, out),
             methods::INITIALIZE => self.host_initialize(id, msg, out),
-            methods::SERVER_DISCOVER => refuse_to_host(
+            // Dual-era hosts (Claude Code, fast-agent) probe server/discover on every connection
+            // and fall back to initialize on this error: normal behaviour, so not a warning.
+            methods::SERVER_DISCOVER => refuse_to_host_at(
+                Level::Info,
                 Some(&id),
                 message::METHOD_NOT_FOUND,
                 "server/discover is not available: this snapshot pins a protocol version with initialize; use initialize",
@@ -508,9 +511,20 @@ fn invalid_from_host(invalid: Invalid, out: &mut Vec<Out>) {
 
 /// Answers the host with an error when an id is known; always explains on stderr.
 pub(super) fn refuse_to_host(id: Option<&Id>, code: i64, what: &str, out: &mut Vec<Out>) {
+    refuse_to_host_at(Level::Warn, id, code, what, out);
+}
+
+/// `refuse_to_host` with the stderr line at `level`: below a warning for what hosts normally do.
+pub(super) fn refuse_to_host_at(
+    level: Level,
+    id: Option<&Id>,
+    code: i64,
+    what: &str,
+    out: &mut Vec<Out>,
+) {
     match id {
         Some(id) => {
-            out.push(Out::Diag(Level::Warn, format!("{what} (request {id})")));
+            out.push(Out::Diag(level, format!("{what} (request {id})")));
             out.push(Out::Host(Bytes::from(message::error_response(
                 Some(id),
                 code,

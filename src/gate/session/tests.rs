@@ -20,8 +20,13 @@ fn review(concurrency: &str, channels: Value) -> Value {
 }
 
 fn pin() -> Arc<Pin> {
+    pin_at("2025-11-25")
+}
+
+/// The test snapshot pinned at `version`.
+fn pin_at(version: &str) -> Arc<Pin> {
     let doc = json!({
-        "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": "2025-11-25",
+        "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": version,
         "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
         "servers": {"s": {
             "serverInfo": {"name": "fixture", "version": "1.0.0"},
@@ -146,6 +151,11 @@ fn handshake_is_ordered_and_pinned() {
     assert_eq!(
         init["params"]["protocolVersion"], "2025-11-25",
         "the pinned version is asked for"
+    );
+    assert_eq!(
+        t.host.iter().find(|m| m["id"] == 0).unwrap()["result"]["protocolVersion"],
+        "2025-06-18",
+        "the host is answered in the version it asked for"
     );
     assert_eq!(
         init["params"]["capabilities"],
@@ -929,4 +939,101 @@ fn an_invalidated_review_withdraws_the_questions_still_with_the_person() {
     // A late approval finds nothing to approve.
     t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"approve": true}}}));
     assert_eq!(calls_dispatched(&t), 0);
+}
+
+/// A snapshot at 2025-11-25 whose one reviewed tool requires tasks.
+fn task_pin() -> Arc<Pin> {
+    let doc = json!({
+        "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": "2025-11-25",
+        "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
+        "servers": {"s": {
+            "serverInfo": {"name": "fixture", "version": "1.0.0"},
+            "toolPages": [{"tools": [{"name": "job", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}]}],
+            "reviews": {"job": review("safe", json!({}))}
+        }}
+    });
+    let now = "2026-11-02T00:00:00Z".parse().unwrap();
+    Arc::new(pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
+}
+
+#[test]
+fn the_host_is_answered_in_its_version_when_the_catalogue_can_be_served_in_it() {
+    use super::handshake::{negotiate, Answer};
+    let p = pin();
+    let asked = |v| Answer::Asked(String::from(v));
+    for v in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        assert_eq!(negotiate(Some(v), &p, false), asked(v), "{v}");
+        assert_eq!(
+            negotiate(Some(v), &p, true),
+            asked(v),
+            "{v}: no tool needs tasks"
+        );
+    }
+    // Unknown, absent, or newer than the snapshot: the pinned version, and the host decides.
+    assert_eq!(negotiate(Some("1999-01-01"), &p, false), Answer::Pinned);
+    assert_eq!(negotiate(None, &p, false), Answer::Pinned);
+    assert_eq!(
+        negotiate(Some("2025-11-25"), &pin_at("2025-06-18"), false),
+        Answer::Pinned
+    );
+    assert_eq!(
+        negotiate(Some("2025-03-26"), &pin_at("2025-06-18"), false),
+        asked("2025-03-26")
+    );
+    // A tool that requires tasks cannot be called below 2025-11-25 — unless the policy refuses
+    // tasks anyway, and then it cannot be called at any version.
+    let t = task_pin();
+    assert_eq!(
+        negotiate(Some("2025-06-18"), &t, false),
+        asked("2025-06-18")
+    );
+    assert_eq!(negotiate(Some("2025-11-25"), &t, true), asked("2025-11-25"));
+    let Answer::Refuse { why, supported } = negotiate(Some("2025-06-18"), &t, true) else {
+        panic!("a task tool below 2025-11-25 is refused");
+    };
+    assert_eq!(supported, ["2025-11-25"]);
+    for part in [
+        "2025-06-18",
+        "pins 2025-11-25",
+        "\"job\"",
+        "--protocol-version 2025-06-18",
+    ] {
+        assert!(why.contains(part), "{part}: {why}");
+    }
+    // Across the era boundary.
+    let Answer::Refuse { why, supported } = negotiate(Some("2026-07-28"), &p, false) else {
+        panic!("a modern version on a legacy snapshot is refused");
+    };
+    assert_eq!(supported, crate::protocol::LEGACY_VERSIONS);
+    for part in [
+        "2026-07-28",
+        "pins 2025-11-25",
+        "--protocol-version 2026-07-28",
+    ] {
+        assert!(why.contains(part), "{part}: {why}");
+    }
+}
+
+#[test]
+fn an_initialize_that_cannot_be_served_is_refused_before_the_server_sees_it_and_may_be_retried() {
+    let mut t = T::new(Mode::Pinned(pin()));
+    t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let e = &t.last_host()["error"];
+    assert_eq!(e["code"], message::INVALID_PARAMS, "{e}");
+    assert_eq!(e["data"]["requested"], "2026-07-28");
+    assert_eq!(e["data"]["supported"][3], "2025-11-25");
+    assert!(t.server.is_empty(), "the server never saw it");
+    t.handshake();
+    assert_eq!(t.server[0]["method"], "initialize");
+    let result = &t
+        .host
+        .iter()
+        .find(|m| m["id"] == 0 && m.get("result").is_some())
+        .unwrap()["result"];
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    // A host that asks for a version mcpguard does not know hears the pinned one.
+    let mut t = T::new(Mode::Pinned(pin()));
+    t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    t.server_says(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "fixture", "version": "1.0.0"}}}));
+    assert_eq!(t.last_host()["result"]["protocolVersion"], "2025-11-25");
 }

@@ -171,6 +171,13 @@ fn every_request_carries_the_pinned_version_and_initialize_is_refused() {
         t.host[0]["error"]["data"],
         json!({"supported": [V], "requested": "2025-11-25"})
     );
+    let m = t.host[0]["error"]["message"].as_str().unwrap();
+    for part in [
+        "asked for protocol 2025-11-25",
+        "--protocol-version 2025-11-25",
+    ] {
+        assert!(m.contains(part), "both versions and the capture flag: {m}");
+    }
     t.host_says(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
     assert_eq!(t.host[1]["error"]["code"], message::INVALID_PARAMS);
     let mut m = meta();
