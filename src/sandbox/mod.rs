@@ -23,6 +23,7 @@
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
+pub mod explain;
 pub mod isolate;
 pub mod landlock;
 mod prepare;
@@ -343,10 +344,12 @@ pub struct Setup {
     pub tmp: PrivateTmp,
 }
 
-/// Resolves, plans and prepares the sandbox for `command` under `profile`. `Ok(None)` when the
+/// Resolves, plans and prepares the sandbox for `command` under `profile` (read from
+/// `policy_file`, when one was given: a failure's explanation repeats it). `Ok(None)` when the
 /// profile is off. In best-effort mode the caller reports `prepared.report.dropped()`.
 pub fn setup(
     profile: &Sandbox,
+    policy_file: Option<&Path>,
     program: &Path,
     args: &[OsString],
     extra: &Extra,
@@ -372,7 +375,9 @@ pub fn setup(
         env: &env,
     })
     .map_err(Refused)?;
-    let prepared = prepare(req, kernel)?;
+    let mut prepared = prepare(req, kernel)?;
+    prepared.explain.policy = policy_file.map(Path::to_path_buf);
+    prepared.explain.home = ctx.home.clone();
     Ok(Some(Setup {
         prepared: std::sync::Arc::new(prepared),
         tmp,

@@ -1,0 +1,220 @@
+//! Servers as people launch them, under the default sandbox: what works without hand-written
+//! policy, and, when a grant is missing, an error that says what the sandbox most likely denied
+//! and which flag or key grants it (issue 12). The servers are small real python programs
+//! written by each test (a stdio JSON-RPC loop), run by the system's python.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::{mcpguard, run_bounded};
+
+/// A scratch world with its own HOME and the default sandbox profile.
+pub(crate) struct World {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub policy: PathBuf,
+}
+
+impl World {
+    pub fn new() -> World {
+        crate::sandbox::require_landlock();
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let policy = dir.path().join("default-sandbox.toml");
+        std::fs::write(&policy, "[sandbox]\nmode = \"require\"\n").unwrap();
+        World { dir, home, policy }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `mcpguard capture --policy P [opts] -- command`, with HOME in the scratch world.
+    pub fn capture(&self, opts: &[&str], command: &[&str]) -> Output {
+        let out = self.path("snap.json");
+        let _ = std::fs::remove_file(&out);
+        let mut cmd = Command::new(mcpguard());
+        cmd.args(["capture", "--server", "s", "--out"])
+            .arg(&out)
+            .arg("--policy")
+            .arg(&self.policy)
+            .args(opts)
+            .arg("--")
+            .args(command)
+            .env("HOME", &self.home);
+        run_bounded(&mut cmd)
+    }
+}
+
+pub(crate) fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub(crate) fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+/// The system's python (a real interpreter, not a version manager's shim).
+pub(crate) fn python() -> &'static str {
+    let p = "/usr/bin/python3";
+    assert!(Path::new(p).exists(), "{p} is needed for these tests");
+    p
+}
+
+/// A minimal MCP server in python: answers `initialize` and `tools/list` with one tool whose
+/// description comes from `describe()`, which `prelude` defines (so a test can make it import a
+/// sibling module or read a file first).
+pub(crate) fn server_source(prelude: &str) -> String {
+    format!(
+        r#"import json, sys
+{prelude}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {{"protocolVersion": m["params"]["protocolVersion"], "capabilities": {{"tools": {{}}}},
+             "serverInfo": {{"name": "py-shape", "version": "1.0.0"}}}}
+    elif m["method"] == "tools/list":
+        r = {{"tools": [{{"name": "hello", "description": describe(),
+                         "inputSchema": {{"type": "object"}}}}]}}
+    else:
+        r = {{}}
+    print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": r}}), flush=True)
+"#
+    )
+}
+
+fn assert_all(s: &str, wants: &[&str]) {
+    for w in wants {
+        assert!(s.contains(w), "missing {w:?} in:\n{s}");
+    }
+}
+
+/// A script in the home directory: its folder is HOME, which is never granted automatically, so
+/// python cannot open it. The capture error says so and how to grant it.
+#[test]
+fn a_script_the_sandbox_cannot_read_is_explained_with_the_flag_and_the_command() {
+    let w = World::new();
+    let script = w.home.join("server.py");
+    std::fs::write(&script, server_source("def describe(): return 'x'")).unwrap();
+    let script = script.display().to_string();
+    let out = w.capture(&[], &[python(), &script]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let err = text(&out.stderr);
+    assert_all(
+        &err,
+        &[
+            "capture failed: the server exited with status 2 before answering initialize",
+            "the server ran in mcpguard's sandbox, which may have denied it something it needs",
+            "Permission denied",
+            "(EACCES)",
+            &format!("{script} is outside the sandbox's grants; grant --sandbox-read {script} (sandbox.read in the policy)"),
+            "never granted whole",
+            &format!(
+                "try it with: mcpguard sandbox-check --policy {} --sandbox-read {script} -- {} {script}",
+                w.policy.display(),
+                python()
+            ),
+        ],
+    );
+}
+
+/// A server that reads a data file outside its grants at start: the error names the file's
+/// folder with `--sandbox-read`, and the suggested command keeps the grants of the run.
+#[test]
+fn a_server_reading_a_file_outside_the_grants_is_explained() {
+    let w = World::new();
+    let srv = w.path("srv");
+    let data = w.path("data");
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let notes = data.join("notes.json");
+    std::fs::write(&notes, "{}").unwrap();
+    let script = srv.join("server.py");
+    std::fs::write(
+        &script,
+        server_source(&format!(
+            "open({:?}).read()\ndef describe(): return 'x'",
+            notes.display().to_string()
+        )),
+    )
+    .unwrap();
+    let (srv_s, data_s, script_s) = (
+        srv.display().to_string(),
+        data.display().to_string(),
+        script.display().to_string(),
+    );
+    let out = w.capture(&["--sandbox-read", &srv_s], &[python(), &script_s]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_all(
+        &text(&out.stderr),
+        &[
+            "exited with status 1 before answering initialize",
+            "PermissionError: [Errno 13] Permission denied",
+            &format!("{} is outside the sandbox's grants; grant --sandbox-read {data_s} (sandbox.read in the policy), --sandbox-write {data_s} if the server writes there (sandbox.read_write)", notes.display()),
+            &format!("sandbox-check --policy {} --sandbox-read {srv_s} --sandbox-read {data_s} -- ", w.policy.display()),
+        ],
+    );
+    // The suggested grant is the fix.
+    let fixed = w.capture(
+        &["--sandbox-read", &srv_s, "--sandbox-read", &data_s],
+        &[python(), &script_s],
+    );
+    assert!(fixed.status.success(), "{}", show(&fixed));
+}
+
+/// Status 126 from a program the sandbox does not let run, through the proxy: the error names
+/// sandbox.execute.
+#[test]
+fn the_proxy_explains_a_sandboxed_server_that_exits_126() {
+    let w = World::new();
+    let bin = w.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let tool = bin.join("tool");
+    std::fs::copy("/usr/bin/true", &tool).unwrap();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--policy")
+        .arg(&w.policy)
+        .args(["--", "sh", "-c"])
+        .arg(&tool)
+        .env("HOME", &w.home);
+    let out = run_bounded(&mut cmd);
+    assert_eq!(out.status.code(), Some(126), "{}", show(&out));
+    assert_all(
+        &text(&out.stderr),
+        &[
+            "the server exited with status 126 before answering anything",
+            "status 126 means a program could not be executed",
+            "sandbox.execute",
+            &format!(
+                "{} is outside the sandbox's grants and cannot be executed; add {} to sandbox.execute",
+                tool.display(),
+                bin.display()
+            ),
+            "try it with: mcpguard sandbox-check --policy",
+        ],
+    );
+}
+
+/// A server that never answers: the timeout error says the sandbox has no network.
+#[test]
+fn a_sandboxed_timeout_is_explained() {
+    let w = World::new();
+    let out = w.capture(&["--timeout", "1s"], &["sh", "-c", "sleep 10"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_all(
+        &text(&out.stderr),
+        &[
+            "the server did not answer initialize within 1s",
+            "inside the sandbox there is no network",
+            "try it with: mcpguard sandbox-check",
+        ],
+    );
+}
