@@ -227,7 +227,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         let mut found = presets::program_dirs(program);
         match preset {
             Preset::Node => found.extend(presets::node(program, inp.args, &env, inp.ctx)),
-            Preset::Python => found.extend(presets::python(program, &env, inp.ctx)),
+            Preset::Python => found.extend(presets::python(program, inp.args, &env, inp.ctx)),
             Preset::None | Preset::Auto => {}
         }
         wanted.extend(

@@ -218,3 +218,89 @@ fn a_sandboxed_timeout_is_explained() {
         ],
     );
 }
+
+/// A folder holding a server script that imports a module beside it.
+fn script_with_sibling(w: &World) -> (PathBuf, PathBuf) {
+    let srv = w.path("srv");
+    std::fs::create_dir_all(srv.join("pkg")).unwrap();
+    std::fs::write(
+        srv.join("helper.py"),
+        "def describe():\n    return 'described by the sibling module'\n",
+    )
+    .unwrap();
+    let script = srv.join("server.py");
+    std::fs::write(&script, server_source("from helper import describe")).unwrap();
+    (srv, script)
+}
+
+/// `python /abs/dir/server.py`, the script importing `helper.py` beside it: the python preset
+/// grants the script's folder (read only), so it runs under `sandbox-check` and captures with no
+/// option at all.
+#[test]
+fn a_python_script_importing_a_sibling_module_runs_without_options() {
+    let w = World::new();
+    let (srv, script) = script_with_sibling(&w);
+    let probe = srv.join("probe.py");
+    std::fs::write(
+        &probe,
+        "import helper, os\nprint('imported:', helper.describe())\ntry:\n    open(os.path.join(os.path.dirname(__file__), 'new'), 'w')\n    print('wrote')\nexcept OSError as e:\n    print('not writable:', e.errno)\n",
+    )
+    .unwrap();
+    let mut cmd = Command::new(mcpguard());
+    cmd.args(["sandbox-check", "--policy"])
+        .arg(&w.policy)
+        .args(["--", python()])
+        .arg(&probe)
+        .env("HOME", &w.home);
+    let out = run_bounded(&mut cmd);
+    assert!(out.status.success(), "{}", show(&out));
+    let s = text(&out.stdout);
+    assert_all(
+        &s,
+        &[
+            &format!(
+                "read               {}  (preset python: the folder of the script {}",
+                srv.display(),
+                probe.display()
+            ),
+            "imported: described by the sibling module",
+        ],
+    );
+    assert!(
+        !s.contains("wrote") && !srv.join("new").exists(),
+        "the script's folder is read-only: {s}"
+    );
+
+    let out = w.capture(&[], &[python(), script.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", show(&out));
+    let snap = std::fs::read_to_string(w.path("snap.json")).unwrap();
+    assert!(snap.contains("described by the sibling module"), "{snap}");
+}
+
+/// `python -m pkg` started in the folder that holds `pkg`: that folder is granted (read), as
+/// python puts the current directory on `sys.path`.
+#[test]
+fn python_dash_m_from_the_project_folder_captures_without_options() {
+    let w = World::new();
+    let (srv, _) = script_with_sibling(&w);
+    std::fs::write(srv.join("pkg/__init__.py"), "").unwrap();
+    std::fs::write(
+        srv.join("pkg/__main__.py"),
+        server_source("from helper import describe"),
+    )
+    .unwrap();
+    let out = w.path("snap.json");
+    let mut cmd = Command::new(mcpguard());
+    cmd.args(["capture", "--server", "s", "--out"])
+        .arg(&out)
+        .arg("--policy")
+        .arg(&w.policy)
+        .args(["--", python(), "-m", "pkg"])
+        .current_dir(&srv)
+        .env("HOME", &w.home);
+    let o = run_bounded(&mut cmd);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("described by the sibling module"));
+}
