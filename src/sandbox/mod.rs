@@ -109,6 +109,9 @@ pub struct EnvPlan {
     pub passed: Vec<(OsString, OsString)>,
     /// Names of the variables removed (never their values).
     pub removed: Vec<String>,
+    /// Variables passed although `sandbox.env` does not name them, because a preset granted a
+    /// path from their value: the name and the rule it gave.
+    pub for_grants: Vec<(String, String)>,
 }
 
 /// The profile resolved for one run: plain data, plus the open path descriptors.
@@ -144,6 +147,26 @@ pub fn filter_env(vars: &[(OsString, OsString)], allow: &[String]) -> EnvPlan {
         }
     }
     plan
+}
+
+/// Passes the variables a preset granted a path from, with the value it granted, when the
+/// allowlist removed them: a server (or uv, npm) that does not see `UV_CACHE_DIR` falls back to
+/// another cache, which is not granted. Only variables whose path was granted pass.
+fn pass_grant_vars(
+    plan: &mut EnvPlan,
+    env: &[(OsString, OsString)],
+    vars: &[(&'static str, String)],
+) {
+    for (name, rule) in vars {
+        if plan.passed.iter().any(|(k, _)| k == name) {
+            continue;
+        }
+        if let Some((k, v)) = env.iter().find(|(k, _)| k == name) {
+            plan.passed.push((k.clone(), v.clone()));
+            plan.removed.retain(|r| r != name);
+            plan.for_grants.push((name.to_string(), rule.clone()));
+        }
+    }
 }
 
 /// Whether an automatic rule on `path` would grant too much: the root, or the home directory or
@@ -190,7 +213,8 @@ pub struct Inputs<'a> {
 pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
     let p = inp.profile;
     let home = inp.ctx.home.as_deref();
-    let mut wanted: Vec<(Access, PathBuf, String, bool)> = Vec::new();
+    // (access, path, origin, automatic, the variable the path came from)
+    let mut wanted: Vec<(Access, PathBuf, String, bool, Option<&'static str>)> = Vec::new();
     for (list, access, key) in [
         (&p.execute, Access::Execute, "sandbox.execute"),
         (&p.read, Access::Read, "sandbox.read"),
@@ -200,11 +224,17 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             let path = pp.expand(inp.ctx).map_err(|e| {
                 format!("{key}: {e}; set it in the environment or change the policy")
             })?;
-            wanted.push((access, path, format!("{key} {pp}"), false));
+            wanted.push((access, path, format!("{key} {pp}"), false, None));
         }
     }
     for path in &inp.extra.read {
-        wanted.push((Access::Read, path.clone(), "--sandbox-read".into(), false));
+        wanted.push((
+            Access::Read,
+            path.clone(),
+            "--sandbox-read".into(),
+            false,
+            None,
+        ));
     }
     for path in &inp.extra.read_write {
         wanted.push((
@@ -212,6 +242,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             path.clone(),
             "--sandbox-write".into(),
             false,
+            None,
         ));
     }
     let (preset, preset_reason) = match (p.preset, inp.program) {
@@ -233,12 +264,13 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         wanted.extend(
             found
                 .into_iter()
-                .map(|f| (f.access, f.path, f.origin, true)),
+                .map(|f| (f.access, f.path, f.origin, true, f.var)),
         );
     }
+    let mut grant_vars: Vec<(&'static str, String)> = Vec::new();
     let paths = wanted
         .into_iter()
-        .map(|(access, path, origin, automatic)| {
+        .map(|(access, path, origin, automatic, var)| {
             let state = if automatic && too_broad(&path, home) {
                 PathState::NotGranted(
                     "too broad to grant automatically (the root or your home directory); name what the server needs in sandbox.read or sandbox.execute".into(),
@@ -246,6 +278,9 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             } else {
                 open_path(&path)
             };
+            if let (Some(var), PathState::Open { .. }) = (var, &state) {
+                grant_vars.push((var, format!("{origin}: {}", path.display())));
+            }
             PathRule {
                 access,
                 path,
@@ -255,6 +290,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         })
         .collect();
     let mut env_plan = filter_env(inp.env, &p.env);
+    pass_grant_vars(&mut env_plan, inp.env, &grant_vars);
     if let Some(tmp) = &inp.ctx.tmpdir {
         env_plan
             .passed

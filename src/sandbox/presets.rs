@@ -40,6 +40,10 @@ pub struct Found {
     pub access: Access,
     pub path: PathBuf,
     pub origin: String,
+    /// The environment variable whose value gave this path (`UV_CACHE_DIR`, `npm_config_cache`,
+    /// …): when the path is granted, the server gets the variable with that value, so that it
+    /// uses the path that was granted rather than falling back to one that was not.
+    pub var: Option<&'static str>,
 }
 
 fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) -> Found {
@@ -47,6 +51,13 @@ fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) ->
         access,
         path: path.into(),
         origin: origin.into(),
+        var: None,
+    }
+}
+
+impl Found {
+    fn with_var(self, var: Option<&'static str>) -> Found {
+        Found { var, ..self }
     }
 }
 
@@ -68,6 +79,29 @@ impl Env<'_> {
         self.get(name)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
+    }
+
+    /// [`Env::abs_path`], with the name, for a [`Found`] that comes from it.
+    fn var_path(&self, name: &'static str) -> Option<(PathBuf, Option<&'static str>)> {
+        self.abs_path(name).map(|p| (p, Some(name)))
+    }
+}
+
+/// An XDG base directory: the placeholder value (`$XDG_CACHE_HOME`), naming the variable when the
+/// value is the environment's, else `~/<fallback>`.
+fn base_dir(
+    env: &Env<'_>,
+    name: &'static str,
+    value: Option<&PathBuf>,
+    ctx: &PathContext,
+    fallback: &str,
+) -> Option<(PathBuf, Option<&'static str>)> {
+    match value {
+        Some(v) => {
+            let var = (env.abs_path(name).as_ref() == Some(v)).then_some(name);
+            Some((v.clone(), var))
+        }
+        None => ctx.home.as_ref().map(|h| (h.join(fallback), None)),
     }
 }
 
@@ -234,14 +268,10 @@ pub fn node(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext)
         }
     }
     let cache = env
-        .abs_path("npm_config_cache")
-        .or_else(|| ctx.home.as_ref().map(|h| h.join(".npm")));
-    if let Some(cache) = cache {
-        out.push(found(
-            Access::ReadWrite,
-            cache,
-            "preset node: the npm cache",
-        ));
+        .var_path("npm_config_cache")
+        .or_else(|| ctx.home.as_ref().map(|h| (h.join(".npm"), None)));
+    if let Some((cache, var)) = cache {
+        out.push(found(Access::ReadWrite, cache, "preset node: the npm cache").with_var(var));
     }
     // The scripts the command runs: the program itself when it is a script, and every argument
     // that names an existing file (`node /path/to/dist/index.js`).
@@ -337,8 +367,9 @@ pub fn python(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContex
     if interpreters.is_empty() {
         interpreters.extend(find_program(OsStr::new("python3"), env.get("PATH"), &cwd));
     }
-    let mut venvs: Vec<PathBuf> = env.abs_path("VIRTUAL_ENV").into_iter().collect();
-    venvs.extend(code.venv);
+    let mut venvs: Vec<(PathBuf, Option<&'static str>)> =
+        env.var_path("VIRTUAL_ENV").into_iter().collect();
+    venvs.extend(code.venv.map(|v| (v, None)));
     for i in &interpreters {
         // A virtual environment: <venv>/bin/python with <venv>/pyvenv.cfg. Its interpreter is a
         // symlink, so the venv is found from the path as written, before resolving links.
@@ -348,7 +379,7 @@ pub fn python(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContex
             .and_then(Path::parent)
         {
             if venv.join("pyvenv.cfg").is_file() {
-                venvs.push(venv.to_path_buf());
+                venvs.push((venv.to_path_buf(), None));
             }
         }
         if let Some(prefix) = std::fs::canonicalize(i).ok().as_deref().and_then(prefix_of) {
@@ -360,7 +391,7 @@ pub fn python(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContex
         }
     }
     out.extend(code.found);
-    for venv in venvs {
+    for (venv, var) in venvs {
         if let Some(home) = venv_home(&venv) {
             if let Some(prefix) = std::fs::canonicalize(&home)
                 .ok()
@@ -376,30 +407,43 @@ pub fn python(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContex
                 ));
             }
         }
-        out.push(found(
-            Access::Execute,
-            venv,
-            "preset python: the virtual environment",
-        ));
+        out.push(
+            found(
+                Access::Execute,
+                venv,
+                "preset python: the virtual environment",
+            )
+            .with_var(var),
+        );
     }
-    let uv_cache = env.abs_path("UV_CACHE_DIR").or_else(|| {
-        ctx.cache_home
-            .clone()
-            .or_else(|| ctx.home.as_ref().map(|h| h.join(".cache")))
-            .map(|c| c.join("uv"))
+    let uv_cache = env.var_path("UV_CACHE_DIR").or_else(|| {
+        base_dir(
+            env,
+            "XDG_CACHE_HOME",
+            ctx.cache_home.as_ref(),
+            ctx,
+            ".cache",
+        )
+        .map(|(c, var)| (c.join("uv"), var))
     });
-    let uv_data = ctx
-        .data_home
-        .clone()
-        .or_else(|| ctx.home.as_ref().map(|h| h.join(".local/share")))
-        .map(|d| d.join("uv"));
+    let uv_data = base_dir(
+        env,
+        "XDG_DATA_HOME",
+        ctx.data_home.as_ref(),
+        ctx,
+        ".local/share",
+    )
+    .map(|(d, var)| (d.join("uv"), var));
     for (dir, what) in [(uv_cache, "uv's cache"), (uv_data, "uv's data directory")] {
-        if let Some(dir) = dir {
-            out.push(found(
-                Access::ReadWriteExecute,
-                dir,
-                format!("preset python: {what} (uvx runs the tools it installs there)"),
-            ));
+        if let Some((dir, var)) = dir {
+            out.push(
+                found(
+                    Access::ReadWriteExecute,
+                    dir,
+                    format!("preset python: {what} (uvx runs the tools it installs there)"),
+                )
+                .with_var(var),
+            );
         }
     }
     let mut seen = Vec::new();

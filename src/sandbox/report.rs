@@ -462,6 +462,13 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         ),
         Status::Enforced,
     );
+    for (name, rule) in &req.env.for_grants {
+        line(
+            "environment",
+            format!("{name} passed with the value a preset granted ({rule})"),
+            Status::Enforced,
+        );
+    }
     if let Some(tmp) = &req.tmpdir {
         line(
             "environment",

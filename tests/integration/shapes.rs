@@ -304,3 +304,56 @@ fn python_dash_m_from_the_project_folder_captures_without_options() {
         .unwrap()
         .contains("described by the sibling module"));
 }
+
+/// `UV_CACHE_DIR` and `npm_config_cache` give the presets the caches they grant; the server gets
+/// each with the value that was granted (not its fallback, which is not), and the report says so.
+#[test]
+fn variables_the_presets_granted_paths_from_reach_the_server() {
+    let w = World::new();
+    let uv = w.path("uv-cache");
+    let npm = w.path("npm-cache");
+    std::fs::create_dir(&uv).unwrap();
+    std::fs::create_dir(&npm).unwrap();
+    let run = |command: &[&str]| {
+        let mut cmd = Command::new(mcpguard());
+        cmd.args(["sandbox-check", "--policy"])
+            .arg(&w.policy)
+            .arg("--")
+            .args(command)
+            .env("HOME", &w.home)
+            .env("UV_CACHE_DIR", &uv)
+            .env("npm_config_cache", &npm);
+        run_bounded(&mut cmd)
+    };
+    let out = run(&[
+        python(),
+        "-c",
+        "import os; print('uv=[%s]' % os.environ.get('UV_CACHE_DIR'))",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_all(
+        &text(&out.stdout),
+        &[
+            &format!("UV_CACHE_DIR passed with the value a preset granted (preset python: uv's cache (uvx runs the tools it installs there): {})", uv.display()),
+            &format!("uv=[{}]", uv.display()),
+        ],
+    );
+    let node = "/usr/bin/node";
+    if !Path::new(node).exists() {
+        println!("skipping the node half: {node} is not installed");
+        return;
+    }
+    let out = run(&[
+        node,
+        "-e",
+        "console.log('npm=[' + process.env.npm_config_cache + ']')",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_all(
+        &text(&out.stdout),
+        &[
+            "npm_config_cache passed with the value a preset granted (preset node: the npm cache",
+            &format!("npm=[{}]", npm.display()),
+        ],
+    );
+}
