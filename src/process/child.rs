@@ -88,8 +88,11 @@ pub fn spawn_with(
     let mut cmd = match sandbox {
         Some(s) => {
             let mut cmd = Command::new(&s.program);
-            // argv[0] stays what the user wrote; the file executed is the one examined.
-            cmd.arg0(program).env_clear().envs(s.env.iter().cloned());
+            // argv[0] stays what the user wrote (unless a shim was replaced); the file executed
+            // is the one examined.
+            cmd.arg0(s.argv0.as_deref().unwrap_or(program))
+                .env_clear()
+                .envs(s.env.iter().cloned());
             cmd
         }
         None => Command::new(program),

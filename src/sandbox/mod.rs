@@ -30,6 +30,7 @@ mod prepare;
 pub mod presets;
 mod report;
 pub mod seccomp;
+pub mod shims;
 
 use std::ffi::OsString;
 use std::io;
@@ -120,7 +121,10 @@ pub struct Request {
     pub mode: SandboxMode,
     pub preset: Preset,
     pub preset_reason: String,
+    /// The program to execute: the server command as found on PATH, or the interpreter a
+    /// version manager's shim would have run (`shim` says so).
     pub program: Option<PathBuf>,
+    pub shim: Option<String>,
     pub paths: Vec<PathRule>,
     pub tcp_connect: Vec<u16>,
     pub tcp_bind: Vec<u16>,
@@ -245,7 +249,16 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             None,
         ));
     }
-    let (preset, preset_reason) = match (p.preset, inp.program) {
+    let env = presets::Env { vars: inp.env };
+    // A version manager's shim is replaced by the interpreter it would run, read from the
+    // manager's files: the shim itself runs the manager's tree, which is not granted.
+    let cwd = inp.ctx.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let shim = match inp.program {
+        Some(program) => shims::resolve(program, &env, &cwd)?,
+        None => None,
+    };
+    let program = shim.as_ref().map(|s| s.real.as_path()).or(inp.program);
+    let (preset, preset_reason) = match (p.preset, program) {
         (Preset::Auto, Some(program)) => {
             let (found, why) = presets::auto(program);
             (found, format!("auto: {why}"))
@@ -253,8 +266,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         (Preset::Auto, None) => (Preset::None, "auto: no server command given".to_string()),
         (other, _) => (other, "set by the policy".to_string()),
     };
-    let env = presets::Env { vars: inp.env };
-    if let Some(program) = inp.program {
+    if let Some(program) = program {
         let mut found = presets::program_dirs(program);
         match preset {
             Preset::Node => found.extend(presets::node(program, inp.args, &env, inp.ctx)),
@@ -300,7 +312,8 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         mode: p.mode,
         preset,
         preset_reason,
-        program: inp.program.map(Path::to_path_buf),
+        program: program.map(Path::to_path_buf),
+        shim: shim.map(|s| s.note),
         paths,
         tcp_connect: p.tcp_connect.clone(),
         tcp_bind: p.tcp_bind.clone(),

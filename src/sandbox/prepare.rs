@@ -51,6 +51,9 @@ pub struct Prepared {
     /// The program to execute (absolute) and the environment to give it.
     pub program: PathBuf,
     pub env: Vec<(OsString, OsString)>,
+    /// `argv[0]` when it must not be the command as written: a shim's interpreter gets its own
+    /// path, so that it finds its prefix from it rather than from the shim's folder on PATH.
+    pub argv0: Option<OsString>,
     /// What an explanation of the server's failure needs to know of the grants.
     pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
@@ -169,8 +172,10 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         .collect();
     let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable);
     let explain = explain_context(&req);
+    let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     Ok(Prepared {
         report,
+        argv0,
         program,
         env: req.env.passed,
         explain,

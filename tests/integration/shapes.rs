@@ -357,3 +357,114 @@ fn variables_the_presets_granted_paths_from_reach_the_server() {
         ],
     );
 }
+
+/// The pyenv installation of the user running the tests, when there is one with a python3 shim.
+fn pyenv_shim() -> Option<(PathBuf, PathBuf)> {
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".pyenv")))?;
+    let shim = root.join("shims/python3");
+    if !shim.is_file() {
+        println!(
+            "skipping: no pyenv shim at {} (pyenv is not installed for this user)",
+            shim.display()
+        );
+        return None;
+    }
+    Some((root, shim))
+}
+
+/// `python3` found on PATH as a real pyenv shim (a shell script that runs ~/.pyenv's libexec):
+/// mcpguard reads the version pyenv would pick, runs that interpreter under the sandbox (without
+/// running the shim, and without granting ~/.pyenv whole), and the server captures with no
+/// option; PYENV_VERSION picks another installed version the same way pyenv would.
+#[test]
+fn a_pyenv_shim_runs_the_interpreter_it_selects() {
+    let Some((root, shim)) = pyenv_shim() else {
+        return;
+    };
+    let w = World::new();
+    let (srv, script) = script_with_sibling(&w);
+    let path = format!("{}:/usr/bin:/bin", shim.parent().unwrap().display());
+    let check = |extra_env: &[(&str, &str)], probe: &str| {
+        let mut cmd = Command::new(mcpguard());
+        cmd.args(["sandbox-check", "--policy"])
+            .arg(&w.policy)
+            .args(["--", "python3", "-c", probe])
+            .current_dir(&srv)
+            .env("HOME", &w.home)
+            .env("PATH", &path)
+            .env_remove("PYENV_VERSION");
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        run_bounded(&mut cmd)
+    };
+    let out = check(&[], "import sys; print('prefix=' + sys.prefix)");
+    let s = text(&out.stdout);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        s.contains(&format!(
+            "({} is a pyenv shim; running the interpreter it selects, pyenv version",
+            shim.display()
+        )),
+        "{s}"
+    );
+    let prefix = s
+        .lines()
+        .find_map(|l| l.strip_prefix("prefix="))
+        .expect("the interpreter ran");
+    assert!(
+        prefix.starts_with(&root.join("versions").display().to_string()),
+        "{s}"
+    );
+    assert!(
+        !s.contains(&format!("execute            {}  ", root.display())),
+        "the whole pyenv tree is never granted: {s}"
+    );
+
+    // Another installed version, chosen by PYENV_VERSION as pyenv would.
+    let installed: Vec<String> = std::fs::read_dir(root.join("versions"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().join("bin/python3").is_file())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(other) = installed
+        .iter()
+        .find(|v| !prefix.ends_with(&format!("/{v}")))
+    {
+        let out = check(
+            &[("PYENV_VERSION", other)],
+            "import sys; print('prefix=' + sys.prefix)",
+        );
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(
+            text(&out.stdout).contains(&format!(
+                "prefix={}",
+                root.join("versions").join(other).display()
+            )),
+            "{}",
+            show(&out)
+        );
+    }
+
+    // The capture of a server launched through the shim, with no option.
+    let mut cmd = Command::new(mcpguard());
+    cmd.args(["capture", "--server", "s", "--out"])
+        .arg(w.path("snap.json"))
+        .arg("--policy")
+        .arg(&w.policy)
+        .args(["--", "python3"])
+        .arg(&script)
+        .env("HOME", &w.home)
+        .env("PATH", &path)
+        .env_remove("PYENV_VERSION");
+    let out = run_bounded(&mut cmd);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(std::fs::read_to_string(w.path("snap.json"))
+        .unwrap()
+        .contains("described by the sibling module"));
+}
