@@ -468,3 +468,91 @@ fn a_pyenv_shim_runs_the_interpreter_it_selects() {
         .unwrap()
         .contains("described by the sibling module"));
 }
+
+/// uv for the `uv run` shape: `MCPGUARD_TEST_UV`, else `.peers/uv/bin/uv` (`python3 -m venv
+/// .peers/uv && .peers/uv/bin/pip install uv==0.13.9`), else `uv` on PATH.
+fn uv() -> Option<PathBuf> {
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/uv/bin/uv");
+    let found = std::env::var_os("MCPGUARD_TEST_UV")
+        .map(PathBuf::from)
+        .or_else(|| peers.is_file().then_some(peers))
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("uv"))
+                .find(|p| p.is_file())
+        });
+    if found.is_none() {
+        println!("skipping: no uv (set MCPGUARD_TEST_UV, or install it into .peers/uv)");
+    }
+    found
+}
+
+/// `uv run --directory D server.py` of a project synced beforehand: the preset grants the
+/// project (read) and its `.venv`, and UV_CACHE_DIR reaches uv with the granted value, so the
+/// server captures with no option and without the network (the sandbox has none).
+#[test]
+fn uv_run_directory_captures_without_options() {
+    let Some(uv) = uv() else {
+        return;
+    };
+    let w = World::new();
+    let (proj, _) = script_with_sibling(&w);
+    std::fs::write(
+        proj.join("pyproject.toml"),
+        "[project]\nname = \"shape\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = []\n",
+    )
+    .unwrap();
+    let cache = w.path("uv-cache");
+    let sync = run_bounded(
+        Command::new(&uv)
+            .args(["sync", "--directory"])
+            .arg(&proj)
+            .env("HOME", &w.home)
+            .env("UV_CACHE_DIR", &cache)
+            .env("UV_PYTHON", python())
+            .env("UV_OFFLINE", "1"),
+    );
+    assert!(sync.status.success(), "uv sync: {}", show(&sync));
+    let mut cmd = Command::new(mcpguard());
+    cmd.args(["capture", "--server", "s", "--out"])
+        .arg(w.path("snap.json"))
+        .arg("--policy")
+        .arg(&w.policy)
+        .arg("--")
+        .arg(&uv)
+        .args(["run", "--directory"])
+        .arg(&proj)
+        .arg("server.py")
+        .current_dir("/")
+        .env("HOME", &w.home)
+        .env("UV_CACHE_DIR", &cache);
+    let out = run_bounded(&mut cmd);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(std::fs::read_to_string(w.path("snap.json"))
+        .unwrap()
+        .contains("described by the sibling module"));
+}
+
+/// `<venv>/bin/python /abs/server.py` with the peers' virtual environment: the venv, its base
+/// interpreter and the script's folder are granted, so it captures with no option.
+#[test]
+fn a_venv_interpreter_running_a_script_captures_without_options() {
+    let venv_python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/venv/bin/python");
+    if !venv_python.exists() {
+        println!(
+            "skipping: no {} (run scripts/install-peers.sh)",
+            venv_python.display()
+        );
+        return;
+    }
+    let w = World::new();
+    let (_, script) = script_with_sibling(&w);
+    let out = w.capture(
+        &[],
+        &[venv_python.to_str().unwrap(), script.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(std::fs::read_to_string(w.path("snap.json"))
+        .unwrap()
+        .contains("described by the sibling module"));
+}
