@@ -556,3 +556,32 @@ fn a_venv_interpreter_running_a_script_captures_without_options() {
         .unwrap()
         .contains("described by the sibling module"));
 }
+
+/// A live `check` runs the server in the same sandbox, and explains its failure the same way.
+#[test]
+fn a_live_check_explains_a_sandboxed_failure() {
+    let w = World::new();
+    let (_, script) = script_with_sibling(&w);
+    let out = w.capture(&[], &[python(), script.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", show(&out));
+    let in_home = w.home.join("server.py");
+    std::fs::copy(&script, &in_home).unwrap();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("check")
+        .arg(w.path("snap.json"))
+        .arg("--policy")
+        .arg(&w.policy)
+        .args(["--", python()])
+        .arg(&in_home)
+        .env("HOME", &w.home);
+    let out = run_bounded(&mut cmd);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert_all(
+        &text(&out.stderr),
+        &[
+            "live check of server \"s\" failed: the server exited with status 2 before answering initialize",
+            "which may have denied it something it needs",
+            &format!("grant --sandbox-read {}", in_home.display()),
+        ],
+    );
+}
