@@ -70,9 +70,14 @@ fn small_script(program: &Path) -> Option<String> {
 }
 
 /// The pyenv root of a pyenv shim: `export PYENV_ROOT="…"` in the shim, else `PYENV_ROOT`, else
-/// the folder above `shims/`. Only a script that execs `pyenv exec` is a pyenv shim.
+/// the folder above `shims/`. Only a script in a `shims` folder that execs `…/libexec/pyenv exec`
+/// (pyenv's shim template) is a pyenv shim: a server's own wrapper that mentions pyenv must
+/// still run as written.
 fn pyenv_root(text: &str, program: &Path, env: &Env<'_>) -> Option<PathBuf> {
-    if !text.contains("libexec/pyenv\" exec") && !text.contains("pyenv exec") {
+    let execs_pyenv = text
+        .lines()
+        .any(|l| l.trim_start().starts_with("exec ") && l.contains("libexec/pyenv\" exec "));
+    if !execs_pyenv || shims_parent(program).is_none() {
         return None;
     }
     let from_shim = text.lines().find_map(|l| {
@@ -208,7 +213,10 @@ fn version_dir(versions: &Path, v: &str) -> Option<PathBuf> {
 /// The asdf data folder of an asdf shim (`exec asdf exec …` with `# asdf-plugin:` lines):
 /// `ASDF_DATA_DIR`, else the folder above `shims/`.
 fn asdf_root(text: &str, program: &Path, env: &Env<'_>) -> Option<PathBuf> {
-    if !text.contains("asdf exec") || !text.contains("# asdf-plugin:") {
+    let execs_asdf = text
+        .lines()
+        .any(|l| l.trim_start().starts_with("exec ") && l.contains("asdf exec "));
+    if !execs_asdf || !text.contains("# asdf-plugin:") || shims_parent(program).is_none() {
         return None;
     }
     env.get("ASDF_DATA_DIR")
@@ -342,6 +350,16 @@ mod tests {
             .unwrap();
         assert_eq!(r.real, root.join("versions/3.12.1/bin/python3"));
         assert!(r.note.contains("from PYENV_VERSION"), "{}", r.note);
+        // A server's own wrapper that runs pyenv is not a shim: it runs as written.
+        let wrapper = dir.path().join("bin/run-server");
+        exe(
+            &wrapper,
+            &format!(
+                "#!/bin/sh\nexec \"{}/libexec/pyenv\" exec python3 server.py\n",
+                root.display()
+            ),
+        );
+        assert_eq!(resolve(&wrapper, &env, &project).unwrap(), None);
         // A real interpreter is not a shim.
         assert_eq!(
             resolve(&root.join("versions/3.12.1/bin/python3"), &env, &project).unwrap(),
