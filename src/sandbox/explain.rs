@@ -283,6 +283,15 @@ fn suggest(ctx: &Context, errno: Errno, path: &Path, exec: bool) -> Suggestion {
         || matches!(has, Some(Access::Read | Access::Execute) if errno == Errno::Eacces);
     let shown = target.display();
     let text = match (errno, has) {
+        (Errno::Eacces, Some(Access::ReadWrite)) if exec => {
+            return Suggestion {
+                text: format!(
+                    "{} is inside a writable grant, and nothing writable is executable in the sandbox; a package runner (npx) that runs tools from its cache fails so: install the package into a folder of its own and run it by path (`node /abs/node_modules/PKG/dist/index.js`), which the node preset grants",
+                    path.display()
+                ),
+                grant: None,
+            }
+        }
         (Errno::Eacces, _) if exec && has != Some(Access::Execute) => {
             return Suggestion {
                 text: format!(
@@ -446,6 +455,18 @@ mod tests {
         let text = explain(&ctx, &Ending::Exited(126), &[d], &["x".into()]);
         assert!(text.contains("sandbox.execute"), "{text}");
         assert!(text.contains("--sandbox-write /srv"), "{text}");
+    }
+
+    #[test]
+    fn a_program_in_a_writable_cache_is_never_suggested_for_sandbox_execute() {
+        let ctx = Context {
+            grants: vec![(Access::ReadWrite, "/h/.npm".into())],
+            ..Context::default()
+        };
+        let d = denial("sh: 1: /h/.npm/_npx/1/node_modules/.bin/srv: Permission denied").unwrap();
+        let text = explain(&ctx, &Ending::Exited(126), &[d], &["npx".into()]);
+        assert!(text.contains("inside a writable grant"), "{text}");
+        assert!(!text.contains("add /h/.npm"), "{text}");
     }
 
     #[test]
