@@ -176,7 +176,6 @@ impl Client {
     }
 
     fn closed(&mut self, method: &str, pipe: &str) -> ClientError {
-        use std::os::unix::process::ExitStatusExt;
         // The pipes close as the process exits; give the exit a moment to become visible.
         let until = Instant::now() + Duration::from_millis(500);
         let status = loop {
@@ -187,13 +186,11 @@ impl Client {
             }
         };
         use crate::sandbox::explain::Ending;
-        let (why, ending) = match status.map(|s| (s.code(), s.signal())) {
-            Some((Some(code), _)) => (format!("exited with status {code}"), Ending::Exited(code)),
-            Some((None, Some(signal))) => (
-                format!("was killed by signal {signal}"),
-                Ending::Signalled(signal),
-            ),
-            _ => (pipe.to_string(), Ending::Closed),
+        let ending = status.as_ref().map_or(Ending::Closed, Ending::of);
+        let why = match ending {
+            Ending::Exited(code) => format!("exited with status {code}"),
+            Ending::Signalled(signal) => format!("was killed by signal {signal}"),
+            _ => pipe.to_string(),
         };
         ClientError::Closed {
             method: method.to_string(),

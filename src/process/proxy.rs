@@ -402,11 +402,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             && server_progress.bytes.load(Ordering::SeqCst) == 0
         {
             use crate::sandbox::explain::{explain, Ending};
-            let ending = match (status.code(), status.signal()) {
-                (Some(code), _) => Ending::Exited(code),
-                (None, Some(sig)) => Ending::Signalled(sig),
-                _ => Ending::Closed,
-            };
+            let ending = Ending::of(&status);
             let watch = watch.lock().unwrap_or_else(|p| p.into_inner());
             diag::emit(
                 Level::Error,

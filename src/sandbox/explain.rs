@@ -28,6 +28,18 @@ pub enum Ending {
     Closed,
 }
 
+impl Ending {
+    /// How a process that exited ended.
+    pub fn of(status: &std::process::ExitStatus) -> Ending {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ending::Exited(code),
+            (None, Some(signal)) => Ending::Signalled(signal),
+            _ => Ending::Closed,
+        }
+    }
+}
+
 /// The kind of permission error a stderr line reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Errno {
