@@ -39,6 +39,7 @@ fn extra(grants: &mcpguard::cli::flags::SandboxGrants) -> mcpguard::sandbox::Ext
 /// proxy exits the way a shell would (127, 126), `capture` and `check` with their own failure.
 fn sandbox_for(
     policy: &policy::Policy,
+    policy_file: Option<&std::path::Path>,
     command: &[std::ffi::OsString],
     grants: &mcpguard::cli::flags::SandboxGrants,
     missing: impl FnOnce(mcpguard::process::child::SpawnError) -> ExitCode,
@@ -51,6 +52,7 @@ fn sandbox_for(
     let kernel = sandbox::Kernel::probe();
     let setup = sandbox::setup(
         &policy.sandbox,
+        policy_file,
         &program,
         &command[1..],
         &extra(grants),
@@ -99,7 +101,7 @@ fn run_command(cmd: Command) -> ExitCode {
             let setup = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
                 .and_then(|p| {
-                    sandbox_for(&p, server_command, &live.grants, |e| {
+                    sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
                         fail(&format!("capture failed: {e}"))
                     })
                 }) {
@@ -163,7 +165,7 @@ fn run_command(cmd: Command) -> ExitCode {
             let setup = if server_command.is_empty() {
                 None
             } else {
-                match sandbox_for(&p, server_command, &live.grants, |e| {
+                match sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
                     fail(&format!("live check failed: {e}"))
                 }) {
                     Ok(s) => s,
@@ -364,10 +366,16 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
             "dry run (--dry-run): calls are checked, classified and confirmed but never dispatched",
         );
     }
-    let sandbox = match sandbox_for(&policy, &args.server, &args.grants, |e| {
-        diag::emit(Level::Error, &e.to_string());
-        ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
-    }) {
+    let sandbox = match sandbox_for(
+        &policy,
+        args.policy.as_deref(),
+        &args.server,
+        &args.grants,
+        |e| {
+            diag::emit(Level::Error, &e.to_string());
+            ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
+        },
+    ) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -24,6 +24,19 @@ pub enum OpenError {
     #[error("cannot open the audit log {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 
+    /// The log's folder did not exist and could not be made.
+    #[error(
+        "cannot create the folder {} of the audit log {}: {source}; create it (mode 0700) or name \
+         another file with --audit-log FILE",
+        dir.display(),
+        path.display()
+    )]
+    Folder {
+        dir: PathBuf,
+        path: PathBuf,
+        source: io::Error,
+    },
+
     /// Pipes, terminals and devices are refused: the log must be a file that can be verified, and
     /// stdout in particular carries JSON-RPC.
     #[error(
@@ -78,8 +91,31 @@ impl fmt::Debug for AuditLog {
     }
 }
 
+/// Creates the missing folders above `path`, each 0700: a shipped policy names a log under
+/// `$XDG_STATE_HOME/mcpguard/`, which a fresh machine does not have yet, and the folder of a
+/// private log must not be readable by others. Existing folders are left as they are.
+fn create_folders(path: &Path) -> Result<(), OpenError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| OpenError::Folder {
+            dir: dir.to_owned(),
+            path: path.to_owned(),
+            source,
+        })
+}
+
 impl AuditLog {
-    /// Opens (creating with mode 0600 if needed) the log at `path` for appending. An existing log
+    /// Opens (creating with mode 0600 if needed, and its missing parent folders with mode 0700)
+    /// the log at `path` for appending. An existing log
     /// is continued: its last line must be an intact record (it is parsed and its hash checked;
     /// the rest of the file is not read, which is what [`verify`] is for), and the next record
     /// follows it in `seq` and `prev`. A damaged last line is refused rather than repaired,
@@ -97,6 +133,7 @@ impl AuditLog {
             path: path.to_owned(),
             source,
         };
+        create_folders(path)?;
         let file = OpenOptions::new()
             .append(true)
             .create(true)

@@ -674,6 +674,35 @@ fn the_log_is_a_private_regular_file() {
 }
 
 #[test]
+fn missing_folders_of_the_log_are_created_private() {
+    let (dir, _) = scratch();
+    let state = dir.path().join("state");
+    let path = state.join("mcpguard/audit.jsonl");
+    drop(open(&path, Payload::Digests));
+    assert!(path.is_file());
+    for folder in [state.clone(), state.join("mcpguard")] {
+        let mode = std::fs::metadata(&folder).expect("stat").mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} has mode {mode:o}", folder.display());
+    }
+    // A folder that cannot be made is refused with the folder's name and what to do.
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let err = AuditLog::open(
+        &blocker.join("sub/audit.jsonl"),
+        "fs",
+        None,
+        Payload::Digests,
+    )
+    .expect_err("a file in the way");
+    assert!(matches!(err, OpenError::Folder { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("a-file/sub") && text.contains("--audit-log"),
+        "{text}"
+    );
+}
+
+#[test]
 fn event_codes_are_stable() {
     let codes: Vec<&str> = EventKind::ALL.iter().map(|kind| kind.code()).collect();
     assert_eq!(

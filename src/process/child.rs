@@ -88,8 +88,11 @@ pub fn spawn_with(
     let mut cmd = match sandbox {
         Some(s) => {
             let mut cmd = Command::new(&s.program);
-            // argv[0] stays what the user wrote; the file executed is the one examined.
-            cmd.arg0(program).env_clear().envs(s.env.iter().cloned());
+            // argv[0] stays what the user wrote (unless a shim was replaced); the file executed
+            // is the one examined.
+            cmd.arg0(s.argv0.as_deref().unwrap_or(program))
+                .env_clear()
+                .envs(s.env.iter().cloned());
             cmd
         }
         None => Command::new(program),
@@ -184,16 +187,25 @@ fn arm_parent_death(parent: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// The permission errors a sandboxed server's stderr reported, shared with the thread that
+/// relays it, so that a failure can be explained (`sandbox::explain`).
+pub type DenialWatch = Arc<std::sync::Mutex<crate::sandbox::explain::Watch>>;
+
 /// Relays the server's stderr line by line, with terminal escapes and invisible characters made
 /// harmless, so a server cannot repaint the user's terminal or hide text in mcpguard's log.
-pub fn relay_stderr(mut src: impl Read) {
+/// With a `watch`, each line is also read for permission errors.
+pub fn relay_stderr(mut src: impl Read, watch: Option<DenialWatch>) {
     const MAX_LINE: usize = 16 << 10;
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
     let emit = |line: &[u8]| {
         let text = String::from_utf8_lossy(line);
         let text = text.strip_suffix('\r').unwrap_or(&text);
-        crate::process::diag::server_line(&sanitize::clean(text, Clean::LINE));
+        let clean = sanitize::clean(text, Clean::LINE);
+        if let Some(w) = &watch {
+            w.lock().unwrap_or_else(|p| p.into_inner()).observe(&clean);
+        }
+        crate::process::diag::server_line(&clean);
     };
     loop {
         let n = match src.read(&mut chunk) {

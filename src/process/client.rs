@@ -27,13 +27,21 @@ use crate::wire::message::{self, Kind};
 pub enum ClientError {
     #[error("{0}")]
     Spawn(#[from] child::SpawnError),
-    #[error("the server did not answer {method} within {timeout:?}")]
-    Timeout { method: String, timeout: Duration },
-    #[error("the server {why} before answering {method}")]
+    #[error("the server did not answer {method} within {timeout:?}{hint}")]
+    Timeout {
+        method: String,
+        timeout: Duration,
+        /// For a sandboxed server, what the sandbox may have denied (starts with a line break),
+        /// else empty.
+        hint: String,
+    },
+    #[error("the server {why} before answering {method}{hint}")]
     Closed {
         method: String,
         /// What happened, e.g. "exited with status 3" or "closed its output".
         why: String,
+        /// As for `Timeout`.
+        hint: String,
     },
     #[error("the server answered {method} with error {code}: {message}")]
     Rpc {
@@ -59,6 +67,17 @@ pub struct Client {
     /// The modern protocol version to stamp into every request's `_meta` (2026-07-28 has no
     /// handshake: each request carries the envelope); `None` in the legacy era.
     pub envelope: Option<String>,
+    /// For a sandboxed server: the command, the sandbox and the denials its stderr reported, so
+    /// that a failure says what the sandbox may have denied.
+    sandboxed: Option<Sandboxed>,
+}
+
+struct Sandboxed {
+    command: Vec<OsString>,
+    prepared: std::sync::Arc<crate::sandbox::Prepared>,
+    watch: child::DenialWatch,
+    /// Signalled when the stderr relay has read the last line.
+    stderr_done: Receiver<()>,
 }
 
 impl Client {
@@ -73,9 +92,21 @@ impl Client {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
+        let watch = sandbox.map(|_| child::DenialWatch::default());
+        let (done_tx, stderr_done) = mpsc::channel();
         if let Some(err) = stderr {
-            thread::spawn(move || child::relay_stderr(err));
+            let watch = watch.clone();
+            thread::spawn(move || {
+                child::relay_stderr(err, watch);
+                let _ = done_tx.send(());
+            });
         }
+        let sandboxed = sandbox.zip(watch).map(|(prepared, watch)| Sandboxed {
+            command: command.to_vec(),
+            prepared: prepared.clone(),
+            watch,
+            stderr_done,
+        });
         let (tx, frames) = mpsc::channel();
         if let Some(mut out) = stdout {
             thread::spawn(move || {
@@ -108,6 +139,7 @@ impl Client {
             timeout,
             notifications: Vec::new(),
             envelope: None,
+            sandboxed,
         })
     }
 
@@ -144,7 +176,6 @@ impl Client {
     }
 
     fn closed(&mut self, method: &str, pipe: &str) -> ClientError {
-        use std::os::unix::process::ExitStatusExt;
         // The pipes close as the process exits; give the exit a moment to become visible.
         let until = Instant::now() + Duration::from_millis(500);
         let status = loop {
@@ -154,15 +185,40 @@ impl Client {
                 _ => break None,
             }
         };
-        let why = match status.map(|s| (s.code(), s.signal())) {
-            Some((Some(code), _)) => format!("exited with status {code}"),
-            Some((None, Some(signal))) => format!("was killed by signal {signal}"),
+        use crate::sandbox::explain::Ending;
+        let ending = status.as_ref().map_or(Ending::Closed, Ending::of);
+        let why = match ending {
+            Ending::Exited(code) => format!("exited with status {code}"),
+            Ending::Signalled(signal) => format!("was killed by signal {signal}"),
             _ => pipe.to_string(),
         };
         ClientError::Closed {
             method: method.to_string(),
             why,
+            hint: self.hint(&ending, true),
         }
+    }
+
+    /// What the sandbox may have denied a server that failed with `ending` (a line break, then
+    /// the explanation), or nothing for an unsandboxed server. `exited`: wait briefly for the
+    /// stderr relay to read the last lines, which name the denial.
+    fn hint(&self, ending: &crate::sandbox::explain::Ending, exited: bool) -> String {
+        let Some(s) = &self.sandboxed else {
+            return String::new();
+        };
+        if exited {
+            let _ = s.stderr_done.recv_timeout(Duration::from_millis(500));
+        }
+        let watch = s.watch.lock().unwrap_or_else(|p| p.into_inner());
+        format!(
+            "\n  {}",
+            crate::sandbox::explain::explain(
+                &s.prepared.explain,
+                ending,
+                watch.denials(),
+                &s.command
+            )
+        )
     }
 
     /// Sends a request and returns its `result`, strictly parsed (duplicate member names in
@@ -186,10 +242,15 @@ impl Client {
             let frame = match self.frames.recv_timeout(left) {
                 Ok(f) => f,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let ending = crate::sandbox::explain::Ending::TimedOut {
+                        method: method.to_string(),
+                        after: self.timeout,
+                    };
                     return Err(ClientError::Timeout {
                         method: method.to_string(),
                         timeout: self.timeout,
-                    })
+                        hint: self.hint(&ending, false),
+                    });
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(self.closed(method, "closed its output"))

@@ -236,10 +236,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             })?;
     }
     let (stderr_done, stderr_finished) = mpsc::channel::<()>();
+    let watch = opts.sandbox.as_ref().map(|_| child::DenialWatch::default());
+    let relay_watch = watch.clone();
     thread::Builder::new()
         .name("server-stderr".into())
         .spawn(move || {
-            child::relay_stderr(child_err);
+            child::relay_stderr(child_err, relay_watch);
             let _ = stderr_done.send(());
         })?;
     {
@@ -392,6 +394,25 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let ended_by = std::os::unix::process::ExitStatusExt::signal(&status)
         .and_then(|s| Signal::try_from(s).ok())
         .filter(|s| (sent_term && *s == Signal::SIGTERM) || (sent_kill && *s == Signal::SIGKILL));
+    // A sandboxed server that failed before it said anything most likely lacked a grant: say
+    // what the sandbox may have denied, since the server's own words rarely point there.
+    if let (Some(prepared), Some(watch)) = (&opts.sandbox, &watch) {
+        if !status.success()
+            && ended_by.is_none()
+            && server_progress.bytes.load(Ordering::SeqCst) == 0
+        {
+            use crate::sandbox::explain::{explain, Ending};
+            let ending = Ending::of(&status);
+            let watch = watch.lock().unwrap_or_else(|p| p.into_inner());
+            diag::emit(
+                Level::Error,
+                &format!(
+                    "the server {why} before answering anything\n  {}",
+                    explain(&prepared.explain, &ending, watch.denials(), &opts.command)
+                ),
+            );
+        }
+    }
     Ok(match ended_by {
         Some(signal) => Outcome::Stopped { signal },
         None => Outcome::Child(status),

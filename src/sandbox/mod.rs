@@ -23,12 +23,14 @@
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
+pub mod explain;
 pub mod isolate;
 pub mod landlock;
 mod prepare;
 pub mod presets;
 mod report;
 pub mod seccomp;
+pub mod shims;
 
 use std::ffi::OsString;
 use std::io;
@@ -108,6 +110,9 @@ pub struct EnvPlan {
     pub passed: Vec<(OsString, OsString)>,
     /// Names of the variables removed (never their values).
     pub removed: Vec<String>,
+    /// Variables passed although `sandbox.env` does not name them, because a preset granted a
+    /// path from their value: the name and the rule it gave.
+    pub for_grants: Vec<(String, String)>,
 }
 
 /// The profile resolved for one run: plain data, plus the open path descriptors.
@@ -116,7 +121,10 @@ pub struct Request {
     pub mode: SandboxMode,
     pub preset: Preset,
     pub preset_reason: String,
+    /// The program to execute: the server command as found on PATH, or the interpreter a
+    /// version manager's shim would have run (`shim` says so).
     pub program: Option<PathBuf>,
+    pub shim: Option<String>,
     pub paths: Vec<PathRule>,
     pub tcp_connect: Vec<u16>,
     pub tcp_bind: Vec<u16>,
@@ -143,6 +151,26 @@ pub fn filter_env(vars: &[(OsString, OsString)], allow: &[String]) -> EnvPlan {
         }
     }
     plan
+}
+
+/// Passes the variables a preset granted a path from, with the value it granted, when the
+/// allowlist removed them: a server (or uv, npm) that does not see `UV_CACHE_DIR` falls back to
+/// another cache, which is not granted. Only variables whose path was granted pass.
+fn pass_grant_vars(
+    plan: &mut EnvPlan,
+    env: &[(OsString, OsString)],
+    vars: &[(&'static str, String)],
+) {
+    for (name, rule) in vars {
+        if plan.passed.iter().any(|(k, _)| k == name) {
+            continue;
+        }
+        if let Some((k, v)) = env.iter().find(|(k, _)| k == name) {
+            plan.passed.push((k.clone(), v.clone()));
+            plan.removed.retain(|r| r != name);
+            plan.for_grants.push((name.to_string(), rule.clone()));
+        }
+    }
 }
 
 /// Whether an automatic rule on `path` would grant too much: the root, or the home directory or
@@ -189,7 +217,8 @@ pub struct Inputs<'a> {
 pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
     let p = inp.profile;
     let home = inp.ctx.home.as_deref();
-    let mut wanted: Vec<(Access, PathBuf, String, bool)> = Vec::new();
+    // (access, path, origin, automatic, the variable the path came from)
+    let mut wanted: Vec<(Access, PathBuf, String, bool, Option<&'static str>)> = Vec::new();
     for (list, access, key) in [
         (&p.execute, Access::Execute, "sandbox.execute"),
         (&p.read, Access::Read, "sandbox.read"),
@@ -199,11 +228,17 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             let path = pp.expand(inp.ctx).map_err(|e| {
                 format!("{key}: {e}; set it in the environment or change the policy")
             })?;
-            wanted.push((access, path, format!("{key} {pp}"), false));
+            wanted.push((access, path, format!("{key} {pp}"), false, None));
         }
     }
     for path in &inp.extra.read {
-        wanted.push((Access::Read, path.clone(), "--sandbox-read".into(), false));
+        wanted.push((
+            Access::Read,
+            path.clone(),
+            "--sandbox-read".into(),
+            false,
+            None,
+        ));
     }
     for path in &inp.extra.read_write {
         wanted.push((
@@ -211,9 +246,19 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             path.clone(),
             "--sandbox-write".into(),
             false,
+            None,
         ));
     }
-    let (preset, preset_reason) = match (p.preset, inp.program) {
+    let env = presets::Env { vars: inp.env };
+    // A version manager's shim is replaced by the interpreter it would run, read from the
+    // manager's files: the shim itself runs the manager's tree, which is not granted.
+    let cwd = inp.ctx.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let shim = match inp.program {
+        Some(program) => shims::resolve(program, &env, &cwd)?,
+        None => None,
+    };
+    let program = shim.as_ref().map(|s| s.real.as_path()).or(inp.program);
+    let (preset, preset_reason) = match (p.preset, program) {
         (Preset::Auto, Some(program)) => {
             let (found, why) = presets::auto(program);
             (found, format!("auto: {why}"))
@@ -221,23 +266,23 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         (Preset::Auto, None) => (Preset::None, "auto: no server command given".to_string()),
         (other, _) => (other, "set by the policy".to_string()),
     };
-    let env = presets::Env { vars: inp.env };
-    if let Some(program) = inp.program {
+    if let Some(program) = program {
         let mut found = presets::program_dirs(program);
         match preset {
             Preset::Node => found.extend(presets::node(program, inp.args, &env, inp.ctx)),
-            Preset::Python => found.extend(presets::python(program, &env, inp.ctx)),
+            Preset::Python => found.extend(presets::python(program, inp.args, &env, inp.ctx)),
             Preset::None | Preset::Auto => {}
         }
         wanted.extend(
             found
                 .into_iter()
-                .map(|f| (f.access, f.path, f.origin, true)),
+                .map(|f| (f.access, f.path, f.origin, true, f.var)),
         );
     }
+    let mut grant_vars: Vec<(&'static str, String)> = Vec::new();
     let paths = wanted
         .into_iter()
-        .map(|(access, path, origin, automatic)| {
+        .map(|(access, path, origin, automatic, var)| {
             let state = if automatic && too_broad(&path, home) {
                 PathState::NotGranted(
                     "too broad to grant automatically (the root or your home directory); name what the server needs in sandbox.read or sandbox.execute".into(),
@@ -245,6 +290,9 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             } else {
                 open_path(&path)
             };
+            if let (Some(var), PathState::Open { .. }) = (var, &state) {
+                grant_vars.push((var, format!("{origin}: {}", path.display())));
+            }
             PathRule {
                 access,
                 path,
@@ -254,6 +302,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         })
         .collect();
     let mut env_plan = filter_env(inp.env, &p.env);
+    pass_grant_vars(&mut env_plan, inp.env, &grant_vars);
     if let Some(tmp) = &inp.ctx.tmpdir {
         env_plan
             .passed
@@ -263,7 +312,8 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         mode: p.mode,
         preset,
         preset_reason,
-        program: inp.program.map(Path::to_path_buf),
+        program: program.map(Path::to_path_buf),
+        shim: shim.map(|s| s.note),
         paths,
         tcp_connect: p.tcp_connect.clone(),
         tcp_bind: p.tcp_bind.clone(),
@@ -343,10 +393,12 @@ pub struct Setup {
     pub tmp: PrivateTmp,
 }
 
-/// Resolves, plans and prepares the sandbox for `command` under `profile`. `Ok(None)` when the
+/// Resolves, plans and prepares the sandbox for `command` under `profile` (read from
+/// `policy_file`, when one was given: a failure's explanation repeats it). `Ok(None)` when the
 /// profile is off. In best-effort mode the caller reports `prepared.report.dropped()`.
 pub fn setup(
     profile: &Sandbox,
+    policy_file: Option<&Path>,
     program: &Path,
     args: &[OsString],
     extra: &Extra,
@@ -372,7 +424,9 @@ pub fn setup(
         env: &env,
     })
     .map_err(Refused)?;
-    let prepared = prepare(req, kernel)?;
+    let mut prepared = prepare(req, kernel)?;
+    prepared.explain.policy = policy_file.map(Path::to_path_buf);
+    prepared.explain.home = ctx.home.clone();
     Ok(Some(Setup {
         prepared: std::sync::Arc::new(prepared),
         tmp,

@@ -51,6 +51,11 @@ pub struct Prepared {
     /// The program to execute (absolute) and the environment to give it.
     pub program: PathBuf,
     pub env: Vec<(OsString, OsString)>,
+    /// `argv[0]` when it must not be the command as written: a shim's interpreter gets its own
+    /// path, so that it finds its prefix from it rather than from the shim's folder on PATH.
+    pub argv0: Option<OsString>,
+    /// What an explanation of the server's failure needs to know of the grants.
+    pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
     filters: Vec<Vec<libc::sock_filter>>,
     rlimits: Vec<Rlimit>,
@@ -166,15 +171,40 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         })
         .collect();
     let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable);
+    let explain = explain_context(&req);
+    let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     Ok(Prepared {
         report,
+        argv0,
         program,
         env: req.env.passed,
+        explain,
         ruleset,
         filters,
         rlimits: rlimits(&req.limits),
         isolation,
     })
+}
+
+/// The grants of the request as the failure explanation reads them; the policy file and the
+/// home directory are filled in by the caller that knows them (`sandbox::setup`).
+fn explain_context(req: &Request) -> super::explain::Context {
+    let mut ctx = super::explain::Context::default();
+    for r in &req.paths {
+        match &r.state {
+            PathState::Open { .. } => ctx.grants.push((r.access, r.path.clone())),
+            PathState::NotGranted(why) => ctx
+                .not_granted
+                .push((r.path.clone(), format!("{}: {why}", r.origin))),
+            PathState::Missing => {}
+        }
+        match r.origin.as_str() {
+            "--sandbox-read" => ctx.read.push(r.path.clone()),
+            "--sandbox-write" => ctx.write.push(r.path.clone()),
+            _ => {}
+        }
+    }
+    ctx
 }
 
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail

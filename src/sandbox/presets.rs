@@ -40,6 +40,10 @@ pub struct Found {
     pub access: Access,
     pub path: PathBuf,
     pub origin: String,
+    /// The environment variable whose value gave this path (`UV_CACHE_DIR`, `npm_config_cache`,
+    /// …): when the path is granted, the server gets the variable with that value, so that it
+    /// uses the path that was granted rather than falling back to one that was not.
+    pub var: Option<&'static str>,
 }
 
 fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) -> Found {
@@ -47,6 +51,13 @@ fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) ->
         access,
         path: path.into(),
         origin: origin.into(),
+        var: None,
+    }
+}
+
+impl Found {
+    fn with_var(self, var: Option<&'static str>) -> Found {
+        Found { var, ..self }
     }
 }
 
@@ -68,6 +79,29 @@ impl Env<'_> {
         self.get(name)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
+    }
+
+    /// [`Env::abs_path`], with the name, for a [`Found`] that comes from it.
+    fn var_path(&self, name: &'static str) -> Option<(PathBuf, Option<&'static str>)> {
+        self.abs_path(name).map(|p| (p, Some(name)))
+    }
+}
+
+/// An XDG base directory: the placeholder value (`$XDG_CACHE_HOME`), naming the variable when the
+/// value is the environment's, else `~/<fallback>`.
+fn base_dir(
+    env: &Env<'_>,
+    name: &'static str,
+    value: Option<&PathBuf>,
+    ctx: &PathContext,
+    fallback: &str,
+) -> Option<(PathBuf, Option<&'static str>)> {
+    match value {
+        Some(v) => {
+            let var = (env.abs_path(name).as_ref() == Some(v)).then_some(name);
+            Some((v.clone(), var))
+        }
+        None => ctx.home.as_ref().map(|h| (h.join(fallback), None)),
     }
 }
 
@@ -234,14 +268,10 @@ pub fn node(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext)
         }
     }
     let cache = env
-        .abs_path("npm_config_cache")
-        .or_else(|| ctx.home.as_ref().map(|h| h.join(".npm")));
-    if let Some(cache) = cache {
-        out.push(found(
-            Access::ReadWrite,
-            cache,
-            "preset node: the npm cache",
-        ));
+        .var_path("npm_config_cache")
+        .or_else(|| ctx.home.as_ref().map(|h| (h.join(".npm"), None)));
+    if let Some((cache, var)) = cache {
+        out.push(found(Access::ReadWrite, cache, "preset node: the npm cache").with_var(var));
     }
     // The scripts the command runs: the program itself when it is a script, and every argument
     // that names an existing file (`node /path/to/dist/index.js`).
@@ -312,10 +342,13 @@ fn package_tree(script: &Path) -> Option<Found> {
 }
 
 /// The python preset: the interpreter's prefix, the virtual environment (and the prefix of the
-/// interpreter it was made from), and uv's cache and data directories.
-pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
+/// interpreter it was made from), what the command line runs (the script's folder, the module's
+/// folder, the `uv run` project and its `.venv`: [`python_code`]), and uv's cache and data
+/// directories.
+pub fn python(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
     let mut out = Vec::new();
     let cwd = ctx.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let code = python_code(program, args, &cwd);
     let mut interpreters = Vec::new();
     if runtime_of(file_name(program)).is_some() {
         interpreters.push(program.to_path_buf());
@@ -334,7 +367,9 @@ pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
     if interpreters.is_empty() {
         interpreters.extend(find_program(OsStr::new("python3"), env.get("PATH"), &cwd));
     }
-    let mut venvs: Vec<PathBuf> = env.abs_path("VIRTUAL_ENV").into_iter().collect();
+    let mut venvs: Vec<(PathBuf, Option<&'static str>)> =
+        env.var_path("VIRTUAL_ENV").into_iter().collect();
+    venvs.extend(code.venv.map(|v| (v, None)));
     for i in &interpreters {
         // A virtual environment: <venv>/bin/python with <venv>/pyvenv.cfg. Its interpreter is a
         // symlink, so the venv is found from the path as written, before resolving links.
@@ -344,7 +379,7 @@ pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
             .and_then(Path::parent)
         {
             if venv.join("pyvenv.cfg").is_file() {
-                venvs.push(venv.to_path_buf());
+                venvs.push((venv.to_path_buf(), None));
             }
         }
         if let Some(prefix) = std::fs::canonicalize(i).ok().as_deref().and_then(prefix_of) {
@@ -355,7 +390,8 @@ pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
             ));
         }
     }
-    for venv in venvs {
+    out.extend(code.found);
+    for (venv, var) in venvs {
         if let Some(home) = venv_home(&venv) {
             if let Some(prefix) = std::fs::canonicalize(&home)
                 .ok()
@@ -371,30 +407,43 @@ pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
                 ));
             }
         }
-        out.push(found(
-            Access::Execute,
-            venv,
-            "preset python: the virtual environment",
-        ));
+        out.push(
+            found(
+                Access::Execute,
+                venv,
+                "preset python: the virtual environment",
+            )
+            .with_var(var),
+        );
     }
-    let uv_cache = env.abs_path("UV_CACHE_DIR").or_else(|| {
-        ctx.cache_home
-            .clone()
-            .or_else(|| ctx.home.as_ref().map(|h| h.join(".cache")))
-            .map(|c| c.join("uv"))
+    let uv_cache = env.var_path("UV_CACHE_DIR").or_else(|| {
+        base_dir(
+            env,
+            "XDG_CACHE_HOME",
+            ctx.cache_home.as_ref(),
+            ctx,
+            ".cache",
+        )
+        .map(|(c, var)| (c.join("uv"), var))
     });
-    let uv_data = ctx
-        .data_home
-        .clone()
-        .or_else(|| ctx.home.as_ref().map(|h| h.join(".local/share")))
-        .map(|d| d.join("uv"));
+    let uv_data = base_dir(
+        env,
+        "XDG_DATA_HOME",
+        ctx.data_home.as_ref(),
+        ctx,
+        ".local/share",
+    )
+    .map(|(d, var)| (d.join("uv"), var));
     for (dir, what) in [(uv_cache, "uv's cache"), (uv_data, "uv's data directory")] {
-        if let Some(dir) = dir {
-            out.push(found(
-                Access::ReadWriteExecute,
-                dir,
-                format!("preset python: {what} (uvx runs the tools it installs there)"),
-            ));
+        if let Some((dir, var)) = dir {
+            out.push(
+                found(
+                    Access::ReadWriteExecute,
+                    dir,
+                    format!("preset python: {what} (uvx runs the tools it installs there)"),
+                )
+                .with_var(var),
+            );
         }
     }
     let mut seen = Vec::new();
@@ -404,6 +453,194 @@ pub fn python(program: &Path, env: &Env<'_>, ctx: &PathContext) -> Vec<Found> {
         new
     });
     out
+}
+
+/// What a python command line runs, beside the interpreter.
+#[derive(Debug, Default)]
+struct PythonCode {
+    /// Folders to read: the script's, the module's, the project's.
+    found: Vec<Found>,
+    /// The `uv run` project's virtual environment, when it has one.
+    venv: Option<PathBuf>,
+}
+
+/// Options of the python interpreter that take a value (`-W ignore`, `-X utf8`), so that the
+/// value is not taken for the script.
+const PYTHON_VALUE_OPTIONS: &[&str] = &["-W", "-X", "--check-hash-based-pycs"];
+
+/// Options of `uv` and `uv run` that take a value, for the same reason; `--directory` and
+/// `--project` are read, the rest skipped.
+const UV_VALUE_OPTIONS: &[&str] = &[
+    "--directory",
+    "--project",
+    "--with",
+    "--with-editable",
+    "--with-requirements",
+    "--python",
+    "-p",
+    "--extra",
+    "--group",
+    "--only-group",
+    "--no-group",
+    "--env-file",
+    "--index",
+    "--default-index",
+    "--index-url",
+    "--extra-index-url",
+    "--find-links",
+    "-f",
+    "--package",
+    "--cache-dir",
+    "--config-file",
+    "--color",
+];
+
+/// The code a python command runs, as the interpreter and uv find it:
+/// - `python [options] FILE`: FILE's folder (read), because the script's folder is the first
+///   entry of `sys.path` and a script imports the modules beside it;
+/// - `python -m NAME`: the current directory (read), only when it holds NAME's top-level package
+///   or module (`-m` puts the current directory on `sys.path`; a module installed in the
+///   environment needs nothing more);
+/// - `uv run [--directory D | --project P] [FILE]`: the project (D, P, or the current directory
+///   when it has a `pyproject.toml`; read) and its `.venv` (as a virtual environment), and FILE's
+///   folder as for python.
+///
+/// Too broad folders (the root, the home directory and its ancestors) are refused by the
+/// caller, like every automatic rule.
+fn python_code(program: &Path, args: &[OsString], cwd: &Path) -> PythonCode {
+    let mut code = PythonCode::default();
+    let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let name = file_name(program);
+    if matches!(name, "uv") {
+        uv_run(&words, cwd, &mut code);
+    } else if runtime_of(name) == Some(Preset::Python) && !matches!(name, "uvx" | "pipx") {
+        python_args(&words, cwd, &mut code);
+    }
+    code
+}
+
+/// `python [options] (FILE | -m NAME | -c CODE | -) [args]`.
+fn python_args(words: &[&str], cwd: &Path, code: &mut PythonCode) {
+    let mut i = 0;
+    while let Some(&w) = words.get(i) {
+        if w == "-m" || (w.starts_with("-m") && !w.starts_with("--")) {
+            let module = if w == "-m" {
+                words.get(i + 1).copied()
+            } else {
+                Some(&w[2..])
+            };
+            if let Some(top) = module.and_then(|m| m.split('.').next()) {
+                if cwd.join(top).is_dir() || cwd.join(format!("{top}.py")).is_file() {
+                    code.found.push(found(
+                        Access::Read,
+                        cwd,
+                        format!("preset python: the current directory, which holds module {top} (python -m)"),
+                    ));
+                }
+            }
+            return;
+        }
+        if w == "-c" || (w.starts_with("-c") && !w.starts_with("--")) || w == "-" {
+            return;
+        }
+        if PYTHON_VALUE_OPTIONS.contains(&w) {
+            i += 2;
+            continue;
+        }
+        if w.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        script_folder(cwd, w, code);
+        return;
+    }
+}
+
+/// The folder of a script a command line names, when it is a file.
+fn script_folder(cwd: &Path, script: &str, code: &mut PythonCode) {
+    let path = cwd.join(script);
+    if !path.is_file() {
+        return;
+    }
+    let real = std::fs::canonicalize(&path).unwrap_or(path);
+    if let Some(dir) = real.parent() {
+        code.found.push(found(
+            Access::Read,
+            dir,
+            format!(
+                "preset python: the folder of the script {} (it imports modules beside it)",
+                real.display()
+            ),
+        ));
+    }
+}
+
+/// `uv [--directory D] run [--directory D | --project P] [options] [FILE | python FILE | CMD]`.
+fn uv_run(words: &[&str], cwd: &Path, code: &mut PythonCode) {
+    let mut dir: Option<PathBuf> = None;
+    let mut project: Option<PathBuf> = None;
+    let mut run = false;
+    let mut i = 0;
+    let mut rest: &[&str] = &[];
+    while let Some(&w) = words.get(i) {
+        let (flag, inline) = match w.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (w, None),
+        };
+        if UV_VALUE_OPTIONS.contains(&flag) {
+            let value = inline.or_else(|| words.get(i + 1).copied());
+            match flag {
+                "--directory" => dir = value.map(|v| cwd.join(v)),
+                "--project" => project = value.map(PathBuf::from),
+                _ => {}
+            }
+            i += if inline.is_some() { 1 } else { 2 };
+            continue;
+        }
+        if w.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        if !run {
+            if w != "run" {
+                // Another uv subcommand (`uv tool run` is uvx): nothing to add.
+                return;
+            }
+            run = true;
+            i += 1;
+            continue;
+        }
+        rest = &words[i..];
+        break;
+    }
+    if !run {
+        return;
+    }
+    // uv resolves --project against --directory, which it also changes into.
+    let base = dir.clone().unwrap_or_else(|| cwd.to_path_buf());
+    let root = match (&project, &dir) {
+        (Some(p), _) => Some(base.join(p)),
+        (None, Some(d)) => Some(d.clone()),
+        (None, None) => Some(base.clone()).filter(|d| d.join("pyproject.toml").is_file()),
+    };
+    if let Some(root) = root.filter(|r| r.is_dir()) {
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        code.found.push(found(
+            Access::Read,
+            &root,
+            "preset python: the project of uv run",
+        ));
+        if root.join(".venv/pyvenv.cfg").is_file() {
+            code.venv = Some(root.join(".venv"));
+        }
+    }
+    match rest {
+        [first, more @ ..] if runtime_of(file_name(Path::new(first))) == Some(Preset::Python) => {
+            python_args(more, &base, code)
+        }
+        [first, ..] if first.ends_with(".py") => script_folder(&base, first, code),
+        _ => {}
+    }
 }
 
 /// The `home` key of a virtual environment's `pyvenv.cfg`: the directory of the interpreter
@@ -477,7 +714,7 @@ mod tests {
             home: Some(dir.path().join("home")),
             ..PathContext::default()
         };
-        let found = python(&script, &Env { vars: &[] }, &ctx);
+        let found = python(&script, &[], &Env { vars: &[] }, &ctx);
         let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
         let base = base.canonicalize().unwrap();
         assert!(paths.contains(&base.as_path()), "{found:#?}");
@@ -485,6 +722,86 @@ mod tests {
         assert!(found
             .iter()
             .any(|f| f.path.ends_with(".cache/uv") && f.access == Access::ReadWriteExecute));
+    }
+
+    fn code_of(program: &str, args: &[&str], cwd: &Path) -> Vec<(PathBuf, Access)> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let code = python_code(Path::new(program), &args, cwd);
+        let mut out: Vec<_> = code.found.into_iter().map(|f| (f.path, f.access)).collect();
+        out.extend(code.venv.map(|v| (v, Access::Execute)));
+        out
+    }
+
+    #[test]
+    fn python_command_lines_bring_the_script_module_or_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let srv = root.join("srv");
+        std::fs::create_dir_all(srv.join("pkg")).unwrap();
+        std::fs::write(srv.join("server.py"), "").unwrap();
+        let read = |p: &Path| vec![(p.to_path_buf(), Access::Read)];
+        let script = srv.join("server.py");
+        let script = script.to_str().unwrap();
+        assert_eq!(code_of("/usr/bin/python3", &[script], &root), read(&srv));
+        assert_eq!(
+            code_of(
+                "python3.12",
+                &["-u", "-W", "ignore", "-X", "utf8", script, "--flag"],
+                &root
+            ),
+            read(&srv)
+        );
+        assert_eq!(code_of("python3", &["srv/server.py"], &root), read(&srv));
+        assert_eq!(code_of("python3", &["-m", "pkg.main"], &srv), read(&srv));
+        assert_eq!(code_of("python3", &["-mpkg"], &srv), read(&srv));
+        assert_eq!(
+            code_of("python3", &["-m", "installed_elsewhere"], &srv),
+            vec![]
+        );
+        assert_eq!(
+            code_of("python3", &["-c", "import pkg", script], &root),
+            vec![]
+        );
+        assert_eq!(code_of("python3", &["/no/such/file.py"], &root), vec![]);
+
+        let proj = root.join("proj");
+        std::fs::create_dir_all(proj.join(".venv")).unwrap();
+        std::fs::write(proj.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::fs::write(proj.join("pyproject.toml"), "").unwrap();
+        let project = vec![
+            (proj.clone(), Access::Read),
+            (proj.join(".venv"), Access::Execute),
+        ];
+        let p = proj.to_str().unwrap();
+        assert_eq!(
+            code_of("uv", &["run", "--directory", p, "server"], &root),
+            project
+        );
+        assert_eq!(
+            code_of("uv", &["--directory", p, "run", "server"], &root),
+            project
+        );
+        assert_eq!(
+            code_of("uv", &["run", "--project=proj", "x"], &root),
+            project
+        );
+        assert_eq!(
+            code_of("uv", &["run", "--with", "httpx", "x"], &proj),
+            project
+        );
+        assert_eq!(
+            code_of("uv", &["run", "x"], &root),
+            vec![],
+            "no pyproject.toml here"
+        );
+        assert_eq!(code_of("uv", &["tool", "run", "x"], &proj), vec![]);
+        let mut with_script = project.clone();
+        with_script.push((srv.clone(), Access::Read));
+        let (a, b, v) = (&with_script[0], &with_script[2], &with_script[1]);
+        assert_eq!(
+            code_of("uv", &["run", "--directory", p, "python", script], &root),
+            vec![a.clone(), b.clone(), v.clone()]
+        );
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Report {
     pub landlock_abi: u32,
     pub seccomp: bool,
     pub program: Option<String>,
+    /// When the server command was a version manager's shim: which, and what it selects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shim: Option<String>,
     pub preset: String,
     pub lines: Vec<Line>,
 }
@@ -88,6 +91,9 @@ impl Report {
         let _ = writeln!(out, "sandbox.mode: {}", self.mode);
         if let Some(p) = &self.program {
             let _ = writeln!(out, "server program: {p}");
+        }
+        if let Some(s) = &self.shim {
+            let _ = writeln!(out, "  ({s})");
         }
         let _ = writeln!(out, "preset: {}", self.preset);
         let mut layer = "";
@@ -462,6 +468,13 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         ),
         Status::Enforced,
     );
+    for (name, rule) in &req.env.for_grants {
+        line(
+            "environment",
+            format!("{name} passed with the value a preset granted ({rule})"),
+            Status::Enforced,
+        );
+    }
     if let Some(tmp) = &req.tmpdir {
         line(
             "environment",
@@ -479,6 +492,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         landlock_abi: abi,
         seccomp: kernel.seccomp,
         program: req.program.as_ref().map(|p| p.display().to_string()),
+        shim: req.shim.clone(),
         preset: format!(
             "{} ({})",
             match req.preset {

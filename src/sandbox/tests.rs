@@ -208,3 +208,65 @@ fn require_refuses_what_the_kernel_cannot_enforce_and_says_what_to_do() {
     assert!(p.ruleset_fd().is_none());
     assert!(!p.report.dropped().is_empty());
 }
+
+/// A variable a preset granted a path from reaches the server with that value, although the
+/// allowlist does not name it; one whose path was not granted (too broad) stays removed.
+#[test]
+fn variables_a_preset_granted_a_path_from_are_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let uv_cache = dir.path().join("uv-cache");
+    std::fs::create_dir(&uv_cache).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let env = os(&[
+        ("PATH", "/usr/bin"),
+        ("UV_CACHE_DIR", uv_cache.to_str().unwrap()),
+        ("XDG_DATA_HOME", "/"),
+        ("SECRET", "x"),
+    ]);
+    let profile = Sandbox {
+        mode: SandboxMode::Require,
+        preset: Preset::Python,
+        env: vec!["PATH".into()],
+        ..Sandbox::default()
+    };
+    let ctx = PathContext {
+        tmpdir: Some(dir.path().to_path_buf()),
+        home: Some(home),
+        data_home: Some(PathBuf::from("/")),
+        ..PathContext::default()
+    };
+    let req = resolve(&Inputs {
+        profile: &profile,
+        program: Some(Path::new("/usr/bin/python3")),
+        args: &[],
+        extra: &Extra::default(),
+        ctx: &ctx,
+        env: &env,
+    })
+    .unwrap();
+    let passed: Vec<&str> = req
+        .env
+        .passed
+        .iter()
+        .map(|(k, _)| k.to_str().unwrap())
+        .collect();
+    assert!(passed.contains(&"UV_CACHE_DIR"), "{passed:?}");
+    assert!(
+        req.env
+            .passed
+            .contains(&(OsString::from("UV_CACHE_DIR"), uv_cache.clone().into())),
+        "with the value that was granted"
+    );
+    assert!(!req.env.removed.contains(&"UV_CACHE_DIR".to_string()));
+    // XDG_DATA_HOME=/ made $XDG_DATA_HOME/uv = /uv, which does not exist: not granted, not passed.
+    assert!(req.env.removed.contains(&"XDG_DATA_HOME".to_string()));
+    assert!(req.env.removed.contains(&"SECRET".to_string()));
+    let text = plan(&req, &kernel(7, true)).text();
+    assert!(
+        text.contains(
+            "UV_CACHE_DIR passed with the value a preset granted (preset python: uv's cache"
+        ),
+        "{text}"
+    );
+}

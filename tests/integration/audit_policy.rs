@@ -340,6 +340,34 @@ fn redacted_error_text_and_structured_only_output_with_the_raw_text_in_the_audit
     assert!(verify(&log).0);
 }
 
+/// `policies/observe.toml` names `$XDG_STATE_HOME/mcpguard/observe-audit.jsonl`; on a fresh
+/// machine that folder does not exist, and mcpguard makes it (0700) rather than refuse to start.
+#[test]
+fn observe_toml_starts_on_a_fresh_machine_and_makes_its_log_folder() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let state = dir.path().join("fresh-state");
+    let observe = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/observe.toml");
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--manifest")
+        .arg(&snap)
+        .args(["--sha256", &digest, "--server", "fixture", "--policy"])
+        .arg(&observe)
+        .arg("--")
+        .arg(crate::support::fixture())
+        .env("XDG_STATE_HOME", &state);
+    let mut p = crate::support::Peer::start_with(&mut cmd);
+    let init = p.initialize();
+    assert!(init.get("result").is_some(), "{init}\n{}", p.stderr());
+    p.close_stdin();
+    assert!(p.wait().success(), "{}", p.stderr());
+    let log = state.join("mcpguard/observe-audit.jsonl");
+    assert!(verify(&log).0, "{}", verify(&log).1);
+    let mode = std::fs::metadata(state.join("mcpguard")).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}
+
 /// The shipped profiles behave as docs/policy.md says, through the real binary and the
 /// fixture, with a host that cannot be asked (no elicitation): under `default.toml` an
 /// unclassified tool is a write that needs an approval nobody can give; `observe.toml` forwards

@@ -17,5 +17,6 @@ mod lifecycle;
 mod modern;
 mod relay;
 mod sandbox;
+mod shapes;
 mod snapshot;
 mod wrap;
