@@ -7,6 +7,7 @@
 #                      server-everything, server-filesystem, inspector
 #   .peers/hosts       npm ci of scripts/peers-hosts/{package.json,package-lock.json}:
 #                      the real hosts the host tests drive (Gemini CLI)
+#   .peers/uv          a venv with uv==0.13.9, for the `uv run --directory` launch-shape test
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
 #
 # Idempotent: each part carries a stamp keyed on the content hash of this script
@@ -168,6 +169,26 @@ else
   Re-run this script once the registry answers."
     fi
     echo "$PY_KEY" >"$PY_STAMP"
+fi
+
+# --- uv (for the `uv run --directory` launch shape) ----------------------------
+# A venv of its own, so that the tests' `uv` is exactly this pinned release and the python peers'
+# venv stays what the interop tests expect.
+UV_VERSION=0.13.9
+UV_VENV=$PEERS/uv
+UV_BIN=$UV_VENV/bin/uv
+UV_STAMP=$UV_VENV/.mcpguard-peers-stamp
+if stamp_ok "$UV_STAMP" "$PY_KEY" && [[ -x $UV_BIN ]]; then
+    log "uv up to date ($UV_BIN)"
+else
+    changed=1
+    log "pip install uv==$UV_VERSION into $UV_VENV"
+    rm -rf "$UV_VENV"
+    "$PYTHON" -m venv "$UV_VENV"
+    "$UV_VENV/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
+        --timeout 30 --retries 2 "uv==$UV_VERSION" ||
+        die "pip could not install uv==$UV_VERSION. Is PyPI reachable from here?"
+    echo "$PY_KEY" >"$UV_STAMP"
 fi
 
 # --- npm peers ---------------------------------------------------------------

@@ -469,8 +469,8 @@ fn a_pyenv_shim_runs_the_interpreter_it_selects() {
         .contains("described by the sibling module"));
 }
 
-/// uv for the `uv run` shape: `MCPGUARD_TEST_UV`, else `.peers/uv/bin/uv` (`python3 -m venv
-/// .peers/uv && .peers/uv/bin/pip install uv==0.13.9`), else `uv` on PATH.
+/// uv for the `uv run` shape: `MCPGUARD_TEST_UV`, else `.peers/uv/bin/uv` (installed pinned by
+/// `scripts/install-peers.sh`), else `uv` on PATH.
 fn uv() -> Option<PathBuf> {
     let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/uv/bin/uv");
     let found = std::env::var_os("MCPGUARD_TEST_UV")
