@@ -69,6 +69,14 @@ fn sandbox_for(
                 );
             }
         }
+        // Not a dropped rule (require mode still starts), but a weaker sandbox than the default
+        // one, which the person should hear about without running sandbox-check.
+        if let Err(why) = &kernel.namespaces {
+            diag::emit(
+                Level::Warn,
+                &format!("sandbox: no PID or mount namespace for this user ({why}): a descendant that calls setsid() can outlive the server, and metadata changes and ld.so of writable files stay possible; `mcpguard sandbox-check` lists every residual risk"),
+            );
+        }
         diag::emit(Level::Info, &report.summary());
         if diag::enabled(Level::Debug) {
             for line in report.text().lines() {
