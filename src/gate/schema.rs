@@ -340,7 +340,7 @@ impl CompiledSchema {
     /// The object is *closed* when one of them declares members (`properties` or
     /// `patternProperties`) and none opens it (`additionalProperties` or
     /// `unevaluatedProperties` other than `false`). A member of a closed object is declared when
-    /// one of them names it in `properties` or `required` or matches it with a
+    /// one of them names it in `properties`, `required` or `dependentRequired` or matches it with a
     /// `patternProperties` pattern; any other member is undeclared. Subschemas under `not`
     /// neither declare nor open. An object no subschema declares members for (`{"type":
     /// "object"}`) stays free-form.
@@ -451,6 +451,22 @@ impl Graph {
         }
         (declared, children)
     }
+}
+
+/// The member names a `dependentRequired` (or draft-07 `dependencies`) object mentions: its keys
+/// and the names in its array values.
+fn required_names(value: &Value) -> Vec<String> {
+    let Some(map) = value.as_object() else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for (key, list) in map {
+        if let Some(list) = list.as_array() {
+            names.push(key.clone());
+            names.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+        }
+    }
+    names
 }
 
 /// A `patternProperties` pattern compiled by jsonschema with the options of every schema, so
@@ -609,7 +625,7 @@ struct Members {
     /// the reviewer saw that other members are allowed.
     opens: bool,
     /// Member names it declares besides `properties` (whose names are `GraphNode::properties`):
-    /// the names in `required`.
+    /// the names in `required`, `dependentRequired` and draft-07 array-valued `dependencies`.
     required: Vec<String>,
     /// `patternProperties`: each pattern, compiled by jsonschema so that it matches exactly as
     /// validation does, and the subschema it applies.
@@ -761,7 +777,11 @@ impl<'r> GraphBuilder<'r> {
                 "allOf" | "anyOf" | "oneOf" | "dependentSchemas" | "dependencies" => {
                     let targets = self.children(sub, resolver, draft);
                     node.in_place.extend(targets);
+                    if keyword == "dependencies" {
+                        node.members.required.extend(required_names(sub));
+                    }
                 }
+                "dependentRequired" => node.members.required.extend(required_names(sub)),
                 // Definitions apply nowhere by themselves; they are visited so that the dialect
                 // check above sees them even when nothing refers to them.
                 "$defs" | "definitions" => {

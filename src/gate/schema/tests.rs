@@ -1064,6 +1064,18 @@ fn undeclared_members_are_found_where_properties_are_declared() {
             &[],
         ),
         (
+            "dependentRequired names are declared",
+            json!({"properties": {"a": {}}, "dependentRequired": {"a": ["b"]}}),
+            json!({"a": 1, "b": 2, "c": 3}),
+            &["/c"],
+        ),
+        (
+            "draft-07 property dependencies are declared",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {}}, "dependencies": {"a": ["b"]}}),
+            json!({"a": 1, "b": 2}),
+            &[],
+        ),
+        (
             "free-form object stays open",
             json!({"type": "object"}),
             json!({"anything": {"deep": 1}}),
