@@ -356,18 +356,24 @@ impl Demo {
             "save_note",
             json!({"name": "groceries", "body": "milk, bread", "confirmed": true}),
         )?;
+        expect(
+            refusal_code(&r) == "undeclared_argument" && !self.notes.join("groceries.txt").exists(),
+            "the argument the reviewer never saw is refused",
+        )?;
+        s.good("the model's `confirmed: true` is an argument the reviewed schema does not declare: refused before anyone is asked");
+        let r = host.call(
+            s,
+            "save_note",
+            json!({"name": "groceries", "body": "milk, bread"}),
+        )?;
         let saved = self.notes.join("groceries.txt");
         expect(
             r["result"]["isError"] != true && saved.exists(),
             "the approved write happens",
         )?;
-        s.good("the write waited for the person's approval, then ran (the model's `confirmed: true` counted for nothing)");
+        s.good("the write waited for the person's approval, then ran");
         host.answer = Some(false);
-        let r = host.call(
-            s,
-            "save_note",
-            json!({"name": "exfil", "body": "…", "confirmed": true}),
-        )?;
+        let r = host.call(s, "save_note", json!({"name": "exfil", "body": "…"}))?;
         expect(
             refusal_code(&r) == "consent_required" && !self.notes.join("exfil.txt").exists(),
             "the declined write is refused",

@@ -96,6 +96,9 @@ pub mod code {
     pub const REVIEW_INVALIDATED: &str = "review_invalidated";
     pub const TOOL_DRIFT: &str = "tool_drift";
     pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+    /// The arguments carry a member the reviewed `inputSchema` does not declare (closed
+    /// arguments, policy `[arguments]`).
+    pub const UNDECLARED_ARGUMENT: &str = "undeclared_argument";
     pub const CAPABILITY_DENIED: &str = "capability_denied";
     pub const OUTPUT_CONTRACT: &str = "output_contract_violation";
     pub const UNKNOWN_DISPATCH_OUTCOME: &str = "UNKNOWN_DISPATCH_OUTCOME";

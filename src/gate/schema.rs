@@ -328,6 +328,161 @@ impl CompiledSchema {
     }
 }
 
+impl CompiledSchema {
+    /// The members of `instance` that the schema does not declare, as RFC 6901 pointers (at most
+    /// [`MAX_VIOLATIONS`], escaped and cut like [`Violation::instance_pointer`]; never a value):
+    /// the closed-arguments check, run on arguments that [`Self::validate`] accepted.
+    ///
+    /// At each object in the instance, the subschemas that apply there are gathered as
+    /// validation would reach them (`properties`, `patternProperties`, `additionalProperties`,
+    /// `unevaluatedProperties`, items, and in place `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`,
+    /// `dependentSchemas` and local `$ref`), every branch counted whether it matched or not.
+    /// The object is *closed* when one of them declares members (`properties` or
+    /// `patternProperties`) and none opens it (`additionalProperties` or
+    /// `unevaluatedProperties` other than `false`). A member of a closed object is declared when
+    /// one of them names it in `properties`, `required` or `dependentRequired` or matches it with a
+    /// `patternProperties` pattern; any other member is undeclared. Subschemas under `not`
+    /// neither declare nor open. An object no subschema declares members for (`{"type":
+    /// "object"}`) stays free-form.
+    pub fn undeclared(&self, instance: &Value) -> Vec<String> {
+        let mut found = Vec::new();
+        if self.graph.nodes.is_empty() {
+            return found;
+        }
+        let mut pending: Vec<(String, &Value, Vec<usize>)> =
+            vec![(String::new(), instance, vec![0])];
+        while let Some((pointer, value, roots)) = pending.pop() {
+            let nodes = self.graph.in_place_closure(roots);
+            match value {
+                Value::Object(map) => {
+                    let members = |id: &usize| &self.graph.nodes[*id].members;
+                    let closed = nodes.iter().any(|id| members(id).declares)
+                        && !nodes.iter().any(|id| members(id).opens);
+                    for (name, member) in map {
+                        let (declared, children) = self.graph.member_targets(&nodes, name);
+                        if closed && !declared {
+                            found.push(quote_text(&child_pointer(&pointer, name)));
+                            if found.len() >= MAX_VIOLATIONS {
+                                return found;
+                            }
+                        } else if member.is_object() || member.is_array() {
+                            pending.push((child_pointer(&pointer, name), member, children));
+                        }
+                    }
+                }
+                Value::Array(items) => {
+                    for (index, item) in items.iter().enumerate() {
+                        if !(item.is_object() || item.is_array()) {
+                            continue;
+                        }
+                        let mut children = Vec::new();
+                        for &id in &nodes {
+                            let node = &self.graph.nodes[id];
+                            children.extend(node.positional.get(index).copied());
+                            children.extend_from_slice(&node.every_item);
+                        }
+                        pending.push((child_pointer(&pointer, &index.to_string()), item, children));
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+}
+
+/// `pointer` extended by one reference token, escaped as RFC 6901 says.
+fn child_pointer(pointer: &str, token: &str) -> String {
+    format!("{pointer}/{}", token.replace('~', "~0").replace('/', "~1"))
+}
+
+impl Graph {
+    /// The subschemas that apply at the location where `roots` apply: `roots` and, transitively,
+    /// their in-place subschemas except those under `not`; each once.
+    ///
+    /// The work is proportional to the subschemas found (not to the size of the schema), so the
+    /// whole check costs no more than the (subschema, location) evaluations that
+    /// [`CompiledSchema::validate`] has already bounded.
+    fn in_place_closure(&self, roots: Vec<usize>) -> Vec<usize> {
+        let mut seen = std::collections::HashSet::new();
+        let mut all = Vec::new();
+        let mut pending = roots;
+        while let Some(id) = pending.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            all.push(id);
+            let node = &self.nodes[id];
+            let applied = node.in_place.iter().copied();
+            pending.extend(applied.filter(|t| !node.members.negated.contains(t)));
+        }
+        all
+    }
+
+    /// Whether one of `nodes` (the subschemas that apply at an object) declares the member
+    /// `name`, and the subschemas that apply to its value.
+    fn member_targets(&self, nodes: &[usize], name: &str) -> (bool, Vec<usize>) {
+        let mut declared = false;
+        let mut children = Vec::new();
+        let mut key: Option<Value> = None;
+        for &id in nodes {
+            let node = &self.nodes[id];
+            let mut named = node.members.required.iter().any(|r| r == name);
+            if let Some(&target) = node.properties.get(name) {
+                children.push(target);
+                named = true;
+            }
+            for (matcher, target) in &node.members.patterns {
+                let key = key.get_or_insert_with(|| Value::String(name.to_owned()));
+                if matcher.is_valid(key) {
+                    children.push(*target);
+                    named = true;
+                }
+            }
+            if !named {
+                children.extend_from_slice(&node.other_members);
+            }
+            declared |= named;
+        }
+        if !declared {
+            for &id in nodes {
+                children.extend_from_slice(&self.nodes[id].members.unevaluated);
+            }
+        }
+        (declared, children)
+    }
+}
+
+/// The member names a `dependentRequired` (or draft-07 `dependencies`) object mentions: its keys
+/// and the names in its array values.
+fn required_names(value: &Value) -> Vec<String> {
+    let Some(map) = value.as_object() else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for (key, list) in map {
+        if let Some(list) = list.as_array() {
+            names.push(key.clone());
+            names.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+        }
+    }
+    names
+}
+
+/// A `patternProperties` pattern compiled by jsonschema with the options of every schema, so
+/// that it matches member names exactly as validation matches them.
+fn pattern_matcher(pattern: &str, draft: Draft) -> Result<Validator, SchemaError> {
+    jsonschema::options()
+        .with_draft(draft)
+        .with_retriever(RefuseRetriever)
+        .with_pattern_options(PatternOptions::regex().size_limit(MAX_REGEX_BYTES))
+        .build(&serde_json::json!({ "pattern": pattern }))
+        .map_err(|_| SchemaError::BadRegex {
+            pointer: "patternProperties".to_owned(),
+            pattern: quote_text(pattern),
+        })
+}
+
 /// Builds the jsonschema options every schema is compiled with.
 fn build_options(dialect: Dialect) -> jsonschema::ValidationOptions<'static> {
     jsonschema::options()
@@ -455,6 +610,30 @@ struct GraphNode {
     /// `unevaluatedProperties` and `unevaluatedItems` need the annotations of the in-place
     /// subschemas, which may evaluate them a second time; they are counted twice.
     revisits: bool,
+    /// What the closed-arguments check (`CompiledSchema::undeclared`) reads; the counting above
+    /// does not.
+    members: Members,
+}
+
+/// What one subschema says about the members an object may have, for
+/// [`CompiledSchema::undeclared`].
+#[derive(Debug, Default)]
+struct Members {
+    /// The subschema has `properties` or `patternProperties`: it declares members.
+    declares: bool,
+    /// The subschema has `additionalProperties` or `unevaluatedProperties` other than `false`:
+    /// the reviewer saw that other members are allowed.
+    opens: bool,
+    /// Member names it declares besides `properties` (whose names are `GraphNode::properties`):
+    /// the names in `required`, `dependentRequired` and draft-07 array-valued `dependencies`.
+    required: Vec<String>,
+    /// `patternProperties`: each pattern, compiled by jsonschema so that it matches exactly as
+    /// validation does, and the subschema it applies.
+    patterns: Vec<(Validator, usize)>,
+    /// `unevaluatedProperties`: applied to members no subschema declares.
+    unevaluated: Vec<usize>,
+    /// The target of `not`: a schema a value must *not* match neither declares nor opens.
+    negated: Vec<usize>,
 }
 
 impl GraphNode {
@@ -542,6 +721,7 @@ impl<'r> GraphBuilder<'r> {
             match keyword.as_str() {
                 "properties" => {
                     if let Some(members) = sub.as_object() {
+                        node.members.declares = true;
                         for (name, member) in members {
                             if let Some(target) = self.child(member, resolver, draft) {
                                 node.properties.insert(name.clone(), target);
@@ -550,21 +730,37 @@ impl<'r> GraphBuilder<'r> {
                     }
                 }
                 "patternProperties" => {
-                    let targets = self.children(sub, resolver, draft);
-                    node.every_member.extend(targets);
+                    if let Some(patterns) = sub.as_object() {
+                        node.members.declares = true;
+                        for (pattern, member) in patterns {
+                            if let Some(target) = self.child(member, resolver, draft) {
+                                node.every_member.push(target);
+                                let matcher = pattern_matcher(pattern, draft)?;
+                                node.members.patterns.push((matcher, target));
+                            }
+                        }
+                    }
                 }
                 "unevaluatedProperties" | "unevaluatedItems" => {
                     node.revisits = true;
                     if let Some(target) = self.child(sub, resolver, draft) {
                         if keyword == "unevaluatedProperties" {
+                            node.members.opens |= sub != &Value::Bool(false);
                             node.every_member.push(target);
+                            node.members.unevaluated.push(target);
                         } else {
                             node.every_item.push(target);
                         }
                     }
                 }
                 "additionalProperties" => {
+                    node.members.opens |= sub != &Value::Bool(false);
                     node.other_members.extend(self.child(sub, resolver, draft))
+                }
+                "required" => {
+                    let names = sub.as_array().into_iter().flatten();
+                    let names = names.filter_map(Value::as_str).map(str::to_owned);
+                    node.members.required.extend(names);
                 }
                 "propertyNames" => node.member_names.extend(self.child(sub, resolver, draft)),
                 "items" if sub.is_array() => {
@@ -581,14 +777,22 @@ impl<'r> GraphBuilder<'r> {
                 "allOf" | "anyOf" | "oneOf" | "dependentSchemas" | "dependencies" => {
                     let targets = self.children(sub, resolver, draft);
                     node.in_place.extend(targets);
+                    if keyword == "dependencies" {
+                        node.members.required.extend(required_names(sub));
+                    }
                 }
+                "dependentRequired" => node.members.required.extend(required_names(sub)),
                 // Definitions apply nowhere by themselves; they are visited so that the dialect
                 // check above sees them even when nothing refers to them.
                 "$defs" | "definitions" => {
                     self.children(sub, resolver, draft);
                 }
                 "not" | "if" | "then" | "else" => {
-                    node.in_place.extend(self.child(sub, resolver, draft));
+                    let target = self.child(sub, resolver, draft);
+                    node.in_place.extend(target);
+                    if keyword == "not" {
+                        node.members.negated.extend(target);
+                    }
                 }
                 "$ref" | "$dynamicRef" | "$recursiveRef" => {
                     // jsonschema has already resolved every reference; one this resolver reads

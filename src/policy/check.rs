@@ -29,6 +29,12 @@ impl Policy {
                 "writes.tools has an entry with an empty tool name",
             ));
         }
+        if self.arguments.tools.keys().any(String::is_empty) {
+            return Err(Problem::at(
+                &["arguments", "tools"],
+                "arguments.tools has an entry with an empty tool name",
+            ));
+        }
         if self.confirmation.timeout > MAX_CONFIRMATION_TIMEOUT {
             return Err(Problem::at(
                 &["confirmation", "timeout"],
@@ -133,6 +139,9 @@ impl Policy {
             .any(|k| k == "progressToken")
         {
             w.push("capabilities.pass_meta lists progressToken, which always passes; the entry has no effect".to_string());
+        }
+        if !self.arguments.closed {
+            w.push("arguments.closed = false: calls may carry arguments the reviewed inputSchema does not declare, and the server gets them unseen by the reviewer".to_string());
         }
         if self.audit.payload == AuditPayload::Full {
             w.push("audit.payload = \"full\": argument and result values, which may include secrets, are written to the audit log".to_string());

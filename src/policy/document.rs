@@ -37,6 +37,7 @@ pub const MESSAGE_BYTES_RANGE: (usize, usize) = (4_096, 1 << 30);
 pub struct Policy {
     pub review: Review,
     pub writes: Writes,
+    pub arguments: Arguments,
     pub confirmation: Confirmation,
     pub capabilities: Capabilities,
     pub errors: Errors,
@@ -84,6 +85,42 @@ pub struct Writes {
     pub default: Unclassified,
     /// Per-tool classification in seed 004's `operationPolicy` vocabulary, keyed by tool name.
     pub tools: BTreeMap<String, ToolClass>,
+}
+
+/// `[arguments]`: what a call's arguments may carry beyond what the reviewed `inputSchema`
+/// validates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Arguments {
+    /// Refuse members the reviewed `inputSchema` does not declare, wherever it declares
+    /// `properties` (or `patternProperties`) without allowing others.
+    pub closed: bool,
+    /// Per-tool settings, keyed by tool name; each replaces the table's value for that tool.
+    pub tools: BTreeMap<String, ArgumentsTool>,
+}
+
+impl Default for Arguments {
+    fn default() -> Self {
+        Arguments {
+            closed: true,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+impl Arguments {
+    /// Whether undeclared members are refused in calls of `tool`.
+    pub fn closed_for(&self, tool: &str) -> bool {
+        self.tools.get(tool).map_or(self.closed, |t| t.closed)
+    }
+}
+
+/// `[arguments.tools.<name>]`: one tool's argument settings, replacing `[arguments]`'s for it.
+/// `closed` is required: a tool is listed to say whether its arguments are closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentsTool {
+    pub closed: bool,
 }
 
 /// `writes.default`: the treatment of a reviewed tool the policy does not classify. There is no

@@ -67,6 +67,9 @@ fn the_reference_documents_every_key_and_its_examples_parse() {
             unknown_outcome: UnknownOutcome::StopAndReconcile,
         }),
     );
+    full.arguments
+        .tools
+        .insert("the_tool".into(), ArgumentsTool { closed: false });
     for line in full.effective_toml().lines() {
         let line = line.trim();
         if let Some(table) = line.strip_prefix('[') {
@@ -181,6 +184,8 @@ fn unknown_keys_are_rejected_where_they_stand() {
         ("[writes]\ndefualt = \"write\"\n", "t.toml:2:1:", "unknown key `defualt`; the valid keys here are `default`, `tools`"),
         ("[writes.tools.echo]\nside_effect = \"read\"\nconfirmed = true\n", "t.toml:3:1:", "unknown key `confirmed`; the valid keys here are `side_effect`, `idempotency`"),
         ("[writes]\ntools = { echo = { side_effect = \"read\", retry = \"never\" } }\n", "t.toml:2:42:", "unknown key `retry`"),
+        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `tools`"),
+        ("[arguments.tools.echo]\nclosed = false\nopen = true\n", "t.toml:3:1:", "unknown key `open`; the only valid key here is `closed`"),
         ("[confirmation]\nmode = \"elicit\"\ntimeout_s = 5\n", "t.toml:3:1:", "unknown key `timeout_s`; the valid keys here are `mode`, `timeout`"),
         ("[capabilities]\nsampling = false\ncompletions = true\n", "t.toml:3:1:", "unknown key `completions`"),
         ("[errors]\nmax_len = 10\n", "t.toml:2:1:", "unknown key `max_len`; the valid keys here are `max_length`, `text`"),
@@ -626,6 +631,10 @@ fn effective_toml_round_trips_a_policy_with_every_key_changed() {
         [writes.tools.get]
         side_effect = "read"
         idempotency = "non-idempotent"
+        [arguments]
+        closed = false
+        [arguments.tools."x.y"]
+        closed = true
         [confirmation]
         mode = "allow"
         timeout = "45s"
@@ -687,6 +696,7 @@ fn effective_toml_round_trips_a_policy_with_every_key_changed() {
     let w = p.warnings().join("\n");
     for fragment in [
         "confirmation.mode = \"allow\"",
+        "arguments.closed = false",
         "capabilities.sampling",
         "capabilities.roots",
         "prompts or capabilities.resources",

@@ -260,8 +260,49 @@ pub fn render_tool(tool: &Value, review: Option<&Value>) -> String {
                 let _ = writeln!(out, "  ? {pointer}: {} [{}]", f.message, f.rule);
             }
         }
+        let open = open_schemas(schema);
+        if open.is_empty() {
+            out.push_str("  arguments: closed: members the inputSchema does not declare are refused (policy [arguments])
+");
+        } else {
+            out.push_str("  arguments: closed, except where the inputSchema is open (any member passes there); members it does not declare are refused elsewhere (policy [arguments]):
+");
+            for (pointer, keyword) in open {
+                let pointer = if pointer.is_empty() {
+                    "(root)".to_owned()
+                } else {
+                    reveal(&pointer, Clean::LINE)
+                };
+                let _ = writeln!(out, "  ~ {pointer}: open ({keyword} is not false)");
+            }
+        }
     }
     out
+}
+
+/// The places in an input schema that allow members it does not declare, as (pointer to the
+/// subschema, keyword): each subschema whose `additionalProperties` or `unevaluatedProperties`
+/// is present and not `false`. mcpguard's closed-arguments check leaves objects there open; it
+/// refuses undeclared members everywhere else. Subschemas under `not` and `propertyNames` are
+/// skipped: they do not admit members.
+pub fn open_schemas(schema: &Value) -> Vec<(String, &'static str)> {
+    let mut open = Vec::new();
+    let mut pending = vec![(String::new(), schema)];
+    while let Some((pointer, node)) = pending.pop() {
+        if let Value::Object(map) = node {
+            for keyword in ["additionalProperties", "unevaluatedProperties"] {
+                if map.get(keyword).is_some_and(|v| v != &Value::Bool(false)) {
+                    open.push((pointer.clone(), keyword));
+                }
+            }
+        }
+        for child in children(node).into_iter().rev() {
+            if child.suffix != "/not" && child.suffix != "/propertyNames" {
+                pending.push((format!("{pointer}{}", child.suffix), child.node));
+            }
+        }
+    }
+    open
 }
 
 fn render_review(out: &mut String, review: Option<&Value>) {
@@ -830,7 +871,7 @@ fn check_alternative(alt: &Alternative, pointer: &str, found: &mut Findings) {
         found.add(
             at,
             OPEN_OBJECT,
-            "object without additionalProperties: false accepts members nobody reviewed",
+            "object without additionalProperties: false: the schema accepts members nobody reviewed (mcpguard refuses those it does not declare unless the object is open, see \"arguments:\" below)",
         );
     }
 }

@@ -95,6 +95,15 @@ fn audit_verifies(path: &Path) {
 fn fixture_writes_reach_the_server_only_when_the_person_approves() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    // The write below carries `confirmed`, which write_note's schema does not declare: its
+    // arguments are opened so that the call reaches the confirmation it is about (closed
+    // arguments would refuse it first, see gate::undeclared_arguments_are_refused_…).
+    let policy = dir.path().join("open-write-note.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with("[arguments.tools.write_note]\nclosed = false\n"),
+    )
+    .unwrap();
     // (answer, whether the write reaches the server, the refusal code otherwise)
     let cases = [
         ("accept", true, Value::Null),
@@ -109,7 +118,7 @@ fn fixture_writes_reach_the_server_only_when_the_person_approves() {
             &snap,
             &digest,
             "fixture",
-            &reads_policy(),
+            &policy,
             &audit,
             &logged_fixture(&log),
         );

@@ -195,6 +195,110 @@ fn refused_calls_never_reach_the_server() {
     assert_eq!(calls_received(&log), Vec::<String>::new());
 }
 
+/// The `tools/call` lines the server received, parsed.
+fn call_lines_received(log: &Path) -> Vec<Value> {
+    received(log)
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect()
+}
+
+#[test]
+fn undeclared_arguments_are_refused_unless_the_policy_relaxes_them_for_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    // The reviewed echo schema declares only `text` and says nothing of other members.
+    let r = call(
+        &mut p,
+        1,
+        "echo",
+        json!({"text": "hi", "path": "/etc/shadow-value"}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let contract = sc(&r);
+    assert_eq!(contract["code"], "undeclared_argument", "{r}");
+    assert_eq!(contract["category"], "input");
+    assert_eq!(contract["retryable"], false);
+    assert_eq!(contract["outcomeKnown"], true);
+    assert!(
+        contract["message"].as_str().unwrap().contains("/path"),
+        "{r}"
+    );
+    assert!(
+        !r.to_string().contains("shadow-value"),
+        "never the value: {r}"
+    );
+    // Declared arguments pass.
+    let r = call(&mut p, 2, "add", json!({"a": 1, "b": 2}));
+    assert_eq!(r["result"]["structuredContent"]["sum"], 3, "{r}");
+    p.wait_stderr("does not declare");
+    p.close_stdin();
+    p.wait();
+    let calls = call_lines_received(&log);
+    assert_eq!(calls.len(), 1, "only the declared call arrived: {calls:?}");
+    assert_eq!(calls[0]["params"]["name"], "add");
+
+    // The policy relaxes it for echo only; the call then goes out as the host sent it.
+    let policy = dir.path().join("open-echo.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with("[arguments.tools.echo]\nclosed = false\n"),
+    )
+    .unwrap();
+    let out = Command::new(mcpguard())
+        .args(["policy", "check"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    let effective = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        effective.contains("[arguments]\nclosed = true\n")
+            && effective.contains("[arguments.tools.echo]\nclosed = false\n"),
+        "{effective}"
+    );
+    let log = dir.path().join("server-open.log");
+    let opts = ["--policy".to_string(), policy.display().to_string()];
+    let fixture_args = ["--log".to_string(), log.display().to_string()];
+    let mut p = guarded_with(&snap, &digest, &opts, &fixture_args);
+    p.initialize();
+    let r = call(&mut p, 3, "echo", json!({"text": "hi", "extra": true}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+    let r = call(&mut p, 4, "add", json!({"a": 1, "b": 2, "c": 3}));
+    assert_eq!(
+        sc(&r)["code"],
+        "undeclared_argument",
+        "add stays closed: {r}"
+    );
+    p.close_stdin();
+    p.wait();
+    let calls = call_lines_received(&log);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(
+        calls[0]["params"]["arguments"],
+        json!({"text": "hi", "extra": true})
+    );
+
+    // The reviewer's view says the schemas are closed.
+    let out = Command::new(mcpguard())
+        .arg("show")
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let view = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        view.contains("arguments: closed: members the inputSchema does not declare are refused"),
+        "{view}"
+    );
+}
+
 #[test]
 fn requests_before_the_handshake_and_a_second_initialize_are_refused() {
     let dir = tempfile::tempdir().unwrap();

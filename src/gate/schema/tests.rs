@@ -1010,3 +1010,239 @@ fn hostile_schema_text_is_escaped_in_errors() {
     let text = compile_error(&json!({ "$ref": long })).to_string();
     assert!(text.len() < 1_000, "{}", text.len());
 }
+
+/// Runs a table of (name, schema, instance, undeclared pointers) rows for the closed-arguments
+/// check and reports every mismatch at once. Every instance is valid against its schema, as the
+/// check only sees arguments that validation accepted.
+fn check_undeclared(rows: &[(&str, Value, Value, &[&str])]) {
+    let mut failures = Vec::new();
+    for (name, schema, instance, expected) in rows {
+        let schema = compiled(schema);
+        if let Err(v) = schema.validate(instance) {
+            failures.push(format!("{name}: the instance should be valid: {v:?}"));
+            continue;
+        }
+        let mut found = schema.undeclared(instance);
+        found.sort();
+        let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        expected.sort();
+        if found != expected {
+            failures.push(format!("{name}: expected {expected:?}, got {found:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn undeclared_members_are_found_where_properties_are_declared() {
+    let flat = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    check_undeclared(&[
+        ("declared only", flat.clone(), json!({"path": "a"}), &[]),
+        ("empty", flat.clone(), json!({}), &[]),
+        (
+            "one extra",
+            flat.clone(),
+            json!({"path": "a", "mode": "x"}),
+            &["/mode"],
+        ),
+        (
+            "pointer escaped",
+            flat.clone(),
+            json!({"a/b": 1, "c~d": 2}),
+            &["/a~1b", "/c~0d"],
+        ),
+        (
+            "no arguments declared",
+            json!({"type": "object", "properties": {}}),
+            json!({"x": 1}),
+            &["/x"],
+        ),
+        (
+            "required names are declared",
+            json!({"type": "object", "properties": {}, "required": ["id"]}),
+            json!({"id": 1}),
+            &[],
+        ),
+        (
+            "dependentRequired names are declared",
+            json!({"properties": {"a": {}}, "dependentRequired": {"a": ["b"]}}),
+            json!({"a": 1, "b": 2, "c": 3}),
+            &["/c"],
+        ),
+        (
+            "draft-07 property dependencies are declared",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {}}, "dependencies": {"a": ["b"]}}),
+            json!({"a": 1, "b": 2}),
+            &[],
+        ),
+        (
+            "free-form object stays open",
+            json!({"type": "object"}),
+            json!({"anything": {"deep": 1}}),
+            &[],
+        ),
+        ("true schema", json!(true), json!({"x": 1}), &[]),
+    ]);
+}
+
+#[test]
+fn open_schemas_stay_open() {
+    check_undeclared(&[
+        (
+            "additionalProperties true",
+            json!({"properties": {"a": {}}, "additionalProperties": true}),
+            json!({"a": 1, "b": 2}),
+            &[],
+        ),
+        (
+            "additionalProperties schema",
+            json!({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}),
+            json!({"a": 1, "b": 2}),
+            &[],
+        ),
+        (
+            "unevaluatedProperties schema",
+            json!({"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}}),
+            json!({"a": 1, "b": 2}),
+            &[],
+        ),
+        (
+            "an open branch opens the location",
+            json!({"anyOf": [{"properties": {"a": {}}}, {"additionalProperties": true}]}),
+            json!({"b": 1}),
+            &[],
+        ),
+        (
+            "open at the top, closed inside",
+            json!({"additionalProperties": {"type": "object", "properties": {"x": {}}}}),
+            json!({"any": {"x": 1, "y": 2}}),
+            &["/any/y"],
+        ),
+    ]);
+}
+
+#[test]
+fn nested_objects_and_arrays_of_objects_are_closed() {
+    let nested = json!({
+        "type": "object",
+        "properties": {
+            "options": {"type": "object", "properties": {"recursive": {"type": "boolean"}}},
+            "files": {"type": "array", "items": {"type": "object", "properties": {"path": {}}}},
+            "free": {"type": "object"},
+            "pair": {"type": "array", "prefixItems": [{"properties": {"k": {}}}, {"properties": {"v": {}}}]}
+        }
+    });
+    check_undeclared(&[
+        (
+            "all declared",
+            nested.clone(),
+            json!({"options": {"recursive": true}, "files": [{"path": "a"}, {"path": "b"}], "free": {"z": 1}}),
+            &[],
+        ),
+        (
+            "nested extra",
+            nested.clone(),
+            json!({"options": {"recursive": true, "followSymlinks": true}}),
+            &["/options/followSymlinks"],
+        ),
+        (
+            "extra in an array item",
+            nested.clone(),
+            json!({"files": [{"path": "a"}, {"path": "b", "mode": 7}]}),
+            &["/files/1/mode"],
+        ),
+        (
+            "positional items",
+            nested.clone(),
+            json!({"pair": [{"k": 1, "v": 2}, {"v": 2}]}),
+            &["/pair/0/v"],
+        ),
+    ]);
+}
+
+#[test]
+fn composition_references_and_patterns_declare_members() {
+    check_undeclared(&[
+        (
+            "allOf branches together",
+            json!({"allOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}),
+            json!({"a": 1, "b": 2, "c": 3}),
+            &["/c"],
+        ),
+        (
+            "anyOf branches count whether they matched or not",
+            json!({"anyOf": [
+                {"properties": {"kind": {"const": "a"}, "a": {}}},
+                {"properties": {"kind": {"const": "b"}, "b": {}}}
+            ]}),
+            json!({"kind": "a", "b": 1, "c": 2}),
+            &["/c"],
+        ),
+        (
+            "if then else",
+            json!({"properties": {"kind": {}}, "if": {"properties": {"kind": {"const": "x"}}}, "then": {"properties": {"x": {}}}}),
+            json!({"kind": "x", "x": 1, "y": 2}),
+            &["/y"],
+        ),
+        (
+            "not declares nothing",
+            json!({"properties": {"a": {}}, "not": {"properties": {"admin": {"const": true}}, "required": ["admin"]}}),
+            json!({"a": 1, "admin": false}),
+            &["/admin"],
+        ),
+        (
+            "local $ref",
+            json!({
+                "$defs": {"opts": {"type": "object", "properties": {"depth": {"type": "integer"}}}},
+                "type": "object",
+                "properties": {"opts": {"$ref": "#/$defs/opts"}}
+            }),
+            json!({"opts": {"depth": 1, "extra": true}}),
+            &["/opts/extra"],
+        ),
+        (
+            "recursive $ref",
+            json!({
+                "$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "name": {}}}},
+                "$ref": "#/$defs/node"
+            }),
+            json!({"name": "r", "children": [{"name": "c", "children": [{"name": "g", "x": 1}]}]}),
+            &["/children/0/children/0/x"],
+        ),
+        (
+            "draft-07 definitions",
+            json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "definitions": {"p": {"type": "object", "properties": {"q": {}}}},
+                "properties": {"p": {"$ref": "#/definitions/p"}}
+            }),
+            json!({"p": {"q": 1, "r": 2}}),
+            &["/p/r"],
+        ),
+        (
+            "patternProperties declare by pattern",
+            json!({"properties": {"a": {}}, "patternProperties": {"^x-[a-z]+$": {"type": "object", "properties": {"v": {}}}}}),
+            json!({"a": 1, "x-one": {"v": 1, "w": 2}, "y": 3}),
+            &["/x-one/w", "/y"],
+        ),
+        (
+            "patternProperties alone close the object",
+            json!({"patternProperties": {"^\\d+$": {}}}),
+            json!({"12": 1, "ab": 2}),
+            &["/ab"],
+        ),
+    ]);
+}
+
+#[test]
+fn undeclared_reports_are_bounded_and_never_carry_values() {
+    let schema = compiled(&json!({"properties": {}}));
+    let many: serde_json::Map<String, Value> = (0..50)
+        .map(|i| (format!("k{i}"), json!("secret-value")))
+        .collect();
+    let found = schema.undeclared(&Value::Object(many));
+    assert_eq!(found.len(), MAX_VIOLATIONS);
+    assert!(found.iter().all(|p| !p.contains("secret")));
+    let hidden = schema.undeclared(&json!({"a\u{202e}b": 1}));
+    assert_eq!(hidden, vec!["/a\\u{202e}b".to_string()]);
+}

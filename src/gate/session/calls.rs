@@ -130,6 +130,18 @@ impl Session {
                 self.refuse_call(&id, &name, r, out);
                 return;
             }
+            if self.config.policy.arguments.closed_for(&name) {
+                let undeclared = schema.undeclared(&args);
+                if !undeclared.is_empty() {
+                    let r = Refusal::new(
+                        code::UNDECLARED_ARGUMENT,
+                        Category::Input,
+                        undeclared_message(&name, &undeclared),
+                    );
+                    self.refuse_call(&id, &name, r, out);
+                    return;
+                }
+            }
         }
         let authority = tool.authority;
         let mrtr = self.take_own_approval(&mut params, &id, &mut line);
@@ -424,6 +436,22 @@ impl Session {
             self.release_serial(&tool, out);
         }
     }
+}
+
+/// The refusal text for members the reviewed `inputSchema` does not declare: their pointers
+/// (never their values) and how to proceed.
+fn undeclared_message(tool: &str, pointers: &[String]) -> String {
+    let listed = pointers.join(", ");
+    let what = match pointers.len() {
+        1 => format!("an argument the reviewed inputSchema does not declare: {listed}"),
+        n if n >= crate::gate::schema::MAX_VIOLATIONS => format!(
+            "{n} or more arguments the reviewed inputSchema does not declare (the first {n}): {listed}"
+        ),
+        n => format!("{n} arguments the reviewed inputSchema does not declare: {listed}"),
+    };
+    format!(
+        "refused {tool:?}: the call carries {what}. The reviewer never saw such arguments, so mcpguard does not pass the call to the server; call the tool with the declared arguments only, or, if the schema is known to be incomplete, set closed = false in [arguments.tools.{tool}] of the policy"
+    )
 }
 
 /// The `arguments` of a `tools/call` line, parsed again off the message path.

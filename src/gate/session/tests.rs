@@ -665,7 +665,16 @@ fn calls_dispatched(t: &T) -> usize {
 
 #[test]
 fn a_write_is_dispatched_only_after_the_person_approves_it() {
+    // `confirmed` is not in the write's schema: closed arguments refuse it outright.
     let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+    t.call(6, "write", json!({"body": "x", "confirmed": true}));
+    assert_eq!(
+        t.last_host()["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::UNDECLARED_ARGUMENT
+    );
+    // With the write's arguments open, the member passes validation, and still confirms nothing.
+    let policy = format!("{ECHO_READ}[arguments.tools.write]\nclosed = false\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
     t.s.config.audit = true;
     t.call(
         7,
@@ -1036,4 +1045,68 @@ fn an_initialize_that_cannot_be_served_is_refused_before_the_server_sees_it_and_
     t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
     t.server_says(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "fixture", "version": "1.0.0"}}}));
     assert_eq!(t.last_host()["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[test]
+fn undeclared_arguments_are_refused_before_dispatch_without_their_values() {
+    let mut t = T::new(Mode::Pinned(pin())).bound();
+    t.call(
+        1,
+        "echo",
+        json!({"text": "hi", "exfiltrate": "s3cr3t-value"}),
+    );
+    let r = t.last_host().clone();
+    assert_eq!(r["id"], 1);
+    assert_eq!(r["result"]["isError"], true);
+    let contract = &r["result"]["_meta"][refusal::REFUSAL_META];
+    assert_eq!(contract["code"], code::UNDECLARED_ARGUMENT, "{r}");
+    assert_eq!(contract["category"], "input");
+    assert_eq!(contract["retryable"], false);
+    assert_eq!(contract["outcomeKnown"], true);
+    let message = contract["message"].as_str().unwrap();
+    assert!(message.contains("/exfiltrate"), "{message}");
+    assert!(message.contains("[arguments.tools.echo]"), "{message}");
+    assert!(
+        !r.to_string().contains("s3cr3t"),
+        "the value is never echoed: {r}"
+    );
+    assert!(
+        t.diags.iter().all(|d| !d.contains("s3cr3t")),
+        "{:?}",
+        t.diags
+    );
+    // Nothing went to the server: not even a walk, the refusal is static.
+    assert!(t.server.is_empty(), "{:?}", t.server);
+    // A declared argument passes, and the call goes out as its original bytes.
+    t.call(2, "echo", json!({"text": "hi"}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1);
+}
+
+#[test]
+fn the_policy_relaxes_closed_arguments_per_tool_or_for_every_tool() {
+    let policy = "[writes.tools.echo]\nside_effect = \"read\"\n[writes.tools.write]\nside_effect = \"read\"\n[arguments.tools.echo]\nclosed = false\n";
+    let mut t = T::with_policy(Mode::Pinned(pin()), policy).bound();
+    t.call(1, "echo", json!({"text": "hi", "extra": 1}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1, "{:?}", t.host);
+    let sent = t.server_raw.last().unwrap();
+    assert!(sent.contains("\"extra\":1"), "forwarded as sent: {sent}");
+    // Only echo was relaxed.
+    t.call(2, "write", json!({"body": "x", "extra": 1}));
+    assert_eq!(
+        t.last_host()["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::UNDECLARED_ARGUMENT
+    );
+    // The table's value for every tool, with a per-tool exception back to closed.
+    let policy = "[writes.tools.echo]\nside_effect = \"read\"\n[writes.tools.write]\nside_effect = \"read\"\n[arguments]\nclosed = false\n[arguments.tools.write]\nclosed = true\n";
+    let mut t = T::with_policy(Mode::Pinned(pin()), policy).bound();
+    t.call(1, "echo", json!({"text": "hi", "extra": 1}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1, "{:?}", t.host);
+    t.call(2, "write", json!({"body": "x", "extra": 1}));
+    assert_eq!(
+        t.last_host()["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::UNDECLARED_ARGUMENT
+    );
 }

@@ -335,6 +335,7 @@ fn full_tool_rendering() {
         "  !! NOT REVIEWED\n",
         "  inputSchema review aid (pointers into inputSchema):\n",
         "  ? /properties/text: string without maxLength (enum or const would also bound it; format does not) [unbounded-string]\n",
+        "  arguments: closed: members the inputSchema does not declare are refused (policy [arguments])\n",
     );
     assert_eq!(render_tool(&tool, None), want);
 }
@@ -629,4 +630,50 @@ fn odd_shapes_never_panic() {
             &json!({"toolPages": [{"tools": [schema]}], "reviews": schema}),
         );
     }
+}
+
+#[test]
+fn the_view_names_the_open_schemas_and_says_the_rest_is_closed() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "opts": {"type": "object", "additionalProperties": true},
+            "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+            "closed": {"type": "object", "properties": {"a": {}}, "additionalProperties": false},
+            "list": {"type": "array", "items": {"unevaluatedProperties": {}}}
+        },
+        "not": {"additionalProperties": true},
+        "$defs": {"d": {"additionalProperties": true}}
+    });
+    assert_eq!(
+        open_schemas(&schema),
+        vec![
+            ("/properties/opts".to_string(), "additionalProperties"),
+            ("/properties/meta".to_string(), "additionalProperties"),
+            (
+                "/properties/list/items".to_string(),
+                "unevaluatedProperties"
+            ),
+            ("/$defs/d".to_string(), "additionalProperties"),
+        ]
+    );
+    let tool = json!({"name": "t", "inputSchema": schema});
+    let view = render_tool(&tool, None);
+    assert!(
+        view.contains("  arguments: closed, except where the inputSchema is open"),
+        "{view}"
+    );
+    assert!(
+        view.contains("  ~ /properties/opts: open (additionalProperties is not false)\n"),
+        "{view}"
+    );
+    let closed = render_tool(
+        &json!({"name": "t", "inputSchema": {"type": "object", "properties": {}}}),
+        None,
+    );
+    assert!(
+        closed
+            .contains("  arguments: closed: members the inputSchema does not declare are refused"),
+        "{closed}"
+    );
 }
