@@ -142,6 +142,22 @@ FETCH_BIN=$VENV/bin/mcp-server-fetch
 
 stamp_ok() { [[ $FORCE == 0 && -f $1 && "$(cat "$1")" == "$2" ]]; }
 
+# npm_ci_into DIR SRC WHAT: a fresh `npm ci` of SRC's package.json and lockfile into DIR, with
+# install scripts off and bounded retries; on failure DIR is removed and the script stops.
+npm_ci_into() {
+    rm -rf "$1"
+    mkdir -p "$1"
+    cp "$2/package.json" "$2/package-lock.json" "$1/"
+    if ! (cd "$1" && npm ci --no-audit --no-fund --ignore-scripts \
+        --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
+        --fetch-timeout=60000 --loglevel=error >&2); then
+        rm -rf "$1"
+        die "npm ci could not install $3. Is the npm registry reachable from here?
+  npm registry: $(npm config get registry 2>/dev/null || echo unknown)
+  Re-run this script once the registry answers."
+    fi
+}
+
 START=$(date +%s)
 mkdir -p "$PEERS"
 changed=0
@@ -199,20 +215,10 @@ else
     node_major=$("$NODE_ABS" -p 'process.versions.node.split(".")[0]')
     ((node_major >= 20)) || die "node $("$NODE_ABS" --version) is too old; Node.js 20 or newer is required"
     log "npm ci into $NODE_DIR (node $("$NODE_ABS" --version), npm $(npm --version))"
-    rm -rf "$NODE_DIR"
-    mkdir -p "$NODE_DIR"
-    cp "$NPM_SRC/package.json" "$NPM_SRC/package-lock.json" "$NODE_DIR/"
     # --ignore-scripts: the only install script in the tree is the inspector's
     # postinstall, a no-op when it is installed as a dependency. Engine warnings
     # (inspector 2.12.0 declares node >= 22.19) are expected: its CLI works on 20.
-    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts \
-        --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
-        --fetch-timeout=60000 --loglevel=error >&2); then
-        rm -rf "$NODE_DIR"
-        die "npm ci could not install the pinned npm peers. Is the npm registry reachable from here?
-  npm registry: $(npm config get registry 2>/dev/null || echo unknown)
-  Re-run this script once the registry answers."
-    fi
+    npm_ci_into "$NODE_DIR" "$NPM_SRC" "the pinned npm peers"
     echo "$NODE_KEY" >"$NODE_STAMP"
 fi
 
@@ -222,19 +228,9 @@ if stamp_ok "$HOSTS_STAMP" "$HOSTS_KEY" && [[ -f $GEMINI_JS ]]; then
 else
     changed=1
     log "npm ci into $HOSTS_DIR (Gemini CLI $GEMINI_VERSION)"
-    rm -rf "$HOSTS_DIR"
-    mkdir -p "$HOSTS_DIR"
-    cp "$HOSTS_SRC/package.json" "$HOSTS_SRC/package-lock.json" "$HOSTS_DIR/"
     # --ignore-scripts: Gemini CLI is one bundled script; its optional native modules (node-pty
     # for interactive shells, keytar for the keychain) are not needed by `gemini -p`.
-    if ! (cd "$HOSTS_DIR" && npm ci --no-audit --no-fund --ignore-scripts \
-        --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
-        --fetch-timeout=60000 --loglevel=error >&2); then
-        rm -rf "$HOSTS_DIR"
-        die "npm ci could not install the pinned hosts. Is the npm registry reachable from here?
-  npm registry: $(npm config get registry 2>/dev/null || echo unknown)
-  Re-run this script once the registry answers."
-    fi
+    npm_ci_into "$HOSTS_DIR" "$HOSTS_SRC" "the pinned hosts"
     echo "$HOSTS_KEY" >"$HOSTS_STAMP"
 fi
 
