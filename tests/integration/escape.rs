@@ -1695,3 +1695,126 @@ fn privileged_operations_are_refused() {
     }
     t.finish();
 }
+
+// ---- without namespaces: the report names what stays open, and it is true -------------
+
+/// A seccomp program that answers `unshare(2)` with EPERM and allows everything else: what a
+/// kernel or security module that forbids (user) namespaces looks like to mcpguard.
+fn no_unshare_filter() -> Vec<libc::sock_filter> {
+    let filter = seccompiler::SeccompFilter::new(
+        std::collections::BTreeMap::from([(libc::SYS_unshare, Vec::new())]),
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap();
+    let program: seccompiler::BpfProgram = filter.try_into().unwrap();
+    program
+        .into_iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
+/// Starts `cmd` under [`no_unshare_filter`] (with no_new_privs, which an unprivileged filter
+/// needs).
+fn without_unshare(cmd: &mut Command, filter: &Arc<Vec<libc::sock_filter>>) {
+    let program = filter.clone();
+    // SAFETY: prctl and seccomp are raw system calls on memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: program.len() as libc::c_ushort,
+                filter: program.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    &prog as *const libc::sock_fprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Where namespaces are forbidden, the server still starts (require mode), the report names the
+/// gaps that opens as residual risks with the reason, the proxy warns about it — and the gap is
+/// real: a probe changes a file's mode outside every grant. So the report claims no more than
+/// this kernel, for this user, enforces.
+#[test]
+fn without_namespaces_the_report_names_what_stays_open_and_it_is_true() {
+    let filter = Arc::new(no_unshare_filter());
+    for who in everyone() {
+        let w = World::new(who);
+        let dir = w.path("meta");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let f = dir.join("file");
+        std::fs::write(&f, "x").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        who.own(&f);
+        let mut cmd = w.check_cmd(Half::Sandboxed, &[], &["chmod", &f.display().to_string()]);
+        without_unshare(&mut cmd, &filter);
+        let run = Run::new("chmod", run_bounded(&mut cmd));
+        let report = run.report().to_string();
+        let who_name = who.name();
+        assert!(
+            run.ran(),
+            "[{who_name}] the server must still start in require mode without namespaces:\n{}",
+            run.brief()
+        );
+        for want in [
+            "a mount namespace: every mount read-only",
+            "no code run from writable files",
+            "a PID namespace: no descendant outlives",
+        ] {
+            let line = report
+                .lines()
+                .find(|l| l.contains(want))
+                .unwrap_or_else(|| panic!("[{who_name}] no line {want:?} in:\n{report}"));
+            assert!(
+                line.contains("RESIDUAL RISK: ") && line.contains("forbid"),
+                "[{who_name}] {want:?} must be a residual risk with the reason:\n{line}"
+            );
+        }
+        assert!(
+            report.contains("5 residual risk(s)") && !report.contains("every rule"),
+            "[{who_name}] the verdict must count the open gaps:\n{report}"
+        );
+        let mode = std::fs::metadata(&f).unwrap().mode() & 0o7777;
+        assert_eq!(
+            mode,
+            0o604,
+            "[{who_name}] the named gap is real: chmod outside the grants works without a mount namespace\n{}",
+            run.brief()
+        );
+        println!(
+            "ESCAPE-TABLE | no namespaces | chmod outside the grants | {who_name} | named: RESIDUAL RISK | sandboxed: works (as named) |"
+        );
+
+        // The proxy says so at start, at the default log level.
+        let mut proxy = w.guard();
+        proxy
+            .args(["--allow-unpinned", "--policy"])
+            .arg(&w.sandboxed)
+            .arg("--")
+            .arg(&bins().escape)
+            .arg("hello");
+        without_unshare(&mut proxy, &filter);
+        let out = run_bounded(&mut proxy);
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("mcpguard: warning: sandbox: no PID or mount namespace for this user"),
+            "[{who_name}] the proxy must warn when the namespaces are missing:\n{stderr}"
+        );
+    }
+}
