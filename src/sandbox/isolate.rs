@@ -155,8 +155,12 @@ impl Isolation {
                     })
                 })
                 .collect();
-            // A grant inside another is mounted after it, so that it stays on top.
-            binds.sort_by_key(|b| b.path.as_bytes().len());
+            // A grant inside another is mounted after it, so that it stays on top (a shorter
+            // path first); equal paths end up next to each other, so each is mounted once.
+            binds.sort_by(|a, b| {
+                (a.path.as_bytes().len(), a.path.as_bytes())
+                    .cmp(&(b.path.as_bytes().len(), b.path.as_bytes()))
+            });
             binds.dedup_by(|a, b| a.path == b.path);
             Namespaces {
                 user: (!root).then(id_maps),
@@ -168,12 +172,6 @@ impl Isolation {
             namespaces,
             last_cap: last_cap(),
         }
-    }
-
-    /// Whether the server runs with every capability dropped from a privileged start (rather
-    /// than as an ordinary user who has none).
-    pub fn drops_privileges(&self) -> bool {
-        self.privileged
     }
 
     /// Creates the namespaces and the process layout described in the module documentation.
@@ -454,7 +452,9 @@ fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
     Ok(())
 }
 
-/// Closes every descriptor but `keep` (two at most; -1 for none).
+/// Closes every descriptor but `keep` (two at most; -1 for none). `close_range` (Linux 5.9) is
+/// always there when this runs: the namespaces need `mount_setattr` (5.12), and the probe
+/// refuses them on older kernels.
 fn close_all_but(keep: [libc::c_int; 2]) {
     let mut from: libc::c_uint = 0;
     let mut keep = keep;

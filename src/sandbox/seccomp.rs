@@ -356,6 +356,12 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Vec<libc::sock
         .collect()
 }
 
+/// A filter that answers each of `calls` with `errno` whatever its arguments and allows
+/// everything else (also what a test uses to stand for a kernel that forbids a call).
+pub fn refusing(calls: &[libc::c_long], errno: i32) -> Vec<libc::sock_filter> {
+    compile(calls.iter().map(|&nr| (nr, Vec::new())).collect(), errno)
+}
+
 /// The architecture guard: kill for a foreign architecture or an x32 system call.
 fn guard() -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = 0x20;
@@ -397,11 +403,10 @@ pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
     // `clone3` takes its flags in memory, where a filter cannot look, so it could create the
     // namespaces `clone` may not. ENOSYS makes glibc (2.34 and later) fall back to `clone`, as it
     // does on kernels before 5.3, whose flags the deny filter checks.
-    let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
     let mut out = vec![
         guard(),
         compile(deny, libc::EPERM),
-        compile(clone3, libc::ENOSYS),
+        refusing(&[libc::SYS_clone3], libc::ENOSYS),
     ];
     if !sockets.is_empty() {
         out.push(compile(sockets, libc::EACCES));

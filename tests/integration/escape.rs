@@ -1701,47 +1701,21 @@ fn privileged_operations_are_refused() {
 /// A seccomp program that answers `unshare(2)` with EPERM and allows everything else: what a
 /// kernel or security module that forbids (user) namespaces looks like to mcpguard.
 fn no_unshare_filter() -> Vec<libc::sock_filter> {
-    let filter = seccompiler::SeccompFilter::new(
-        std::collections::BTreeMap::from([(libc::SYS_unshare, Vec::new())]),
-        seccompiler::SeccompAction::Allow,
-        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
-        std::env::consts::ARCH.try_into().unwrap(),
-    )
-    .unwrap();
-    let program: seccompiler::BpfProgram = filter.try_into().unwrap();
-    program
-        .into_iter()
-        .map(|i| libc::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect()
+    mcpguard::sandbox::seccomp::refusing(&[libc::SYS_unshare], libc::EPERM)
 }
 
 /// Starts `cmd` under [`no_unshare_filter`] (with no_new_privs, which an unprivileged filter
 /// needs).
 fn without_unshare(cmd: &mut Command, filter: &Arc<Vec<libc::sock_filter>>) {
     let program = filter.clone();
-    // SAFETY: prctl and seccomp are raw system calls on memory prepared before the fork.
+    // SAFETY: prctl and the seccomp install are raw system calls on memory prepared before the
+    // fork.
     unsafe {
         cmd.pre_exec(move || {
-            let prog = libc::sock_fprog {
-                len: program.len() as libc::c_ushort,
-                filter: program.as_ptr() as *mut libc::sock_filter,
-            };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0,
-                    &prog as *const libc::sock_fprog,
-                ) != 0
-            {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(())
+            mcpguard::sandbox::seccomp::install(&program)
         });
     }
 }
