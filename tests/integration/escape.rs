@@ -1658,6 +1658,8 @@ fn privileged_operations_are_refused() {
             ("userfaultfd", vec!["userfaultfd"]),
             ("settimeofday(NULL, NULL)", vec!["settime"]),
             ("acct() (a missing file: nothing changes)", vec!["acct"]),
+            ("syslog() size of the kernel log", vec!["syslog"]),
+            ("swapoff (a missing file: nothing changes)", vec!["swapoff"]),
             ("SIOCSIFFLAGS on lo (same flags)", vec!["ifflags"]),
         ];
         for (case, probe) in cases {

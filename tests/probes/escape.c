@@ -44,6 +44,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/swap.h>
+#include <sys/klog.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -702,6 +704,23 @@ static int do_acct(void) {
     return stopped("acct()");
 }
 
+/* The kernel log: its size is readable by root (and by anyone where dmesg_restrict = 0);
+ * nothing is read or cleared. */
+static int do_syslog(void) {
+    int n = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+    if (n < 0) return stopped("syslog(SYSLOG_ACTION_SIZE_BUFFER)");
+    return escaped("syslog(SYSLOG_ACTION_SIZE_BUFFER) answered %d: the kernel log is readable", n);
+}
+
+/* swapoff of a missing file: ENOENT comes after the CAP_SYS_ADMIN check; no swap changes. */
+static int do_swapoff(void) {
+    if (swapoff("/nonexistent-mcpguard-probe/swap") == 0) return escaped("swapoff succeeded?!");
+    if (errno == ENOENT)
+        return escaped("swapoff passed the CAP_SYS_ADMIN check (ENOENT for a missing file; "
+                       "nothing changed)");
+    return stopped("swapoff");
+}
+
 static int ifflags(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return stopped("socket for the interface ioctl");
@@ -844,6 +863,8 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "userfaultfd")) return do_userfaultfd();
     if (!strcmp(p, "settime")) return settime();
     if (!strcmp(p, "acct")) return do_acct();
+    if (!strcmp(p, "syslog")) return do_syslog();
+    if (!strcmp(p, "swapoff")) return do_swapoff();
     if (!strcmp(p, "ifflags")) return ifflags();
     printf("ERROR: unknown probe %s\n", p);
     return 2;
