@@ -61,6 +61,8 @@ pub struct Kernel {
     pub namespaces: Result<(), String>,
     /// Whether memfds can be sealed non-executable (`MFD_NOEXEC_SEAL`, Linux 6.3).
     pub memfd_noexec_seal: bool,
+    /// Whether mcpguard runs as root, so that the server would start with every capability.
+    pub root: bool,
 }
 
 impl Kernel {
@@ -73,6 +75,7 @@ impl Kernel {
                 .unwrap_or_else(|_| "unknown".into()),
             namespaces: isolate::probe(),
             memfd_noexec_seal: seccomp::memfd_noexec_seal_available(),
+            root: isolate::running_as_root(),
         }
     }
 

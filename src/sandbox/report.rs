@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{isolate, landlock, Kernel, PathState, Request};
+use super::{landlock, Kernel, PathState, Request};
 use crate::policy::{Limit, Preset, SandboxMode};
 
 /// What happens to one rule on this kernel.
@@ -362,7 +362,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "processes",
-        if isolate::running_as_root() {
+        if kernel.root {
             "every capability dropped (bounding, effective, permitted, inheritable, ambient), securebits locked: root gets none back at exec"
         } else {
             "no capabilities: an ordinary user's (and those of its user namespace) dropped from every set"

@@ -106,6 +106,7 @@ fn kernel(abi: u32, seccomp: bool) -> Kernel {
         seccomp,
         release: "test".into(),
         namespaces: Ok(()),
+        root: false,
         memfd_noexec_seal: true,
     }
 }
