@@ -1,11 +1,13 @@
 //! The wire: bytes and text as they arrive from the peers and as they leave.
 //!
 //! Owns newline framing (`frame`), the lossless read-only view of one JSON-RPC line (`message`),
-//! the writers towards one peer (`sink`) and the sanitizing of untrusted text for display
-//! (`sanitize`). It knows the JSON-RPC shapes and the protocol facts, and nothing of the gate, the
-//! snapshot, the policy or processes: it never decides whether a message passes.
+//! the writers towards one peer (`sink`), the sanitizing of untrusted text for display
+//! (`sanitize`) and the labelling of instruction-like passages in such text (`injection`). It
+//! knows the JSON-RPC shapes and the protocol facts, and nothing of the gate, the snapshot, the
+//! policy or processes: it never decides whether a message passes.
 
 pub mod frame;
+pub mod injection;
 pub mod message;
 pub mod sanitize;
 pub mod sink;

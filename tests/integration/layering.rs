@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 const RULES: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("wire", &["protocol"]),
-    ("snapshot", &["protocol", "wire::sanitize"]),
+    (
+        "snapshot",
+        &["protocol", "wire::sanitize", "wire::injection"],
+    ),
     ("policy", &["protocol"]),
     ("audit", &["protocol", "snapshot", "policy"]),
     (
@@ -23,6 +26,7 @@ const RULES: &[(&str, &[&str])] = &[
             "wire::frame",
             "wire::message",
             "wire::sanitize",
+            "wire::injection",
             "snapshot",
             "policy",
             "audit::event",
