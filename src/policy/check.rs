@@ -44,6 +44,20 @@ impl Policy {
                 ),
             ));
         }
+        let channels = &self.confirmation.channels;
+        if let Some((_, c)) = channels
+            .iter()
+            .enumerate()
+            .find(|(i, c)| channels[..*i].contains(c))
+        {
+            return Err(Problem::at(
+                &["confirmation", "channels"],
+                format!(
+                    "confirmation.channels names \"{}\" twice; list each channel once, in the order they are offered",
+                    c.name()
+                ),
+            ));
+        }
         non_empty_entries(&self.capabilities.pass_meta, &["capabilities", "pass_meta"])?;
         let (min_bytes, max_bytes) = MESSAGE_BYTES_RANGE;
         if !(min_bytes..=max_bytes).contains(&self.limits.max_message_bytes) {
@@ -114,6 +128,11 @@ impl Policy {
     /// diagnostics. Each is a full sentence.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
+        if self.confirmation.mode == ConfirmationMode::Elicit
+            && self.confirmation.channels.is_empty()
+        {
+            w.push("confirmation.channels is empty: nobody can be asked, so every write that needs confirmation is refused".to_string());
+        }
         match self.confirmation.mode {
             ConfirmationMode::Allow => w.push(
                 "confirmation.mode = \"allow\": writes are forwarded without asking anyone; each is audited as unconfirmed".to_string(),

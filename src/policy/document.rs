@@ -235,6 +235,9 @@ pub struct Confirmation {
     /// How long mcpguard waits for the user's answer; no answer in time is a denial.
     #[serde(with = "duration_text")]
     pub timeout: SignedDuration,
+    /// Where the person is asked, in order: channels listed before `host` are offered at once,
+    /// those after it only when the host cannot ask, answered without asking, or erred.
+    pub channels: Vec<Channel>,
 }
 
 impl Default for Confirmation {
@@ -242,6 +245,31 @@ impl Default for Confirmation {
         Confirmation {
             mode: ConfirmationMode::Elicit,
             timeout: SignedDuration::from_secs(60),
+            channels: vec![Channel::Host, Channel::Desktop, Channel::Terminal],
+        }
+    }
+}
+
+/// One way of reaching the person who approves writes (`confirmation.channels`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Channel {
+    /// The host's own interface, through MCP elicitation.
+    Host,
+    /// A desktop notification with Approve and Deny actions (freedesktop Notifications on the
+    /// session bus).
+    Desktop,
+    /// `mcpguard approvals` in a terminal, over the user's approval sockets.
+    Terminal,
+}
+
+impl Channel {
+    /// The name used in the policy, the audit log and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Channel::Host => "host",
+            Channel::Desktop => "desktop",
+            Channel::Terminal => "terminal",
         }
     }
 }

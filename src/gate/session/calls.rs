@@ -196,19 +196,6 @@ impl Session {
             Decision::Confirm if self.config.era == Era::Modern => {
                 self.confirm_modern(call, &class, arguments, mrtr, out)
             }
-            Decision::Confirm if !self.host_can_elicit => {
-                let r = Refusal::new(
-                    code::APPROVAL_REQUIRED,
-                    Category::Authorization,
-                    format!(
-                        "refused {:?}: {} and needs a person's approval, but the host did not advertise form elicitation, so mcpguard cannot ask anyone; use a host that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
-                        call.tool,
-                        write_reason(&class),
-                        call.tool
-                    ),
-                );
-                self.refuse_call(&call.id, &call.tool, r, out);
-            }
             Decision::Confirm => self.ask_person(call, &class, arguments, out),
         }
     }
@@ -398,7 +385,7 @@ impl Session {
     /// error (the call may have had effects; it is never retried), the server a cancellation,
     /// and a late answer is dropped.
     pub fn tick(&mut self, now_ms: u64, out: &mut Vec<Out>) {
-        self.clock_ms = now_ms;
+        self.clock_ms = self.clock_ms.max(now_ms);
         self.expire_confirmations(out);
         let timeout = self.config.call_timeout_ms;
         if timeout == 0 {

@@ -1,13 +1,67 @@
-//! Confirmation of writes: mcpguard's own `elicitation/create` to the person, keyed by
-//! mcpguard's request id (so an approval is single-use by construction), the answer turned into a
-//! verdict, expiry, and the withdrawal of questions still open.
+//! Confirmation of writes: the question a person reads (three lines first: the server and
+//! tool, the arguments, what approving does; details after), the channels it goes to
+//! (`confirmation.channels`: the host through mcpguard's own `elicitation/create`, and the
+//! out-of-band channels the driver runs — `mcpguard approvals` in a terminal, a desktop
+//! notification), the answer turned into a verdict, expiry, and the withdrawal of questions still
+//! open.
+//!
+//! A pending confirmation is keyed by the id of mcpguard's elicitation request (or, when only the
+//! out-of-band channels have it, by a private id of the same form), so the first answer from any
+//! channel removes it and an approval is single-use by construction: a late or repeated answer
+//! finds nothing. A host that answers decline or cancel faster than a person can read the
+//! question ([`HUMAN_MIN_ANSWER_MS`]) did not ask anyone; that answer does not settle the call
+//! when an out-of-band channel can still reach the person, and a refusal says which it was.
 
 use super::*;
+use crate::policy::Channel;
+
+/// Below this time between the question and a decline or cancel, the host answered without
+/// showing it to anyone: reading three lines and pressing a button takes a person longer than a
+/// second, while headless hosts answer in a few milliseconds (`claude -p` cancels in 3 ms).
+pub const HUMAN_MIN_ANSWER_MS: u64 = 1_000;
+
+/// The question a person reads: three lines that fit a folded dialog, then the details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Question {
+    /// Line 1: the server and the tool.
+    pub headline: String,
+    /// Line 2: a compact, sanitized summary of the arguments.
+    pub arguments: String,
+    /// Line 3: what approving does.
+    pub effect: String,
+    /// Everything else: why it is asked, the binding, the full arguments.
+    pub details: String,
+    pub server: String,
+    pub tool: String,
+}
+
+impl Question {
+    /// The whole question as one message: the three lines, a blank line, the details.
+    pub fn text(&self) -> String {
+        format!(
+            "{}\n{}\n{}\n\n{}",
+            self.headline, self.arguments, self.effect, self.details
+        )
+    }
+}
+
+/// How the host answered mcpguard's question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum HostAnswer {
+    /// Accepted with approve ticked.
+    Approve,
+    /// A person's refusal (said in words).
+    Person(String),
+    /// The host answered without asking anyone (too fast for a person).
+    NotAsked(String),
+    /// The host erred or sent something that is not an answer.
+    Failed(String),
+}
 
 impl Session {
-    /// Sends mcpguard's own `elicitation/create` to the host for `call`: one boolean field,
-    /// a message naming the tool, the server and the arguments. The call waits in
-    /// `confirming` until the answer, a cancellation or the timeout.
+    /// A write needs a person's approval (legacy era): the question goes to the host when it can
+    /// ask and to the out-of-band channels listed before it (or, when the host cannot ask, to
+    /// every running out-of-band channel). When no channel can reach anyone the call is refused.
     pub(super) fn ask_person(
         &mut self,
         call: Call,
@@ -15,32 +69,137 @@ impl Session {
         arguments: Value,
         out: &mut Vec<Out>,
     ) {
+        let host = self.host_listed() && self.host_can_elicit;
+        let offer_now = self.out_of_band_ready() && (!host || self.out_of_band_first());
+        if !host && !offer_now {
+            let why = if self.host_listed() {
+                "the host did not advertise form elicitation"
+            } else {
+                "confirmation.channels does not list \"host\""
+            };
+            return self.nobody_to_ask(call, class, why, out);
+        }
         let binding = self.binding_of(&call.tool, &arguments);
-        let params = self.approval_question(&call.tool, class, &arguments, &binding);
-        let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
+        let question = self.question(&call.tool, class, &arguments, &binding);
+        let mut c = Confirming {
+            call,
+            binding,
+            arguments,
+            asked_ms: self.clock_ms,
+            host_asked: host,
+            offered: None,
+            question,
+            host_note: None,
+        };
+        if offer_now {
+            self.offer(&mut c, out);
+        }
+        let key = if host {
+            let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
+            self.next_own += 1;
+            let params = approval_params(&c.question);
+            let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": methods::ELICITATION_CREATE, "params": params});
+            out.push(Out::Diag(
+                Level::Info,
+                format!(
+                    "call {} of {:?} is a write: asking the person through the host (approval {})",
+                    c.call.id,
+                    c.call.tool,
+                    &c.binding[..12]
+                ),
+            ));
+            out.push(Out::Host(Bytes::from(
+                serde_json::to_vec(&req).unwrap_or_default(),
+            )));
+            ask
+        } else {
+            self.offer_key()
+        };
+        self.confirming.insert(key, c);
+    }
+
+    /// Refuses a write nobody can be asked about, saying why and what changes it.
+    pub(super) fn nobody_to_ask(
+        &mut self,
+        call: Call,
+        class: &Classification,
+        host_why: &str,
+        out: &mut Vec<Out>,
+    ) {
+        let channels = &self.config.policy.confirmation.channels;
+        let oob_why = if !channels
+            .iter()
+            .any(|c| matches!(c, Channel::Terminal | Channel::Desktop))
+        {
+            "confirmation.channels lists no out-of-band channel (\"terminal\", \"desktop\")"
+        } else {
+            "no out-of-band channel is running in this mcpguard (its start-up diagnostics say why)"
+        };
+        let r = Refusal::new(
+            code::APPROVAL_REQUIRED,
+            Category::Authorization,
+            format!(
+                "refused {:?}: {} and needs a person's approval, but mcpguard cannot ask anyone: {host_why}, and {oob_why}; add \"terminal\" to [confirmation] channels and answer with `mcpguard approvals`, use a host that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                call.tool,
+                write_reason(class),
+                call.tool
+            ),
+        );
+        self.refuse_call(&call.id, &call.tool, r, out);
+    }
+
+    /// Whether the policy lists the host as a channel.
+    pub(super) fn host_listed(&self) -> bool {
+        self.config
+            .policy
+            .confirmation
+            .channels
+            .contains(&Channel::Host)
+    }
+
+    /// Whether an out-of-band channel the policy lists is running in this process.
+    pub(super) fn out_of_band_ready(&self) -> bool {
+        self.config
+            .policy
+            .confirmation
+            .channels
+            .iter()
+            .any(|c| *c != Channel::Host && self.config.out_of_band.contains(c))
+    }
+
+    /// Whether a running out-of-band channel comes before the host in the policy's order, so it
+    /// is offered at once rather than only when the host's answer does not count.
+    fn out_of_band_first(&self) -> bool {
+        let channels = &self.config.policy.confirmation.channels;
+        channels
+            .iter()
+            .take_while(|c| **c != Channel::Host)
+            .any(|c| self.config.out_of_band.contains(c))
+    }
+
+    /// A private key for a confirmation only the out-of-band channels have: it has the form of
+    /// mcpguard's own request ids, which the host cannot use, so no host response can match it.
+    pub(super) fn offer_key(&mut self) -> Id {
+        let key = Id::Str(format!("{}offer-{}", self.own_prefix, self.next_own));
         self.next_own += 1;
-        let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": methods::ELICITATION_CREATE, "params": params});
+        key
+    }
+
+    /// Offers `c` to the out-of-band channels (once): it gets the id the person answers with.
+    pub(super) fn offer(&mut self, c: &mut Confirming, out: &mut Vec<Out>) {
+        if c.offered.is_some() {
+            return;
+        }
+        self.next_offer += 1;
+        let id = format!("{}-{}", self.config.instance, self.next_offer);
         out.push(Out::Diag(
             Level::Info,
             format!(
-                "call {} of {:?} is a write: asking the person through the host (approval {})",
-                call.id,
-                call.tool,
-                &binding[..12]
+                "call {} of {:?} waits for a person's approval {id}: run `mcpguard approvals approve {id}` or `mcpguard approvals deny {id}` (or `mcpguard approvals watch`)",
+                c.call.id, c.call.tool
             ),
         ));
-        out.push(Out::Host(Bytes::from(
-            serde_json::to_vec(&req).unwrap_or_default(),
-        )));
-        self.confirming.insert(
-            ask,
-            Confirming {
-                call,
-                binding,
-                arguments,
-                asked_ms: self.clock_ms,
-            },
-        );
+        c.offered = Some(id);
     }
 
     /// The digest the approval of a call of `tool` with `arguments` is bound to.
@@ -52,15 +211,15 @@ impl Session {
         approval_binding(snapshot, tool, arguments)
     }
 
-    /// The params of mcpguard's own `elicitation/create`: one boolean field and a message naming
-    /// the tool, the server and the arguments (both eras ask the same question).
-    pub(super) fn approval_question(
+    /// The question for a call of `tool` with `arguments` (both eras and every channel ask the
+    /// same one).
+    pub(super) fn question(
         &self,
         tool: &str,
         class: &Classification,
         arguments: &Value,
         binding: &str,
-    ) -> Value {
+    ) -> Question {
         let server = match &self.config.mode {
             Mode::Pinned(pin) => pin.server_key.clone(),
             _ => "(unpinned)".to_string(),
@@ -68,78 +227,184 @@ impl Session {
         let timeout_s = self.config.policy.confirmation.timeout.as_secs().max(1);
         let short = crate::wire::sanitize::Clean {
             keep_newlines: false,
-            max_bytes: 200,
+            max_bytes: 80,
         };
-        let message = format!(
-            "mcpguard asks for your approval.\n\nThe AI wants to call the tool \"{}\" of the MCP server \"{}\". {}.\n\nArguments:\n{}\n\nApprove only if you want this to happen now. This approval is for this one call only (approval {}, expires in {timeout_s} s).",
-            crate::wire::sanitize::clean(tool, short),
-            crate::wire::sanitize::clean(&server, short),
-            write_reason(class),
-            argument_summary(arguments),
-            &binding[..12],
-        );
-        json!({
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "approve": {
-                        "type": "boolean",
-                        "title": "Approve this call",
-                        "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
-                        "default": false
-                    }
-                },
-                "required": ["approve"]
-            }
-        })
+        let tool = crate::wire::sanitize::clean(tool, short);
+        let server = crate::wire::sanitize::clean(&server, short);
+        Question {
+            headline: format!("mcpguard: allow the AI to call \"{tool}\" on the MCP server \"{server}\"?"),
+            arguments: format!("Arguments: {}", compact_arguments(arguments)),
+            effect: format!(
+                "Approve runs this one call once, now; Decline refuses it. No answer within {timeout_s} s refuses it."
+            ),
+            details: format!(
+                "Why you are asked: {}.\nApproval {} is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON):\n{}",
+                write_reason(class),
+                &binding[..12],
+                argument_summary(arguments),
+            ),
+            server,
+            tool,
+        }
     }
 
     /// The host answered one of mcpguard's confirmation requests. Only `accept` with
-    /// `approve: true` lets the call go on; anything else refuses it.
+    /// `approve: true` lets the call go on; a person's refusal refuses it; an answer that came
+    /// too fast to be a person's, or an error, leaves it to the out-of-band channels when one
+    /// runs (else it refuses, saying which it was).
     pub(super) fn confirmation_answer(
         &mut self,
         c: Confirming,
         msg: &Message<'_>,
         out: &mut Vec<Out>,
     ) {
-        let verdict = match (msg.kind, msg.result) {
+        let elapsed = self.clock_ms.saturating_sub(c.asked_ms);
+        let answer = match (msg.kind, msg.result) {
             (Kind::Response, Some(raw)) => match strict::parse_strict_str(raw.get()) {
-                Ok(v) => elicit_verdict(&v),
-                Err(e) => Err(format!("the host's answer is malformed ({e})")),
+                Ok(v) => host_answer(&v, elapsed),
+                Err(e) => HostAnswer::Failed(format!("the host's answer is malformed ({e})")),
             },
-            _ => Err("the host answered with an error".to_string()),
+            _ => HostAnswer::Failed("the host answered with an error".to_string()),
         };
-        self.settle(c, verdict, out);
+        self.host_answered(c, answer, out);
+    }
+
+    /// Acts on the host's answer (both eras).
+    pub(super) fn host_answered(
+        &mut self,
+        mut c: Confirming,
+        answer: HostAnswer,
+        out: &mut Vec<Out>,
+    ) {
+        match answer {
+            HostAnswer::Approve => self.settle(c, Ok(Channel::Host), out),
+            HostAnswer::Person(why) => self.settle(c, Err(why), out),
+            HostAnswer::NotAsked(why) | HostAnswer::Failed(why) => {
+                c.host_asked = false;
+                if !self.out_of_band_ready() {
+                    return self.settle(c, Err(why), out);
+                }
+                out.push(Out::Diag(
+                    Level::Info,
+                    format!(
+                        "call {} of {:?}: {why}; the question stays open for the out-of-band channels",
+                        c.call.id, c.call.tool
+                    ),
+                ));
+                c.host_note = Some(why);
+                self.offer(&mut c, out);
+                let key = self.offer_key();
+                self.confirming.insert(key, c);
+            }
+        }
+    }
+
+    /// An answer from an out-of-band channel to the approval offered as `id`. The first answer
+    /// settles it; any later one finds nothing. Returns what happened, in words.
+    pub fn answer_offer(
+        &mut self,
+        id: &str,
+        approve: bool,
+        channel: Channel,
+        out: &mut Vec<Out>,
+    ) -> Result<String, String> {
+        let key = self
+            .confirming
+            .iter()
+            .find(|(_, c)| c.offered.as_deref() == Some(id))
+            .map(|(k, _)| k.clone());
+        let Some(c) = key.and_then(|k| {
+            let c = self.confirming.remove(&k)?;
+            if c.host_asked {
+                out.push(Out::Host(cancel_notification(
+                    &k,
+                    &format!("mcpguard: answered in the {} channel", channel.name()),
+                )));
+            }
+            Some(c)
+        }) else {
+            return Err(format!(
+                "approval {id} is not pending here: it was already answered, it expired, or its call ended"
+            ));
+        };
+        let tool = c.call.tool.clone();
+        if approve {
+            self.settle(c, Ok(channel), out);
+            Ok(format!("approved {id}: the call of {tool:?} goes on"))
+        } else {
+            let why = format!("the person denied it in the {} channel", channel.name());
+            self.settle(c, Err(why), out);
+            Ok(format!("denied {id}: the call of {tool:?} was refused"))
+        }
+    }
+
+    /// The approvals waiting in the out-of-band channels, in the order they were offered: id,
+    /// server, tool, the three lines, the details and the time left.
+    pub fn offers(&self) -> Vec<Value> {
+        let limit =
+            u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut v: Vec<(&String, &Confirming)> = self
+            .confirming
+            .values()
+            .filter_map(|c| c.offered.as_ref().map(|id| (id, c)))
+            .collect();
+        v.sort_by_key(|(id, _)| {
+            id.rsplit('-')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        });
+        v.into_iter()
+            .map(|(id, c)| {
+                let q = &c.question;
+                let left = limit.saturating_sub(self.clock_ms.saturating_sub(c.asked_ms));
+                json!({
+                    "id": id,
+                    "server": q.server,
+                    "tool": q.tool,
+                    "lines": [q.headline, q.arguments, q.effect],
+                    "details": q.details,
+                    "hostNote": c.host_note,
+                    "expiresInMs": left,
+                })
+            })
+            .collect()
     }
 
     /// Ends a confirmation: the call goes on (re-verified first when pinned) or is refused.
     pub(super) fn settle(
         &mut self,
         c: Confirming,
-        verdict: Result<(), String>,
+        verdict: Result<Channel, String>,
         out: &mut Vec<Out>,
     ) {
         let Confirming {
             mut call,
             binding,
             arguments,
+            offered,
             ..
         } = c;
+        let offered = offered.map_or(String::new(), |id| format!(" {id}"));
         match verdict {
-            Ok(()) => {
+            Ok(channel) => {
                 self.audit(out, || AuditNote {
                     tool: Some(call.tool.clone()),
                     arguments: Some(arguments),
                     outcome: Some("confirmed"),
-                    detail: Some(format!("approval {binding}")),
+                    detail: Some(format!(
+                        "approval{offered} {binding} given in the {} channel",
+                        channel.name()
+                    )),
                     ..AuditNote::new(EventKind::CallConfirmed)
                 });
                 out.push(Out::Diag(
                     Level::Info,
                     format!(
-                        "call {} of {:?} was approved by the person",
-                        call.id, call.tool
+                        "call {} of {:?} was approved by the person ({} channel)",
+                        call.id,
+                        call.tool,
+                        channel.name()
                     ),
                 ));
                 call.approval = Approval::Confirmed(binding);
@@ -159,8 +424,9 @@ impl Session {
         }
     }
 
-    /// Withdraws every confirmation question still with the person (the host is told to drop it)
-    /// and refuses its call with `refusal(tool)`. In id order, so the output is deterministic.
+    /// Withdraws every confirmation question still open (the host is told to drop the ones it
+    /// has) and refuses its call with `refusal(tool)`. In id order, so the output is
+    /// deterministic.
     pub(super) fn withdraw_questions(
         &mut self,
         reason: &str,
@@ -170,7 +436,9 @@ impl Session {
         let mut asking: Vec<(Id, Confirming)> = self.confirming.drain().collect();
         asking.sort_by_cached_key(|(ask, _)| ask.to_string());
         for (ask, c) in asking {
-            out.push(Out::Host(cancel_notification(&ask, reason)));
+            if c.host_asked {
+                out.push(Out::Host(cancel_notification(&ask, reason)));
+            }
             self.refuse_call(&c.call.id, &c.call.tool, refusal(&c.call.tool), out);
         }
     }
@@ -191,29 +459,65 @@ impl Session {
             let Some(c) = self.confirming.remove(&ask) else {
                 continue;
             };
-            out.push(Out::Host(cancel_notification(
-                &ask,
-                "mcpguard: no answer within the confirmation timeout",
-            )));
-            let why = format!("no answer within {} s", limit / 1000);
+            if c.host_asked {
+                out.push(Out::Host(cancel_notification(
+                    &ask,
+                    "mcpguard: no answer within the confirmation timeout",
+                )));
+            }
+            let mut why = format!("no answer within {} s", limit / 1000);
+            if let Some(id) = &c.offered {
+                why.push_str(&format!(
+                    " (approval {id} was open to `mcpguard approvals`)"
+                ));
+            }
+            if let Some(note) = &c.host_note {
+                why.push_str(&format!("; before that, {note}"));
+            }
             self.settle(c, Err(why), out);
         }
     }
 }
 
-/// Reads an elicitation answer (`ElicitResult`): only `accept` with `approve: true` approves.
-pub(super) fn elicit_verdict(v: &Value) -> Result<(), String> {
+/// The params of mcpguard's own `elicitation/create`: the question as its message and one
+/// boolean field.
+pub(super) fn approval_params(q: &Question) -> Value {
+    json!({
+        "message": q.text(),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": "Approve this call",
+                    "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
+                    "default": false
+                }
+            },
+            "required": ["approve"]
+        }
+    })
+}
+
+/// Reads an elicitation answer (`ElicitResult`) that came `elapsed_ms` after the question: only
+/// `accept` with `approve: true` approves; a decline or cancel faster than
+/// [`HUMAN_MIN_ANSWER_MS`] is the host's, not a person's.
+pub(super) fn host_answer(v: &Value, elapsed_ms: u64) -> HostAnswer {
+    let fast = elapsed_ms < HUMAN_MIN_ANSWER_MS;
     match v.get("action").and_then(Value::as_str) {
         Some("accept") => {
             if v.pointer("/content/approve") == Some(&Value::Bool(true)) {
-                Ok(())
+                HostAnswer::Approve
             } else {
-                Err("the person did not tick approve".to_string())
+                HostAnswer::Person("the person did not tick approve".to_string())
             }
         }
-        Some("decline") => Err("the person declined".to_string()),
-        Some("cancel") => Err("the person dismissed the request".to_string()),
-        _ => Err("the host's answer has no valid action".to_string()),
+        Some(action @ ("decline" | "cancel")) if fast => HostAnswer::NotAsked(format!(
+            "the host answered {action} without asking: {elapsed_ms} ms after the question, faster than a person can read it"
+        )),
+        Some("decline") => HostAnswer::Person("the person declined".to_string()),
+        Some("cancel") => HostAnswer::Person("the person dismissed the question".to_string()),
+        _ => HostAnswer::Failed("the host's answer has no valid action".to_string()),
     }
 }
 
@@ -252,8 +556,7 @@ fn approval_binding(snapshot: &str, tool: &str, arguments: &Value) -> String {
 /// made visible, cut at a length a dialog can show (the cut is said).
 fn argument_summary(arguments: &Value) -> String {
     const MAX: usize = 1500;
-    let text = String::from_utf8(crate::snapshot::canonical::canonical_bytes(arguments))
-        .unwrap_or_default();
+    let text = canonical_text(arguments);
     let clean = crate::wire::sanitize::clean(
         &text,
         crate::wire::sanitize::Clean {
@@ -269,6 +572,95 @@ fn argument_summary(arguments: &Value) -> String {
     } else {
         clean
     }
+}
+
+/// The arguments on one line: `name=value` pairs in canonical order, strings quoted, a long
+/// value elided with its length, nested values shown only when short, and the line cut (with
+/// how many pairs are left out) before it outgrows a dialog's line. Sanitized, so no value can
+/// hide or fake text.
+pub(super) fn compact_arguments(arguments: &Value) -> String {
+    const LINE: usize = 160;
+    let Value::Object(members) = arguments else {
+        return compact_value(arguments);
+    };
+    if members.is_empty() {
+        return "(none)".to_string();
+    }
+    let mut keys: Vec<&String> = members.keys().collect();
+    keys.sort();
+    let mut line = String::new();
+    for (i, k) in keys.iter().enumerate() {
+        let pair = format!("{}={}", elide(k, 32, false), compact_value(&members[*k]));
+        if !line.is_empty() && line.chars().count() + pair.chars().count() > LINE {
+            line.push_str(&format!(", … {} more", keys.len() - i));
+            break;
+        }
+        if !line.is_empty() {
+            line.push_str(", ");
+        }
+        line.push_str(&pair);
+    }
+    line
+}
+
+/// One argument value for the compact line.
+fn compact_value(v: &Value) -> String {
+    const SHORT: usize = 48;
+    match v {
+        Value::String(s) => elide(s, SHORT, true),
+        Value::Array(items) => {
+            let text = canonical_text(v);
+            if text.chars().count() <= SHORT {
+                crate::wire::sanitize::clean(&text, crate::wire::sanitize::Clean::LINE)
+            } else {
+                format!("[… {} items, {} chars]", items.len(), text.chars().count())
+            }
+        }
+        Value::Object(members) => {
+            let text = canonical_text(v);
+            if text.chars().count() <= SHORT {
+                crate::wire::sanitize::clean(&text, crate::wire::sanitize::Clean::LINE)
+            } else {
+                format!(
+                    "{{… {} members, {} chars}}",
+                    members.len(),
+                    text.chars().count()
+                )
+            }
+        }
+        other => canonical_text(other),
+    }
+}
+
+/// `s` sanitized, its first characters only when it has more than `max` (with its length), and
+/// quoted as a JSON string when `quote`.
+fn elide(s: &str, max: usize, quote: bool) -> String {
+    let n = s.chars().count();
+    let (head, cut) = if n > max {
+        (
+            s.chars().take(max.saturating_sub(8)).collect::<String>(),
+            true,
+        )
+    } else {
+        (s.to_string(), false)
+    };
+    let shown = if quote {
+        serde_json::to_string(&head).unwrap_or_default()
+    } else {
+        head
+    };
+    let shown = crate::wire::sanitize::clean(&shown, crate::wire::sanitize::Clean::LINE);
+    if cut {
+        let open = shown.strip_suffix('"').unwrap_or(&shown);
+        let close = if quote { "\"" } else { "" };
+        format!("{open}…{close} ({n} chars)")
+    } else {
+        shown
+    }
+}
+
+fn canonical_text(v: &Value) -> String {
+    String::from_utf8(crate::snapshot::canonical::canonical_bytes(v)).unwrap_or_default()
 }
 
 /// Seed 004's `operationPolicy` for a classified call.

@@ -50,7 +50,8 @@ mod shutdown;
 mod walks;
 
 use calls::{cancel_notification, minimal_call};
-use confirm::{elicit_verdict, operation_policy, write_reason};
+pub use confirm::HUMAN_MIN_ANSWER_MS;
+use confirm::{approval_params, host_answer, operation_policy, HostAnswer};
 use modern_era::Mrtr;
 use relay::{object_params, refuse_to_host, respond};
 use results::sanitized_error;
@@ -147,6 +148,13 @@ pub struct Config {
     /// The key of the HMAC on mcpguard's own `requestState` (2026-07-28 confirmations). The
     /// proxy draws it from the kernel's random source; `Config::new` leaves it zero for tests.
     pub secret: [u8; 32],
+    /// The out-of-band confirmation channels the driver runs in this process (`terminal`: the
+    /// approval socket listens; `desktop`: a notification service is on the session bus). Empty
+    /// in tests and when none could start.
+    pub out_of_band: Vec<crate::policy::Channel>,
+    /// The prefix of this process's out-of-band approval ids (the driver uses its pid), so the
+    /// ids of several mcpguard processes differ.
+    pub instance: String,
 }
 
 impl Config {
@@ -166,6 +174,8 @@ impl Config {
             policy: Arc::new(Policy::default()),
             dry_run: false,
             secret: [0; 32],
+            out_of_band: Vec::new(),
+            instance: "0".to_string(),
         }
     }
 }
@@ -256,6 +266,15 @@ struct Confirming {
     binding: String,
     arguments: Value,
     asked_ms: u64,
+    /// mcpguard's elicitation for it is with the host, which is told when it is withdrawn.
+    host_asked: bool,
+    /// The id the out-of-band channels show it under, once offered there.
+    offered: Option<String>,
+    /// What the person reads.
+    question: confirm::Question,
+    /// Why the host's answer did not count (it answered without asking, or erred), for the
+    /// refusal if no other channel answers either.
+    host_note: Option<String>,
 }
 
 /// The state of one connection.
@@ -270,6 +289,8 @@ pub struct Session {
     own_requests: IdMap<Purpose>,
     own_prefix: String,
     next_own: u64,
+    /// How many confirmations were offered to the out-of-band channels (their ids' numbers).
+    next_offer: u64,
     phase: Phase,
     /// The review bound at the first successful live verification after the handshake.
     bound: bool,
@@ -314,6 +335,7 @@ impl Session {
             own_requests: IdMap::default(),
             own_prefix: format!("mcpguard-{nonce}-"),
             next_own: 0,
+            next_offer: 0,
             // The modern era has no handshake: the session is ready from the start.
             phase,
             bound: false,
@@ -342,6 +364,13 @@ impl Session {
     /// Number of host requests waiting for the server.
     pub fn pending_host_requests(&self) -> usize {
         self.host_requests.len()
+    }
+
+    /// Advances the session clock without running expiry (the driver calls it before deciding
+    /// frames, so the time between a question and its answer is measured, not rounded to the
+    /// tick). The clock never goes back.
+    pub fn set_clock(&mut self, now_ms: u64) {
+        self.clock_ms = self.clock_ms.max(now_ms);
     }
 
     /// Whether the review was invalidated (for tests and diagnostics).

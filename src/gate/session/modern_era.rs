@@ -25,8 +25,8 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::{
-    codes, elicit_verdict, refuse_to_host, respond, write_reason, AuditNote, Call, Confirming, Era,
-    Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
+    approval_params, codes, host_answer, refuse_to_host, respond, AuditNote, Call, Confirming, Era,
+    HostAnswer, Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
 };
 use crate::audit::event::EventKind;
 use crate::gate::modern::{self, EnvelopeError, InputRequired};
@@ -319,21 +319,29 @@ impl Session {
             u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
         match mrtr.approval {
             Some((state, answer)) => {
-                let verdict = self
-                    .check_approval(&state, &binding, timeout_ms)
-                    .and_then(|()| match answer {
-                        Some(a) => elicit_verdict(&a),
-                        None => Err("the retry carries no answer to mcpguard's question".into()),
-                    });
+                let question = self.question(&call.tool, class, &arguments, &binding);
+                let checked = self.check_approval(&state, &binding, timeout_ms);
+                let asked_ms = checked.as_ref().map_or(self.clock_ms, |&t| t);
                 let c = Confirming {
                     call,
                     binding,
                     arguments,
-                    asked_ms: self.clock_ms,
+                    asked_ms,
+                    host_asked: false,
+                    offered: None,
+                    question,
+                    host_note: None,
                 };
-                self.settle(c, verdict, out);
+                let answer = match (checked, answer) {
+                    (Err(why), _) => return self.settle(c, Err(why), out),
+                    (Ok(_), None) => HostAnswer::Failed(
+                        "the retry carries no answer to mcpguard's question".into(),
+                    ),
+                    (Ok(t), Some(a)) => host_answer(&a, self.clock_ms.saturating_sub(t)),
+                };
+                self.host_answered(c, answer, out);
             }
-            None if mrtr.client_can_elicit => {
+            None if mrtr.client_can_elicit && self.host_listed() => {
                 let n = self.modern.next_approval;
                 self.modern.next_approval += 1;
                 if self.modern.approvals.len() >= MAX_OUTSTANDING_STATES {
@@ -344,7 +352,7 @@ impl Session {
                 }
                 self.modern.approvals.insert(n, self.clock_ms);
                 let state = modern::approval_token(&self.config.secret, n, &binding);
-                let question = self.approval_question(&call.tool, class, &arguments, &binding);
+                let question = self.question(&call.tool, class, &arguments, &binding);
                 let server_info = match &self.config.mode {
                     Mode::Pinned(pin) => pin.server_info.clone(),
                     _ => Value::Null,
@@ -363,24 +371,37 @@ impl Session {
                     &call.id,
                     json!({
                         "resultType": "input_required",
-                        "inputRequests": {modern::APPROVAL_INPUT_KEY: {"method": methods::ELICITATION_CREATE, "params": question}},
+                        "inputRequests": {modern::APPROVAL_INPUT_KEY: {"method": methods::ELICITATION_CREATE, "params": approval_params(&question)}},
                         "requestState": state,
                         "_meta": {protocol::SERVER_INFO_META: server_info},
                     }),
                 );
             }
+            // The host's question would end this request, so the out-of-band channels hold the
+            // call itself until a person answers there.
+            None if self.out_of_band_ready() => {
+                let question = self.question(&call.tool, class, &arguments, &binding);
+                let mut c = Confirming {
+                    call,
+                    binding,
+                    arguments,
+                    asked_ms: self.clock_ms,
+                    host_asked: false,
+                    offered: None,
+                    question,
+                    host_note: None,
+                };
+                self.offer(&mut c, out);
+                let key = self.offer_key();
+                self.confirming.insert(key, c);
+            }
             None => {
-                let r = Refusal::new(
-                    code::APPROVAL_REQUIRED,
-                    Category::Authorization,
-                    format!(
-                        "refused {:?}: {} and needs a person's approval, but this request's client capabilities do not include form elicitation, so mcpguard cannot ask anyone; use a client that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
-                        call.tool,
-                        write_reason(class),
-                        call.tool
-                    ),
-                );
-                self.refuse_call(&call.id, &call.tool, r, out);
+                let why = if self.host_listed() {
+                    "this request's client capabilities do not include form elicitation"
+                } else {
+                    "confirmation.channels does not list \"host\""
+                };
+                self.nobody_to_ask(call, class, why, out);
             }
         }
     }
@@ -392,7 +413,7 @@ impl Session {
         state: &str,
         binding: &str,
         timeout_ms: u64,
-    ) -> Result<(), String> {
+    ) -> Result<u64, String> {
         let Some(n) = modern::approval_number(state) else {
             return Err("mcpguard's approval state is malformed".into());
         };
@@ -405,7 +426,7 @@ impl Session {
         if self.clock_ms.saturating_sub(asked_ms) >= timeout_ms {
             return Err(format!("no answer within {} s", timeout_ms / 1000));
         }
-        Ok(())
+        Ok(asked_ms)
     }
 
     /// Hook: the `tools/call` bytes that reach the server.

@@ -35,7 +35,13 @@ impl Session {
             Kind::Request => self.host_request(&msg, line.clone(), out),
             Kind::Notification => self.host_notification(&msg, line.clone(), out),
             Kind::Response | Kind::ErrorResponse => {
-                if let Some(c) = msg.id.as_ref().and_then(|id| self.confirming.remove(id)) {
+                // Only a question the host has can be answered by it; the private keys of
+                // questions only the out-of-band channels have never match a host response.
+                let asked = msg
+                    .id
+                    .as_ref()
+                    .filter(|id| self.confirming.get(id).is_some_and(|c| c.host_asked));
+                if let Some(c) = asked.and_then(|id| self.confirming.remove(id)) {
                     return self.confirmation_answer(c, &msg, out);
                 }
                 let known = msg
@@ -167,8 +173,9 @@ impl Session {
                             .find(|(_, c)| c.call.id == t)
                             .map(|(ask, _)| ask.clone());
                         if let Some(ask) = &asking {
-                            self.confirming.remove(ask);
-                            out.push(Out::Host(cancel_notification(ask, "mcpguard: the call was cancelled")));
+                            if self.confirming.remove(ask).is_some_and(|c| c.host_asked) {
+                                out.push(Out::Host(cancel_notification(ask, "mcpguard: the call was cancelled")));
+                            }
                         }
                         let before = self.held.len();
                         self.held.retain(|h| h.id != t);
