@@ -1110,3 +1110,258 @@ fn the_policy_relaxes_closed_arguments_per_tool_or_for_every_tool() {
         code::UNDECLARED_ARGUMENT
     );
 }
+
+/// The first three lines of the question: the server and tool, the arguments, what approving
+/// does. Hosts fold the rest (Claude Code shows three lines), so the arguments must be there.
+fn three_lines(message: &str) -> [String; 3] {
+    let lines: Vec<&str> = message.lines().collect();
+    assert!(lines.len() > 4, "details follow the three lines: {message}");
+    assert_eq!(
+        lines[3], "",
+        "a blank line after the three lines: {message}"
+    );
+    [lines[0].into(), lines[1].into(), lines[2].into()]
+}
+
+#[test]
+fn the_question_can_be_read_in_three_lines() {
+    let policy = format!("{ECHO_READ}[arguments.tools.write]\nclosed = false\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    let long = "a".repeat(5000);
+    t.call(
+        3,
+        "write",
+        json!({"body": long, "path": "notes/\u{202e}txt.exe", "n": 7, "deep": {"k": [1, 2, 3]}}),
+    );
+    let ask = elicitation_of(&t);
+    let message = ask["params"]["message"].as_str().unwrap();
+    let [first, second, third] = three_lines(message);
+    assert!(
+        first.contains("\"write\"") && first.contains("\"s\""),
+        "line 1 names the tool and the server: {first}"
+    );
+    assert!(second.starts_with("Arguments: "), "{second}");
+    assert!(
+        second.contains("(5000 chars)") && !second.contains(&"a".repeat(100)),
+        "a long value is elided with its length: {second}"
+    );
+    assert!(
+        second.contains("\\u{202E}") && !second.contains('\u{202e}'),
+        "an override character is shown, not obeyed: {second}"
+    );
+    assert!(
+        second.contains("n=7") && second.contains("deep={\"k\":[1,2,3]}"),
+        "{second}"
+    );
+    assert!(
+        second.chars().count() < 220,
+        "one line a dialog can show: {second}"
+    );
+    assert!(
+        third.starts_with("Approve runs this one call once"),
+        "{third}"
+    );
+    assert!(message.contains("Why you are asked"), "{message}");
+}
+
+#[test]
+fn compact_arguments_cut_many_members_and_say_how_many() {
+    let args: Map<String, Value> = (0..40)
+        .map(|i| (format!("key{i:02}"), json!(format!("value {i}"))))
+        .collect();
+    let line = confirm::compact_arguments(&Value::Object(args));
+    assert!(line.starts_with("key00=\"value 0\", key01="), "{line}");
+    assert!(line.ends_with("more"), "{line}");
+    assert!(line.chars().count() < 200, "{line}");
+    assert_eq!(confirm::compact_arguments(&json!({})), "(none)");
+    assert_eq!(
+        confirm::compact_arguments(&json!({"list": (0..50).collect::<Vec<_>>()})),
+        "list=[… 50 items, 141 chars]"
+    );
+}
+
+/// A decline or cancel that came faster than a person can read is the host's, and the refusal
+/// says so; a slower one is the person's.
+#[test]
+fn a_refusal_says_whether_the_host_or_the_person_answered() {
+    for (action, after_ms, expected) in [
+        ("cancel", 3, "the host answered cancel without asking: 3 ms"),
+        (
+            "decline",
+            40,
+            "the host answered decline without asking: 40 ms",
+        ),
+        ("decline", 4_000, "the person declined"),
+        ("cancel", 4_000, "the person dismissed the question"),
+    ] {
+        let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+        t.s.set_clock(10_000);
+        t.call(3, "write", json!({"body": "x"}));
+        let ask = elicitation_of(&t);
+        t.s.set_clock(10_000 + after_ms);
+        t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": action}}));
+        let r = t.last_host();
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains(expected), "{action} after {after_ms} ms: {r}");
+        assert_eq!(r["result"]["structuredContent"]["code"], "consent_required");
+    }
+}
+
+/// A session whose driver runs the terminal channel.
+fn with_terminal(policy: &str) -> T {
+    let mut t = T::with_policy(Mode::Pinned(pin()), policy);
+    t.s.config.out_of_band = vec![crate::policy::Channel::Terminal];
+    t.s.config.instance = "77".into();
+    t.s.config.audit = true;
+    t
+}
+
+#[test]
+fn out_of_band_answers_settle_a_write_the_host_cannot_ask_about_once() {
+    // A host without elicitation: the write is offered out of band at once, nothing is asked
+    // of the host, nothing reaches the server.
+    let mut t = with_terminal(ECHO_READ);
+    t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    t.server_says(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "fixture", "version": "1.0.0"}, "instructions": "Be nice."}}));
+    t.host_says(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    t.answer_walk(live_page());
+    t.host.clear();
+    t.call(3, "write", json!({"body": "x"}));
+    assert!(t.host.is_empty(), "{:?}", t.host);
+    let offers = t.s.offers();
+    assert_eq!(offers.len(), 1, "{offers:?}");
+    assert_eq!(offers[0]["id"], "77-1");
+    assert_eq!(offers[0]["tool"], "write");
+    assert!(offers[0]["lines"][1]
+        .as_str()
+        .unwrap()
+        .contains("body=\"x\""));
+    let mut out = vec![];
+    let said =
+        t.s.answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out);
+    t.take(out);
+    assert!(said.unwrap().starts_with("approved 77-1"));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1);
+    let confirmed = t
+        .audits
+        .iter()
+        .find(|a| a.kind == EventKind::CallConfirmed)
+        .expect("the approval is audited");
+    assert!(
+        confirmed
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("terminal channel"),
+        "{confirmed:?}"
+    );
+    // Single use: a second answer finds nothing.
+    let mut out = vec![];
+    let again =
+        t.s.answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out);
+    assert!(again.unwrap_err().contains("not pending"));
+    assert!(t.s.offers().is_empty());
+
+    // A denial refuses it, naming the channel.
+    t.call(4, "write", json!({"body": "y"}));
+    let mut out = vec![];
+    t.s.answer_offer("77-2", false, crate::policy::Channel::Terminal, &mut out)
+        .unwrap();
+    t.take(out);
+    let r = t.host.iter().find(|m| m["id"] == 4).unwrap();
+    assert_eq!(r["result"]["structuredContent"]["code"], "consent_required");
+    assert!(r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("denied it in the terminal channel"));
+    assert_eq!(calls_dispatched(&t), 1);
+}
+
+#[test]
+fn a_host_that_answers_without_asking_leaves_the_question_to_the_other_channels() {
+    let mut t = with_terminal(&format!("{ECHO_READ}[confirmation]\ntimeout = \"2s\"\n")).bound();
+    t.call(3, "write", json!({"body": "x"}));
+    let ask = elicitation_of(&t);
+    assert!(t.s.offers().is_empty(), "the host is asked first");
+    // A headless host cancels at once: not a person's answer, so the terminal gets it.
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "cancel"}}));
+    assert!(t.host.iter().all(|m| m["id"] != 3), "still pending");
+    let offers = t.s.offers();
+    assert_eq!(offers.len(), 1);
+    assert!(offers[0]["hostNote"]
+        .as_str()
+        .unwrap()
+        .contains("without asking"));
+    // Nobody answers: the timeout denies, and says what happened.
+    let mut out = vec![];
+    t.s.tick(2_500, &mut out);
+    t.take(out);
+    let r = t.host.iter().find(|m| m["id"] == 3).unwrap();
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("no answer within 2 s"), "{text}");
+    assert!(
+        text.contains("the host answered cancel without asking"),
+        "{text}"
+    );
+    assert!(
+        t.host
+            .iter()
+            .all(|m| m["method"] != "notifications/cancelled"),
+        "the host no longer has the question"
+    );
+    let mut out = vec![];
+    assert!(t
+        .s
+        .answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out)
+        .is_err());
+    assert_eq!(calls_dispatched(&t), 0);
+}
+
+#[test]
+fn channels_listed_before_the_host_are_offered_at_once_and_either_answer_settles() {
+    let policy = format!("{ECHO_READ}[confirmation]\nchannels = [\"terminal\", \"host\"]\n");
+    let mut t = with_terminal(&policy).bound();
+    t.call(3, "write", json!({"body": "x"}));
+    let ask = elicitation_of(&t);
+    assert_eq!(t.s.offers().len(), 1);
+    let mut out = vec![];
+    t.s.answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out)
+        .unwrap();
+    t.take(out);
+    let withdrawn = t
+        .host
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .expect("the host's question is withdrawn");
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"]);
+    // The host's late answer finds nothing.
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1);
+    assert!(t
+        .host
+        .iter()
+        .all(|m| m["id"] != 3 || m.get("result").is_none()));
+}
+
+#[test]
+fn without_any_channel_a_write_is_refused_with_what_changes_it() {
+    let policy = format!("{ECHO_READ}[confirmation]\nchannels = [\"terminal\"]\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.call(3, "write", json!({"body": "x"}));
+    let r = t.last_host();
+    assert_eq!(
+        r["result"]["structuredContent"]["code"],
+        "approval_required"
+    );
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("confirmation.channels does not list \"host\""),
+        "{text}"
+    );
+    assert!(text.contains("no out-of-band channel is running"), "{text}");
+    assert!(text.contains("mcpguard approvals"), "{text}");
+}

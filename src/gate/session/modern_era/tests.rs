@@ -504,3 +504,59 @@ fn a_modern_write_is_asked_through_input_required_and_its_approval_is_bound_and_
     assert_eq!(refusal(&t), "approval_required");
     assert_eq!(t.host.last().unwrap()["result"]["resultType"], "complete");
 }
+
+#[test]
+fn the_input_required_question_can_be_read_in_three_lines() {
+    let mut t = writes_ask();
+    call_ask(
+        &mut t,
+        2,
+        true,
+        json!({"n": 1, "text": "b".repeat(300)}),
+        json!({}),
+    );
+    let q = t.host.last().unwrap().clone();
+    let message = q["result"]["inputRequests"][modern::APPROVAL_INPUT_KEY]["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lines: Vec<&str> = message.lines().collect();
+    assert!(lines[0].contains("\"ask\""), "{message}");
+    assert!(
+        lines[1].starts_with("Arguments: n=1, text=\"bbb") && lines[1].contains("(300 chars)"),
+        "{message}"
+    );
+    assert!(
+        lines[2].starts_with("Approve runs this one call once"),
+        "{message}"
+    );
+    assert_eq!(lines[3], "");
+}
+
+#[test]
+fn a_modern_client_without_elicitation_is_held_for_the_out_of_band_channels() {
+    let mut t = writes_ask();
+    t.s.config.out_of_band = vec![crate::policy::Channel::Terminal];
+    t.s.config.instance = "9".into();
+    call_ask(&mut t, 2, false, json!({"n": 1}), json!({}));
+    assert!(t.host.iter().all(|m| m["id"] != 2), "held, not answered");
+    assert_eq!(t.s.offers().len(), 1);
+    let mut out = vec![];
+    t.s.answer_offer("9-1", true, crate::policy::Channel::Terminal, &mut out)
+        .unwrap();
+    t.take(out);
+    t.answer_own("tools/list", page(5));
+    assert!(t.server.iter().any(|m| m["method"] == "tools/call"));
+
+    // A fast decline on the retry is the host's: the retry is held for the terminal.
+    call_ask(&mut t, 3, true, json!({"n": 2}), json!({}));
+    let state = t.host.last().unwrap()["result"]["requestState"].clone();
+    let decline = json!({"requestState": state, "inputResponses": {modern::APPROVAL_INPUT_KEY: {"action": "decline"}}});
+    call_ask(&mut t, 4, true, json!({"n": 2}), decline);
+    assert!(t.host.iter().all(|m| m["id"] != 4), "held, not refused");
+    let mut out = vec![];
+    t.s.answer_offer("9-2", false, crate::policy::Channel::Terminal, &mut out)
+        .unwrap();
+    t.take(out);
+    assert_eq!(refusal(&t), "consent_required");
+}
