@@ -17,6 +17,7 @@
 //! - `cli` — flags, subcommands, `wrap`, the demo and the documentation generator; the only
 //!   folder that knows every other.
 
+pub mod approvals;
 pub mod audit;
 pub mod cli;
 pub mod gate;

@@ -195,6 +195,7 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
+        Command::Approvals(a) => mcpguard::cli::approvals::run(a),
         Command::Demo => mcpguard::cli::demo::run(),
         Command::DemoServer {
             notes,

@@ -596,6 +596,11 @@ impl Host {
             println!("   │ {line}");
         }
         let approve = self.answer.take().unwrap_or(false);
+        // The person reads before answering; an answer faster than a person can read would be
+        // taken for the host's own, not the person's (gate::session::HUMAN_MIN_ANSWER_MS).
+        thread::sleep(Duration::from_millis(
+            crate::gate::session::HUMAN_MIN_ANSWER_MS + 200,
+        ));
         println!(
             "   └ the person {}",
             if approve {

@@ -193,6 +193,10 @@ pub enum Command {
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// List and answer the writes your running mcpguard processes hold for a person's approval
+    /// (the terminal confirmation channel; see `[confirmation] channels`).
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Show the whole story on a bundled example server, with no set-up: capture, review, a
     /// guarded call, an unreviewed tool refused, a write held for the person's approval, the
     /// sandbox, a rug pull caught before dispatch, and the audit log verified.
@@ -284,6 +288,30 @@ pub enum PolicyCommand {
 pub enum AuditCommand {
     /// Verify an audit log's hash chain; names the first edited, removed or reordered line.
     Verify { file: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Show each pending approval: its id, the server and tool, the readable argument summary
+    /// and the time left.
+    List {
+        /// Print one JSON document (`{"pending": [...], "problems": [...]}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve the one call waiting under ID; it then goes on (after the usual live check).
+    Approve {
+        /// The approval's id, as `mcpguard approvals list` shows it (for example 1234-1).
+        id: String,
+    },
+    /// Refuse the one call waiting under ID; it never reaches the server.
+    Deny {
+        /// The approval's id, as `mcpguard approvals list` shows it.
+        id: String,
+    },
+    /// Ask about each approval as it arrives (a for approve, d for deny, s to skip) until
+    /// standard input ends.
+    Watch,
 }
 
 /// Options for talking to a live server during capture and check.

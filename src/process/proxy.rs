@@ -30,8 +30,10 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use nix::sys::signal::Signal;
 
+use crate::approvals;
 use crate::audit::{AuditLog, Event as AuditEvent, EventKind};
 use crate::gate::session::{AuditNote, Config, Mode, Out, Session};
+use crate::policy::Channel;
 use crate::process::child;
 use crate::process::diag;
 use crate::protocol::{Era, Level};
@@ -153,6 +155,14 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     // A duplicate of stdout, so that the sink owns its descriptor and never closes fd 1.
     let stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
     let to_host = Sink::new(stdout, false, budget, "to-host")?;
+    let started = Instant::now();
+    // The terminal channel of confirmations: bound before the session starts, so the session
+    // knows whether it runs.
+    let approvals = bind_approvals(&opts.policy);
+    let out_of_band = match approvals {
+        Some(_) => vec![Channel::Terminal],
+        None => Vec::new(),
+    };
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
@@ -166,6 +176,8 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             policy: opts.policy.clone(),
             dry_run: opts.dry_run,
             secret: secret_key()?,
+            out_of_band,
+            instance: std::process::id().to_string(),
             // The snapshot's protocol version decides the era; without one the legacy
             // lifecycle is enforced.
             era: match &opts.mode {
@@ -177,15 +189,21 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         &nonce(),
     )));
 
-    // Readers. The server reader counts what it reads, so the exit path can tell a reader
-    // that is busy relaying a large last message from one that waits on a pipe held open.
-    let server_progress = Arc::new(ReaderProgress::default());
     let sinks = |events: &mpsc::Sender<Event>| Sinks {
         host: to_host.clone(),
         server: to_server.clone(),
         events: events.clone(),
         audit: opts.audit.clone(),
     };
+    // Kept until the proxy returns; dropping it removes the socket file.
+    let _approvals = match approvals {
+        Some(bound) => serve_approvals(bound, core.clone(), sinks(&events), started),
+        None => None,
+    };
+
+    // Readers. The server reader counts what it reads, so the exit path can tell a reader
+    // that is busy relaying a large last message from one that waits on a pipe held open.
+    let server_progress = Arc::new(ReaderProgress::default());
     {
         let core = core.clone();
         let sinks = sinks(&events);
@@ -201,6 +219,9 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                     max,
                     |frames, out| {
                         let mut core = core_lock(&core);
+                        // The time between a question and its answer is measured to the
+                        // millisecond (a host that answers for the person is fast).
+                        core.set_clock(elapsed_ms(started));
                         for frame in frames.drain(..) {
                             core.from_host(frame, out);
                         }
@@ -261,7 +282,6 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let exit_events = events;
 
     // Lifecycle.
-    let started = Instant::now();
     let mut stop_requested_at: Option<Instant> = None;
     let mut sent_term = false;
     let mut sent_kill = false;
@@ -290,8 +310,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             }
             Err(RecvTimeoutError::Timeout) => {
                 let mut out = Vec::new();
-                let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                core_lock(&core).tick(now_ms, &mut out);
+                core_lock(&core).tick(elapsed_ms(started), &mut out);
                 sinks(&exit_events).dispatch(&mut out, Route::FromHost);
                 match next {
                     Some(deadline) if !sent_kill && Instant::now() >= deadline => None,
@@ -427,6 +446,87 @@ fn describe_exit(status: &ExitStatus) -> String {
             Err(_) => format!("was killed by signal {sig}"),
         },
         _ => "ended".to_string(),
+    }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Binds the approval socket when the policy offers confirmations in the terminal. A socket
+/// that cannot be bound turns the channel off (said on stderr); writes are then refused as
+/// before, never let through.
+fn bind_approvals(policy: &crate::policy::Policy) -> Option<approvals::server::Bound> {
+    let c = &policy.confirmation;
+    if c.mode != crate::policy::ConfirmationMode::Elicit || !c.channels.contains(&Channel::Terminal)
+    {
+        return None;
+    }
+    match approvals::server::bind() {
+        Ok(bound) => {
+            diag::emit(
+                Level::Debug,
+                &format!(
+                    "approvals: `mcpguard approvals` reaches this mcpguard at {}",
+                    bound.path().display()
+                ),
+            );
+            Some(bound)
+        }
+        Err(e) => {
+            diag::emit(
+                Level::Warn,
+                &format!("the terminal confirmation channel is off: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// Answers `mcpguard approvals` from the session: the list of offered approvals, and answers,
+/// whose effects (the call dispatched or refused, the host's question withdrawn) are executed
+/// at once.
+fn serve_approvals(
+    bound: approvals::server::Bound,
+    core: Arc<Mutex<Session>>,
+    sinks: Sinks,
+    started: Instant,
+) -> Option<approvals::server::Listener> {
+    let handler = move |req: &serde_json::Value| match req["op"].as_str() {
+        Some("list") => {
+            let mut core = core_lock(&core);
+            core.set_clock(elapsed_ms(started));
+            serde_json::json!({"ok": true, "pending": core.offers()})
+        }
+        Some("answer") => {
+            let (Some(id), Some(approve)) = (req["id"].as_str(), req["approve"].as_bool()) else {
+                return serde_json::json!({"ok": false, "error": "refused the answer: it needs an \"id\" string and an \"approve\" boolean"});
+            };
+            let mut out = Vec::new();
+            let said = {
+                let mut core = core_lock(&core);
+                core.set_clock(elapsed_ms(started));
+                core.answer_offer(id, approve, Channel::Terminal, &mut out)
+            };
+            sinks.dispatch(&mut out, Route::FromHost);
+            match said {
+                Ok(m) => serde_json::json!({"ok": true, "message": m}),
+                Err(e) => serde_json::json!({"ok": false, "error": e}),
+            }
+        }
+        _ => {
+            serde_json::json!({"ok": false, "error": "refused the request: \"op\" must be \"list\" or \"answer\""})
+        }
+    };
+    match bound.serve(handler) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            diag::emit(
+                Level::Warn,
+                &format!("the terminal confirmation channel is off: {e}"),
+            );
+            None
+        }
     }
 }
 

@@ -1,0 +1,117 @@
+//! `mcpguard approvals`: the terminal confirmation channel. `list` shows what every running
+//! mcpguard of this user holds for a person's approval, `approve` and `deny` answer one, `watch`
+//! asks about each as it arrives. The talking is `approvals::client`'s; this file only words it.
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::approvals::client;
+use crate::cli::commands::CmdResult;
+use crate::cli::flags::ApprovalsCommand;
+
+pub fn run(cmd: &ApprovalsCommand) -> CmdResult {
+    match cmd {
+        ApprovalsCommand::List { json } => list(*json),
+        ApprovalsCommand::Approve { id } => answer(id, true),
+        ApprovalsCommand::Deny { id } => answer(id, false),
+        ApprovalsCommand::Watch => watch(),
+    }
+}
+
+fn pending() -> Result<(Vec<Value>, Vec<String>), String> {
+    client::list_all().map_err(|e| e.to_string())
+}
+
+fn list(as_json: bool) -> CmdResult {
+    let (items, problems) = pending()?;
+    let mut stdout = std::io::stdout().lock();
+    if as_json {
+        let doc = json!({"pending": items, "problems": problems});
+        writeln!(stdout, "{doc}").map_err(|e| e.to_string())?;
+        return Ok(0);
+    }
+    for p in &problems {
+        eprintln!("mcpguard: warning: {p}");
+    }
+    if items.is_empty() {
+        writeln!(stdout, "No approvals are pending.").map_err(|e| e.to_string())?;
+    }
+    for item in &items {
+        write!(stdout, "{}", block(item, false)).map_err(|e| e.to_string())?;
+    }
+    Ok(0)
+}
+
+/// One pending approval for the terminal: a heading with the id and the time left, the three
+/// lines of the question, and (when asked for) the details.
+fn block(item: &Value, details: bool) -> String {
+    let s = |k: &str| item[k].as_str().unwrap_or_default().to_string();
+    let left = item["expiresInMs"].as_u64().unwrap_or(0).div_ceil(1000);
+    let mut text = format!(
+        "{}  {} / {}  ({left} s left)\n",
+        s("id"),
+        s("server"),
+        s("tool")
+    );
+    for line in item["lines"].as_array().into_iter().flatten() {
+        text.push_str(&format!("  {}\n", line.as_str().unwrap_or_default()));
+    }
+    if let Some(note) = item["hostNote"].as_str() {
+        text.push_str(&format!("  (asked here because {note})\n"));
+    }
+    if details {
+        for line in s("details").lines() {
+            text.push_str(&format!("    {line}\n"));
+        }
+    }
+    text
+}
+
+fn answer(id: &str, approve: bool) -> CmdResult {
+    let said = client::answer(id, approve)?;
+    println!("{said}");
+    Ok(0)
+}
+
+/// Asks about each approval as it appears, until standard input ends. Ids are never reused, so
+/// an approval answered or skipped once is not asked about again.
+fn watch() -> CmdResult {
+    let mut seen = std::collections::HashSet::new();
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    eprintln!("mcpguard: watching for approvals (end with Ctrl-D)");
+    loop {
+        let (items, _) = pending()?;
+        for item in items {
+            let id = item["id"].as_str().unwrap_or_default().to_string();
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            print!(
+                "{}approve this call? [a]pprove, [d]eny, [s]kip: ",
+                block(&item, true)
+            );
+            std::io::stdout().flush().map_err(|e| e.to_string())?;
+            let mut line = String::new();
+            if input.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                println!();
+                return Ok(0);
+            }
+            let verdict = match line.trim() {
+                "a" | "approve" | "y" | "yes" => Some(true),
+                "d" | "deny" | "n" | "no" => Some(false),
+                _ => None,
+            };
+            match verdict {
+                Some(approve) => match client::answer(&id, approve) {
+                    Ok(said) => println!("{said}"),
+                    Err(e) => println!("not answered: {e}"),
+                },
+                None => println!("skipped {id}; it stays pending for the other channels"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
