@@ -3,6 +3,7 @@
 
 mod support;
 
+mod approvals;
 mod audit_policy;
 mod confirm;
 mod demo;

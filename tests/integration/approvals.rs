@@ -1,0 +1,365 @@
+//! Out-of-band approval through the real binary: a host that cannot ask (no elicitation), a
+//! write held, `mcpguard approvals list --json` showing it, `approve ID` letting it reach the
+//! server, `deny ID` and the timeout not; single use; another user (uid 65534, where the tests
+//! run as root) can neither list nor answer; two mcpguard processes at once; the real Python SDK
+//! client with and without elicitation. Each test has a runtime directory of its own
+//! (`XDG_RUNTIME_DIR`), so tests running at once never see each other's approvals.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::gate::{calls_received, guarded_argv, reviewed_snapshot};
+use crate::support::{mcpguard, reads_policy_with, Peer};
+
+/// `mcpguard approvals ARGS` with `runtime` as its `XDG_RUNTIME_DIR`.
+fn approvals(runtime: &Path, args: &[&str]) -> Output {
+    crate::support::run_bounded(
+        Command::new(mcpguard())
+            .arg("approvals")
+            .args(args)
+            .env("XDG_RUNTIME_DIR", runtime),
+    )
+}
+
+/// The pending approvals `list --json` shows.
+fn pending(runtime: &Path) -> Vec<Value> {
+    let out = approvals(runtime, &["list", "--json"]);
+    assert!(
+        out.status.success(),
+        "approvals list: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["pending"].as_array().cloned().unwrap_or_default()
+}
+
+/// Waits until `count` approvals are pending (a write travels through the gate first).
+fn wait_pending(runtime: &Path, count: usize) -> Vec<Value> {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let p = pending(runtime);
+        if p.len() >= count || Instant::now() > until {
+            return p;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// mcpguard over the logged fixture, under `policy`, for a host that does not advertise
+/// elicitation, with its approval socket in `runtime`.
+fn guarded(dir: &Path, runtime: &Path, policy_extra: &str, log: &Path, audit: &Path) -> Peer {
+    let (snap, digest) = reviewed_snapshot(dir, &[]);
+    let policy = dir.join("policy.toml");
+    std::fs::write(&policy, reads_policy_with(policy_extra)).unwrap();
+    let argv = guarded_argv(
+        &snap,
+        &digest,
+        &[
+            "--policy".into(),
+            policy.display().to_string(),
+            "--audit-log".into(),
+            audit.display().to_string(),
+        ],
+        &["--log".into(), log.display().to_string()],
+    );
+    let mut p = Peer::start_with(
+        Command::new(mcpguard())
+            .args(&argv)
+            .env("XDG_RUNTIME_DIR", runtime),
+    );
+    p.initialize();
+    p
+}
+
+fn write_call(p: &mut Peer, id: i64, body: &str) {
+    p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "write_note", "arguments": {"path": "/notes/a", "body": body}}}));
+}
+
+fn text_of(r: &Value) -> String {
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_host_without_elicitation_gets_its_write_approved_or_denied_in_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let audit = dir.path().join("audit.jsonl");
+    let mut p = guarded(dir.path(), runtime.path(), "", &log, &audit);
+
+    // Nothing pending yet; the write is held, not refused, and not sent.
+    assert!(pending(runtime.path()).is_empty());
+    write_call(&mut p, 1, "hello");
+    let items = wait_pending(runtime.path(), 1);
+    assert_eq!(items.len(), 1, "{items:?}\n{}", p.stderr());
+    let item = &items[0];
+    assert_eq!(item["tool"], "write_note");
+    assert_eq!(item["server"], "fixture");
+    assert_eq!(item["pid"], p.pid());
+    assert!(
+        item["lines"][1]
+            .as_str()
+            .unwrap()
+            .contains("body=\"hello\""),
+        "{item}"
+    );
+    assert!(item["expiresInMs"].as_u64().unwrap() > 30_000, "{item}");
+    assert!(calls_received(&log).is_empty());
+    let id = item["id"].as_str().unwrap().to_string();
+    let listed = approvals(runtime.path(), &["list"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.contains(&id) && text.contains("fixture / write_note"),
+        "{text}"
+    );
+
+    // Approved in the terminal: the call reaches the server, once.
+    let out = approvals(runtime.path(), &["approve", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (r, _) = p.recv_response(&json!(1));
+    assert!(r.to_string().contains("wrote 5 bytes"), "{r}");
+    assert_eq!(calls_received(&log), vec!["write_note"]);
+    let again = approvals(runtime.path(), &["approve", &id]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("not pending"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    // Denied in the terminal: refused, never sent.
+    write_call(&mut p, 2, "second");
+    let items = wait_pending(runtime.path(), 1);
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    let out = approvals(runtime.path(), &["deny", &id]);
+    assert!(out.status.success());
+    let (r, _) = p.recv_response(&json!(2));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert!(
+        text_of(&r).contains("denied it in the terminal channel"),
+        "{r}"
+    );
+    assert_eq!(calls_received(&log), vec!["write_note"]);
+    assert!(pending(runtime.path()).is_empty());
+
+    // A malformed id is refused with what ids look like.
+    let out = approvals(runtime.path(), &["approve", "nonsense"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not an approval id"));
+
+    p.close_stdin();
+    p.wait();
+    // The socket is gone with the process.
+    assert!(pending(runtime.path()).is_empty());
+    let log_text = std::fs::read_to_string(&audit).unwrap();
+    assert!(
+        log_text.contains("given in the terminal channel"),
+        "{log_text}"
+    );
+    assert!(log_text.contains("call_denied_by_user"), "{log_text}");
+    assert!(
+        !log_text.contains("second"),
+        "argument values stay out of the audit log"
+    );
+}
+
+#[test]
+fn an_unanswered_out_of_band_approval_is_a_denial_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let audit = dir.path().join("audit.jsonl");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "[confirmation]\ntimeout = \"2s\"\n",
+        &log,
+        &audit,
+    );
+    write_call(&mut p, 1, "hello");
+    let items = wait_pending(runtime.path(), 1);
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert!(text_of(&r).contains("no answer within 2 s"), "{r}");
+    let late = approvals(runtime.path(), &["approve", &id]);
+    assert!(!late.status.success(), "a late approval finds nothing");
+    assert!(calls_received(&log).is_empty());
+}
+
+#[test]
+fn two_mcpguard_processes_are_listed_and_answered_apart() {
+    let dir_a = tempfile::tempdir().unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let (log_a, log_b) = (dir_a.path().join("a.log"), dir_b.path().join("b.log"));
+    let mut a = guarded(
+        dir_a.path(),
+        runtime.path(),
+        "",
+        &log_a,
+        &dir_a.path().join("audit"),
+    );
+    let mut b = guarded(
+        dir_b.path(),
+        runtime.path(),
+        "",
+        &log_b,
+        &dir_b.path().join("audit"),
+    );
+    write_call(&mut a, 1, "from a");
+    write_call(&mut b, 1, "from b");
+    let items = wait_pending(runtime.path(), 2);
+    assert_eq!(items.len(), 2, "{items:?}");
+    let id_of = |pid: u32| {
+        items
+            .iter()
+            .find(|i| i["pid"] == pid)
+            .and_then(|i| i["id"].as_str())
+            .unwrap_or_else(|| panic!("nothing of {pid} in {items:?}"))
+            .to_string()
+    };
+    let (id_a, id_b) = (id_of(a.pid()), id_of(b.pid()));
+    assert!(approvals(runtime.path(), &["approve", &id_b])
+        .status
+        .success());
+    let (r, _) = b.recv_response(&json!(1));
+    assert!(r.to_string().contains("wrote 6 bytes"), "{r}");
+    assert_eq!(calls_received(&log_b), vec!["write_note"]);
+    assert!(
+        calls_received(&log_a).is_empty(),
+        "only b's call was approved"
+    );
+    let left = pending(runtime.path());
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["id"], id_a.as_str());
+    assert!(approvals(runtime.path(), &["deny", &id_a]).status.success());
+    let (r, _) = a.recv_response(&json!(1));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert!(calls_received(&log_a).is_empty());
+}
+
+/// `mcpguard approvals ARGS` as uid 65534 with no supplementary groups, pointed at `runtime`.
+fn approvals_as_nobody(runtime: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("approvals")
+        .args(args)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .current_dir("/");
+    // SAFETY: between fork and exec the child only makes the async-signal-safe system calls
+    // setgroups, setgid and setuid.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    crate::support::run_bounded(&mut cmd)
+}
+
+#[test]
+fn another_user_can_neither_list_nor_answer() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: switching to another uid needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    // The other user may reach the runtime directory itself (as on a shared /tmp), only
+    // mcpguard's own directory inside it keeps them out.
+    std::fs::set_permissions(
+        runtime.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "",
+        &log,
+        &dir.path().join("audit"),
+    );
+    write_call(&mut p, 1, "hello");
+    let items = wait_pending(runtime.path(), 1);
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    let sock_dir = runtime.path().join("mcpguard");
+    let mode = std::fs::metadata(&sock_dir).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o700
+    );
+
+    for args in [
+        vec!["list", "--json"],
+        vec!["approve", id.as_str()],
+        vec!["deny", id.as_str()],
+    ] {
+        let out = approvals_as_nobody(runtime.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} as uid 65534: {stderr}");
+        assert!(
+            stderr.contains("belongs to uid 0, not to you (uid 65534)"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Even knowing the socket's path, the other user cannot connect to it.
+    let sock = sock_dir.join(format!("{}.sock", p.pid()));
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-c",
+        "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(sys.argv[1]); print('connected')\nexcept OSError as e:\n print('refused', e.errno)",
+    ])
+    .arg(&sock);
+    // SAFETY: as above, only setgroups, setgid and setuid run between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = crate::support::run_bounded(&mut cmd);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("refused 13"), "EACCES expected: {said}");
+    // The approval is untouched: the owner still sees and answers it.
+    assert_eq!(pending(runtime.path()).len(), 1);
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert!(calls_received(&log).is_empty());
+}
