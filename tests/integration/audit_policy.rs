@@ -370,7 +370,7 @@ fn observe_toml_starts_on_a_fresh_machine_and_makes_its_log_folder() {
 
 /// The shipped profiles behave as docs/policy.md says, through the real binary and the
 /// fixture, with a host that cannot be asked (no elicitation): under `default.toml` an
-/// unclassified tool is a write that needs an approval nobody can give; `observe.toml` forwards
+/// unclassified tool is a write that waits for an approval in the terminal channel; `observe.toml` forwards
 /// it unconfirmed (and audits it so); `strict.toml` refuses every write outright
 /// (`confirmation.mode = "deny"`). The server's log shows which writes reached it.
 #[test]
@@ -388,16 +388,47 @@ fn the_shipped_policies_treat_writes_as_documented() {
     let fixture_args = ["--log".to_string(), log.display().to_string()];
     let write = json!({"name": "write_note", "arguments": {"path": "/n", "body": "b"}});
 
-    let mut p = guarded_with(
-        &snap,
-        &digest,
-        &["--policy".to_string(), shipped("default.toml")],
-        &fixture_args,
+    // Under default.toml the write waits for the terminal channel (the host cannot ask), where
+    // it is denied here.
+    let runtime = tempfile::tempdir().unwrap();
+    let mut p = crate::support::Peer::start_with(
+        Command::new(mcpguard())
+            .args(crate::gate::guarded_argv(
+                &snap,
+                &digest,
+                &["--policy".to_string(), shipped("default.toml")],
+                &fixture_args,
+            ))
+            .env("XDG_RUNTIME_DIR", runtime.path()),
     );
     p.initialize();
-    let r = p.request(1, "tools/call", write.clone());
+    p.send_json(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": write.clone()}),
+    );
+    let approvals = |args: &[&str]| {
+        crate::support::run_bounded(
+            Command::new(mcpguard())
+                .arg("approvals")
+                .args(args)
+                .env("XDG_RUNTIME_DIR", runtime.path()),
+        )
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = loop {
+        let doc: Value = serde_json::from_slice(&approvals(&["list", "--json"]).stdout).unwrap();
+        if let Some(id) = doc["pending"][0]["id"].as_str() {
+            break id.to_string();
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "default.toml: nothing pending"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(approvals(&["deny", &id]).status.success());
+    let (r, _) = p.recv_response(&json!(1));
     assert_eq!(
-        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "approval_required",
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
         "default.toml: {r}"
     );
     p.close_stdin();

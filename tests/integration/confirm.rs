@@ -101,7 +101,10 @@ fn fixture_writes_reach_the_server_only_when_the_person_approves() {
     let policy = dir.path().join("open-write-note.toml");
     std::fs::write(
         &policy,
-        reads_policy_with("[arguments.tools.write_note]\nclosed = false\n"),
+        // Only the host is asked here: the out-of-band channels are `approvals::`'s subject.
+        reads_policy_with(
+            "[arguments.tools.write_note]\nclosed = false\n[confirmation]\nchannels = [\"host\"]\n",
+        ),
     )
     .unwrap();
     // (answer, whether the write reaches the server, the refusal code otherwise)
@@ -170,6 +173,15 @@ fn fixture_writes_reach_the_server_only_when_the_person_approves() {
             );
             assert_eq!(write["result"]["isError"], true, "{what}");
             assert_eq!(refusal_code(write), code, "{what}");
+            if elicit == "decline" || elicit == "cancel" {
+                // The SDK's callback answers at once: nobody was asked, and the refusal says so.
+                assert!(
+                    write
+                        .to_string()
+                        .contains(&format!("the host answered {elicit} without asking")),
+                    "{what}"
+                );
+            }
         }
         let events = audit_events(&audit);
         let expected = match elicit {
@@ -270,12 +282,20 @@ fn server_filesystem_write_file_needs_an_approval_and_a_path_authority_makes_rea
             json!({"path": root.join("note.txt").display().to_string()}),
         ),
     ];
+    // Only the host is asked: the SDK's decline comes at once, which leaves the question to the
+    // out-of-band channels when they run (`approvals::`).
+    let host_only = dir.path().join("host-only.toml");
+    std::fs::write(
+        &host_only,
+        reads_policy_with("[confirmation]\nchannels = [\"host\"]\n"),
+    )
+    .unwrap();
     for elicit in ["decline", "accept"] {
         let audit = dir.path().join(format!("audit-{elicit}.jsonl"));
         let (t, stderr) = python(
             elicit,
             &calls,
-            &gate(&snap, &digest, "fs", &reads_policy(), &audit, &server),
+            &gate(&snap, &digest, "fs", &host_only, &audit, &server),
         );
         let what = format!("--elicit {elicit}: {t}\n{stderr}");
         // Both calls asked: write_file is unclassified, and read_text_file, although the policy

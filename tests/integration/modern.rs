@@ -707,7 +707,20 @@ fn python_client_confirms_a_modern_write_through_input_required() {
             ("write_note", json!({"/path": "authority", "/body": "data"})),
         ],
     );
-    let gated = gate_argv(&snap, &digest, "fixture", &[], &server);
+    // Only the host is asked here: the out-of-band channels are `approvals::`'s subject.
+    let policy = dir.path().join("host-only.toml");
+    std::fs::write(
+        &policy,
+        crate::support::reads_policy_with("[confirmation]\nchannels = [\"host\"]\n"),
+    )
+    .unwrap();
+    let gated = gate_argv(
+        &snap,
+        &digest,
+        "fixture",
+        &["--policy".into(), policy.display().to_string()],
+        &server,
+    );
     let calls = [
         ("echo", json!({"text": "a read"})),
         ("write_note", json!({"path": "/notes/a", "body": "hello"})),
