@@ -363,3 +363,78 @@ fn another_user_can_neither_list_nor_answer() {
     );
     assert!(calls_received(&log).is_empty());
 }
+
+/// The real Python SDK client, without elicitation and with a callback that cancels at once
+/// (as headless hosts do): either way the write waits for the terminal, and reaches the
+/// server only after `approve` (or never, after `deny`).
+#[test]
+fn python_sdk_clients_with_and_without_elicitation_are_approved_in_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, reads_policy_with("")).unwrap();
+    for (elicit, approve) in [("none", true), ("cancel", true), ("decline", false)] {
+        let runtime = tempfile::tempdir().unwrap();
+        let log = dir.path().join(format!("server-{elicit}.log"));
+        let mut server = vec![mcpguard().display().to_string()];
+        server.extend(guarded_argv(
+            &snap,
+            &digest,
+            &["--policy".into(), policy.display().to_string()],
+            &["--log".into(), log.display().to_string()],
+        ));
+        let mut cmd = crate::interop::python_command_with(
+            "legacy",
+            &[
+                "--elicit",
+                elicit,
+                "--env",
+                &format!("XDG_RUNTIME_DIR={}", runtime.path().display()),
+            ],
+            &[(
+                "write_note",
+                json!({"path": "/notes/a", "body": format!("via {elicit}")}),
+            )],
+            &server,
+        );
+        let client = std::thread::spawn(move || crate::interop::run_python(&mut cmd));
+        let items = wait_pending(runtime.path(), 1);
+        assert_eq!(items.len(), 1, "--elicit {elicit}: {items:?}");
+        if elicit != "none" {
+            assert!(
+                items[0]["hostNote"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&format!("the host answered {elicit} without asking")),
+                "{:?}",
+                items[0]
+            );
+        }
+        let id = items[0]["id"].as_str().unwrap().to_string();
+        let verb = if approve { "approve" } else { "deny" };
+        assert!(approvals(runtime.path(), &[verb, &id]).status.success());
+        let (t, stderr) = client.join().unwrap();
+        let what = format!("--elicit {elicit}: {t}\n{stderr}");
+        let write = &t["calls"][0];
+        if approve {
+            assert!(write.to_string().contains("wrote"), "{what}");
+            assert_eq!(calls_received(&log), vec!["write_note"], "{what}");
+        } else {
+            assert_eq!(
+                write["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
+                "{what}"
+            );
+            assert!(calls_received(&log).is_empty(), "{what}");
+        }
+        if elicit != "none" {
+            let message = t["callbacks"][0]["params"]["message"].as_str().unwrap();
+            let lines: Vec<&str> = message.lines().collect();
+            assert!(lines[0].contains("\"write_note\"") && lines[0].contains("\"fixture\""));
+            assert!(
+                lines[1].contains(&format!("body=\"via {elicit}\"")),
+                "{message}"
+            );
+            assert!(lines[2].starts_with("Approve runs"), "{message}");
+        }
+    }
+}
