@@ -48,6 +48,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "check" -d 'Validate 
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "diff" -d 'The semantic difference between two snapshots (exit 1 when they differ)'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "policy" -d 'Work with local policy files'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "audit" -d 'Work with audit logs'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "approvals" -d 'List and answer the writes your running mcpguard processes hold for a person\'s approval (the terminal confirmation channel; see `[confirmation] channels`)'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo" -d 'Show the whole story on a bundled example server, with no set-up: capture, review, a guarded call, an unreviewed tool refused, a write held for the person\'s approval, the sandbox, a rug pull caught before dispatch, and the audit log verified'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "wrap" -d 'Rewrite a host\'s MCP configuration (Claude Desktop, Cursor, VS Code) so that every local server runs under mcpguard. A wrapped server refuses to start until its snapshot is captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "sandbox-check" -d 'Show the kernel\'s Landlock ABI, what the policy\'s sandbox asks and what this kernel will enforce; with a command, run it under that sandbox (stdio inherited, its exit status becomes mcpguard\'s). Exit 1 when sandbox.mode = "require" would refuse to start'
@@ -115,6 +116,26 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and not __fish_
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "list" -d 'Show each pending approval: its id, the server and tool, the readable argument summary and the time left'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "approve" -d 'Approve the one call waiting under ID; it then goes on (after the usual live check)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "deny" -d 'Refuse the one call waiting under ID; it never reaches the server'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "watch" -d 'Ask about each approval as it arrives (a for approve, d for deny, s to skip) until standard input ends'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON document (`{"pending": [...], "problems": [...]}`) instead of text'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from deny" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from watch" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 'Print help'
