@@ -221,6 +221,8 @@ fn bad_values_are_rejected_with_their_position() {
         ("[writes.tools.echo]\nside_effect = \"read\"\nconfirmation = \"upload-confirmation-required\"\n", "t.toml:3:16:", "expected `not-required` or `trusted-confirmation-required`"),
         ("[confirmation]\nmode = \"ask\"\n", "t.toml:2:8:", "expected one of `elicit`, `deny`, `allow`"),
         ("[confirmation]\ntimeout = \"2h\"\n", "t.toml:2:11:", "confirmation.timeout is 2h; the longest is 1h"),
+        ("[confirmation]\nchannels = [\"host\", \"email\"]\n", "t.toml:2:21:", "expected one of `host`, `desktop`, `terminal`"),
+        ("[confirmation]\nchannels = [\"terminal\", \"host\", \"terminal\"]\n", "t.toml:2:12:", "confirmation.channels names \"terminal\" twice"),
         ("[capabilities]\nsampling = \"yes\"\n", "t.toml:2:12:", "expected a boolean"),
         ("[errors]\nmax_length = 10\n", "t.toml:2:14:", "at least 64"),
         ("[errors]\nmax_length = -1\n", "t.toml:2:14:", "expected a non-negative integer"),
