@@ -152,12 +152,16 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__approvals__subcmd__approve)
-            opts="-h --log-format --help"
+            opts="-h --scope --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --scope)
+                    COMPREPLY=($(compgen -W "once identical tool" -- "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

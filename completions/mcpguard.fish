@@ -127,6 +127,9 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON document (`{"pending": [...], "problems": [...]}`) instead of text'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l scope -d 'What the approval covers: `once` (this call), `identical` (identical calls, same tool and arguments, for `confirmation.identical_for`) or `tool` (every call of the tool until that mcpguard ends). The policy must allow a standing one (`confirmation.allow_identical`, `allow_tool_for_session`); otherwise it is this call only, and the answer says so' -r -f -a "once\t''
+identical\t''
+tool\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'

@@ -91,7 +91,7 @@ pub fn list_all() -> io::Result<(Vec<Value>, Vec<String>)> {
 }
 
 /// Answers approval `id` (`<pid>-<n>`) in the mcpguard that holds it.
-pub fn answer(id: &str, approve: bool) -> Result<String, String> {
+pub fn answer(id: &str, approve: bool, scope: &str) -> Result<String, String> {
     let pid = id
         .split_once('-')
         .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
@@ -107,7 +107,7 @@ pub fn answer(id: &str, approve: bool) -> Result<String, String> {
     };
     let reply = request(
         &path,
-        &json!({"op": "answer", "id": id, "approve": approve}),
+        &json!({"op": "answer", "id": id, "approve": approve, "scope": scope}),
     )
     .map_err(|e| format!("mcpguard {pid} cannot be asked: {e}"))?;
     if reply["ok"] == true {

@@ -14,8 +14,8 @@ use crate::cli::flags::ApprovalsCommand;
 pub fn run(cmd: &ApprovalsCommand) -> CmdResult {
     match cmd {
         ApprovalsCommand::List { json } => list(*json),
-        ApprovalsCommand::Approve { id } => answer(id, true),
-        ApprovalsCommand::Deny { id } => answer(id, false),
+        ApprovalsCommand::Approve { id, scope } => answer(id, true, scope),
+        ApprovalsCommand::Deny { id } => answer(id, false, "once"),
         ApprovalsCommand::Watch => watch(),
     }
 }
@@ -58,6 +58,19 @@ fn block(item: &Value, details: bool) -> String {
     for line in item["lines"].as_array().into_iter().flatten() {
         text.push_str(&format!("  {}\n", line.as_str().unwrap_or_default()));
     }
+    let scopes: Vec<&str> = item["scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|s| *s != "once")
+        .collect();
+    if !scopes.is_empty() {
+        text.push_str(&format!(
+            "  (may also be approved with --scope {})\n",
+            scopes.join(" or --scope ")
+        ));
+    }
     if let Some(note) = item["hostNote"].as_str() {
         text.push_str(&format!("  (asked here because {note})\n"));
     }
@@ -69,8 +82,8 @@ fn block(item: &Value, details: bool) -> String {
     text
 }
 
-fn answer(id: &str, approve: bool) -> CmdResult {
-    let said = client::answer(id, approve)?;
+fn answer(id: &str, approve: bool, scope: &str) -> CmdResult {
+    let said = client::answer(id, approve, scope)?;
     println!("{said}");
     Ok(0)
 }
@@ -105,7 +118,7 @@ fn watch() -> CmdResult {
                 _ => None,
             };
             match verdict {
-                Some(approve) => match client::answer(&id, approve) {
+                Some(approve) => match client::answer(&id, approve, "once") {
                     Ok(said) => println!("{said}"),
                     Err(e) => println!("not answered: {e}"),
                 },

@@ -303,6 +303,13 @@ pub enum ApprovalsCommand {
     Approve {
         /// The approval's id, as `mcpguard approvals list` shows it (for example 1234-1).
         id: String,
+        /// What the approval covers: `once` (this call), `identical` (identical calls, same tool
+        /// and arguments, for `confirmation.identical_for`) or `tool` (every call of the tool
+        /// until that mcpguard ends). The policy must allow a standing one
+        /// (`confirmation.allow_identical`, `allow_tool_for_session`); otherwise it is this call
+        /// only, and the answer says so.
+        #[arg(long, value_name = "SCOPE", default_value = "once", value_parser = ["once", "identical", "tool"])]
+        scope: String,
     },
     /// Refuse the one call waiting under ID; it never reaches the server.
     Deny {

@@ -44,6 +44,15 @@ impl Policy {
                 ),
             ));
         }
+        if self.confirmation.identical_for > MAX_CONFIRMATION_TIMEOUT {
+            return Err(Problem::at(
+                &["confirmation", "identical_for"],
+                format!(
+                    "confirmation.identical_for is {}; the longest is 1h, so a standing approval is of a situation the person still remembers",
+                    format_duration(self.confirmation.identical_for)
+                ),
+            ));
+        }
         let channels = &self.confirmation.channels;
         if let Some((_, c)) = channels
             .iter()
@@ -132,6 +141,9 @@ impl Policy {
             && self.confirmation.channels.is_empty()
         {
             w.push("confirmation.channels is empty: nobody can be asked, so every write that needs confirmation is refused".to_string());
+        }
+        if self.confirmation.allow_tool_for_session {
+            w.push("confirmation.allow_tool_for_session = true: one answer may let every later call of a tool through, whatever its arguments, until mcpguard ends (never for tools whose review marks an argument as authority)".to_string());
         }
         match self.confirmation.mode {
             ConfirmationMode::Allow => w.push(

@@ -238,6 +238,14 @@ pub struct Confirmation {
     /// Where the person is asked, in order: channels listed before `host` are offered at once,
     /// those after it only when the host cannot ask, answered without asking, or erred.
     pub channels: Vec<Channel>,
+    /// Whether the person may answer "allow identical calls (same tool, same canonical
+    /// arguments) for `identical_for`" instead of approving one call.
+    pub allow_identical: bool,
+    /// How long such a standing approval of identical calls lasts.
+    #[serde(with = "duration_text")]
+    pub identical_for: SignedDuration,
+    /// Whether the person may answer "allow this tool for this session".
+    pub allow_tool_for_session: bool,
 }
 
 impl Default for Confirmation {
@@ -246,7 +254,41 @@ impl Default for Confirmation {
             mode: ConfirmationMode::Elicit,
             timeout: SignedDuration::from_secs(60),
             channels: vec![Channel::Host, Channel::Desktop, Channel::Terminal],
+            allow_identical: false,
+            identical_for: SignedDuration::from_secs(600),
+            allow_tool_for_session: false,
         }
+    }
+}
+
+/// What one approval lets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// This one call, once.
+    #[default]
+    Once,
+    /// Identical calls (same tool, same canonical arguments) for `confirmation.identical_for`.
+    Identical,
+    /// Every call of this tool until mcpguard ends.
+    Tool,
+}
+
+impl Scope {
+    /// The name used in answers, the audit log and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Identical => "identical",
+            Scope::Tool => "tool",
+        }
+    }
+
+    /// Reads a scope's name.
+    pub fn parse(name: &str) -> Option<Scope> {
+        [Scope::Once, Scope::Identical, Scope::Tool]
+            .into_iter()
+            .find(|s| s.name() == name)
     }
 }
 

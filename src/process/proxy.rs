@@ -502,11 +502,17 @@ fn serve_approvals(
             let (Some(id), Some(approve)) = (req["id"].as_str(), req["approve"].as_bool()) else {
                 return serde_json::json!({"ok": false, "error": "refused the answer: it needs an \"id\" string and an \"approve\" boolean"});
             };
+            let Some(scope) = req["scope"].as_str().map_or(
+                Some(crate::policy::Scope::Once),
+                crate::policy::Scope::parse,
+            ) else {
+                return serde_json::json!({"ok": false, "error": "refused the answer: \"scope\" must be \"once\", \"identical\" or \"tool\""});
+            };
             let mut out = Vec::new();
             let said = {
                 let mut core = core_lock(&core);
                 core.set_clock(elapsed_ms(started));
-                core.answer_offer(id, approve, Channel::Terminal, &mut out)
+                core.answer_offer(id, approve, scope, Channel::Terminal, &mut out)
             };
             sinks.dispatch(&mut out, Route::FromHost);
             match said {

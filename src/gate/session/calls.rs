@@ -170,6 +170,7 @@ impl Session {
             line,
             progress,
             approval: Approval::NotNeeded,
+            authority,
         };
         match class.decision {
             Decision::Forward => self.proceed(call, out),
@@ -183,6 +184,9 @@ impl Session {
                 ));
                 call.approval = Approval::Unconfirmed;
                 self.proceed(call, out);
+            }
+            Decision::Confirm if self.standing_covers(&mut call, &arguments, out) => {
+                self.proceed(call, out)
             }
             Decision::Refuse(reason) => {
                 let code = if class.needs_confirmation {
@@ -286,6 +290,7 @@ impl Session {
             line,
             progress,
             approval,
+            ..
         } = call;
         if let Some(t) = &progress {
             self.progress_tokens.insert(t.clone());

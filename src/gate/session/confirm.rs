@@ -13,7 +13,7 @@
 //! when an out-of-band channel can still reach the person, and a refusal says which it was.
 
 use super::*;
-use crate::policy::Channel;
+use crate::policy::{Channel, Scope};
 
 /// Below this time between the question and a decline or cancel, the host answered without
 /// showing it to anyone: reading three lines and pressing a button takes a person longer than a
@@ -33,6 +33,8 @@ pub(super) struct Question {
     pub details: String,
     pub server: String,
     pub tool: String,
+    /// What the person may choose an approval to cover.
+    pub scopes: Vec<Scope>,
 }
 
 impl Question {
@@ -48,8 +50,8 @@ impl Question {
 /// How the host answered mcpguard's question.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum HostAnswer {
-    /// Accepted with approve ticked.
-    Approve,
+    /// Accepted with approve ticked, for what the person chose.
+    Approve(Scope),
     /// A person's refusal (said in words).
     Person(String),
     /// The host answered without asking anyone (too fast for a person).
@@ -80,7 +82,7 @@ impl Session {
             return self.nobody_to_ask(call, class, why, out);
         }
         let binding = self.binding_of(&call.tool, &arguments);
-        let question = self.question(&call.tool, class, &arguments, &binding);
+        let question = self.question(&call, class, &arguments, &binding);
         let mut c = Confirming {
             call,
             binding,
@@ -90,6 +92,7 @@ impl Session {
             offered: None,
             question,
             host_note: None,
+            scope: Scope::Once,
         };
         if offer_now {
             self.offer(&mut c, out);
@@ -211,15 +214,16 @@ impl Session {
         approval_binding(snapshot, tool, arguments)
     }
 
-    /// The question for a call of `tool` with `arguments` (both eras and every channel ask the
-    /// same one).
+    /// The question for `call` with `arguments` (both eras and every channel ask the same one).
     pub(super) fn question(
         &self,
-        tool: &str,
+        call: &Call,
         class: &Classification,
         arguments: &Value,
         binding: &str,
     ) -> Question {
+        let tool = call.tool.as_str();
+        let scopes = self.scopes_for(call);
         let server = match &self.config.mode {
             Mode::Pinned(pin) => pin.server_key.clone(),
             _ => "(unpinned)".to_string(),
@@ -235,7 +239,8 @@ impl Session {
             headline: format!("mcpguard: allow the AI to call \"{tool}\" on the MCP server \"{server}\"?"),
             arguments: format!("Arguments: {}", compact_arguments(arguments)),
             effect: format!(
-                "Approve runs this one call once, now; Decline refuses it. No answer within {timeout_s} s refuses it."
+                "Approve runs this one call once, now{}; Decline refuses it. No answer within {timeout_s} s refuses it.",
+                self.standing_offer(&scopes)
             ),
             details: format!(
                 "Why you are asked: {}.\nApproval {} is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON):\n{}",
@@ -245,6 +250,24 @@ impl Session {
             ),
             server,
             tool,
+            scopes,
+        }
+    }
+
+    /// The standing approvals the person may choose instead, in words for line 3.
+    fn standing_offer(&self, scopes: &[Scope]) -> String {
+        let mut offers = Vec::new();
+        if scopes.contains(&Scope::Identical) {
+            let s = self.config.policy.confirmation.identical_for.as_secs();
+            offers.push(format!("identical calls for {} min", (s / 60).max(1)));
+        }
+        if scopes.contains(&Scope::Tool) {
+            offers.push("this tool for the session".to_string());
+        }
+        if offers.is_empty() {
+            String::new()
+        } else {
+            format!(" (or, if you choose, {})", offers.join(" or "))
         }
     }
 
@@ -277,12 +300,18 @@ impl Session {
         out: &mut Vec<Out>,
     ) {
         match answer {
-            HostAnswer::Approve => self.settle(c, Ok(Channel::Host), out),
-            HostAnswer::Person(why) => self.settle(c, Err(why), out),
+            HostAnswer::Approve(scope) => {
+                c.scope = scope;
+                self.settle(c, Ok(Channel::Host), out);
+            }
+            HostAnswer::Person(why) => {
+                self.settle(c, Err(why), out);
+            }
             HostAnswer::NotAsked(why) | HostAnswer::Failed(why) => {
                 c.host_asked = false;
                 if !self.out_of_band_ready() {
-                    return self.settle(c, Err(why), out);
+                    self.settle(c, Err(why), out);
+                    return;
                 }
                 out.push(Out::Diag(
                     Level::Info,
@@ -305,6 +334,7 @@ impl Session {
         &mut self,
         id: &str,
         approve: bool,
+        scope: Scope,
         channel: Channel,
         out: &mut Vec<Out>,
     ) -> Result<String, String> {
@@ -329,8 +359,12 @@ impl Session {
         };
         let tool = c.call.tool.clone();
         if approve {
-            self.settle(c, Ok(channel), out);
-            Ok(format!("approved {id}: the call of {tool:?} goes on"))
+            let mut c = c;
+            c.scope = scope;
+            let granted = self.settle(c, Ok(channel), out);
+            Ok(format!(
+                "approved {id}: the call of {tool:?} goes on (approved for {granted})"
+            ))
         } else {
             let why = format!("the person denied it in the {} channel", channel.name());
             self.settle(c, Err(why), out);
@@ -365,6 +399,7 @@ impl Session {
                     "lines": [q.headline, q.arguments, q.effect],
                     "details": q.details,
                     "hostNote": c.host_note,
+                    "scopes": q.scopes.iter().map(|s| s.name()).collect::<Vec<_>>(),
                     "expiresInMs": left,
                 })
             })
@@ -372,28 +407,32 @@ impl Session {
     }
 
     /// Ends a confirmation: the call goes on (re-verified first when pinned) or is refused.
+    /// Returns what an approval covers, in words (empty for a refusal).
     pub(super) fn settle(
         &mut self,
         c: Confirming,
         verdict: Result<Channel, String>,
         out: &mut Vec<Out>,
-    ) {
+    ) -> String {
         let Confirming {
             mut call,
             binding,
             arguments,
             offered,
+            scope,
             ..
         } = c;
+        let from = offered.clone().unwrap_or_else(|| binding[..12].to_string());
         let offered = offered.map_or(String::new(), |id| format!(" {id}"));
         match verdict {
             Ok(channel) => {
+                let granted = self.grant(&call, &binding, &from, scope);
                 self.audit(out, || AuditNote {
                     tool: Some(call.tool.clone()),
                     arguments: Some(arguments),
                     outcome: Some("confirmed"),
                     detail: Some(format!(
-                        "approval{offered} {binding} given in the {} channel",
+                        "approval{offered} {binding} given in the {} channel, for {granted}",
                         channel.name()
                     )),
                     ..AuditNote::new(EventKind::CallConfirmed)
@@ -401,7 +440,7 @@ impl Session {
                 out.push(Out::Diag(
                     Level::Info,
                     format!(
-                        "call {} of {:?} was approved by the person ({} channel)",
+                        "call {} of {:?} was approved by the person ({} channel), for {granted}",
                         call.id,
                         call.tool,
                         channel.name()
@@ -409,6 +448,7 @@ impl Session {
                 ));
                 call.approval = Approval::Confirmed(binding);
                 self.proceed(call, out);
+                granted
             }
             Err(why) => {
                 let r = Refusal::new(
@@ -420,6 +460,7 @@ impl Session {
                     ),
                 );
                 self.refuse_call_with(&call.id, &call.tool, r, Some(arguments), out);
+                String::new()
             }
         }
     }
@@ -482,18 +523,40 @@ impl Session {
 /// The params of mcpguard's own `elicitation/create`: the question as its message and one
 /// boolean field.
 pub(super) fn approval_params(q: &Question) -> Value {
+    let mut properties = json!({
+        "approve": {
+            "type": "boolean",
+            "title": "Approve this call",
+            "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
+            "default": false
+        }
+    });
+    // The standing approvals the policy allows for this call, as one choice (the default is
+    // this call only).
+    if q.scopes.len() > 1 {
+        let names: Vec<&str> = q.scopes.iter().map(|s| s.name()).collect();
+        let titles: Vec<&str> = q
+            .scopes
+            .iter()
+            .map(|s| match s {
+                Scope::Once => "This call only",
+                Scope::Identical => "Identical calls for a while",
+                Scope::Tool => "This tool for the session",
+            })
+            .collect();
+        properties["scope"] = json!({
+            "type": "string",
+            "title": "Approve for",
+            "enum": names,
+            "enumNames": titles,
+            "default": "once"
+        });
+    }
     json!({
         "message": q.text(),
         "requestedSchema": {
             "type": "object",
-            "properties": {
-                "approve": {
-                    "type": "boolean",
-                    "title": "Approve this call",
-                    "description": "Tick to let this one call through; leave unticked, decline or cancel to refuse it.",
-                    "default": false
-                }
-            },
+            "properties": properties,
             "required": ["approve"]
         }
     })
@@ -507,7 +570,13 @@ pub(super) fn host_answer(v: &Value, elapsed_ms: u64) -> HostAnswer {
     match v.get("action").and_then(Value::as_str) {
         Some("accept") => {
             if v.pointer("/content/approve") == Some(&Value::Bool(true)) {
-                HostAnswer::Approve
+                // An unknown or missing scope approves this call only.
+                let scope = v
+                    .pointer("/content/scope")
+                    .and_then(Value::as_str)
+                    .and_then(Scope::parse)
+                    .unwrap_or(Scope::Once);
+                HostAnswer::Approve(scope)
             } else {
                 HostAnswer::Person("the person did not tick approve".to_string())
             }

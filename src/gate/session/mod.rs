@@ -47,6 +47,7 @@ mod modern_era;
 mod relay;
 mod results;
 mod shutdown;
+mod standing;
 mod walks;
 
 use calls::{cancel_notification, minimal_call};
@@ -245,6 +246,8 @@ struct Call {
     line: Bytes,
     progress: Option<String>,
     approval: Approval,
+    /// The review maps an argument to the `authority` channel: no standing approval covers it.
+    authority: bool,
 }
 
 /// How a call came to be allowed, for the audit log and the dry-run summary.
@@ -275,6 +278,8 @@ struct Confirming {
     /// Why the host's answer did not count (it answered without asking, or erred), for the
     /// refusal if no other channel answers either.
     host_note: Option<String>,
+    /// What the person's approval covers (one call, or a standing approval they chose).
+    scope: crate::policy::Scope,
 }
 
 /// The state of one connection.
@@ -304,6 +309,8 @@ pub struct Session {
     /// Tools with `concurrency: serialize` that have a call in flight, and calls waiting.
     serial_busy: HashSet<String>,
     serial_queue: Vec<Call>,
+    /// Standing approvals the person gave (identical calls for a while, a tool for the session).
+    standing: Vec<standing::Standing>,
     /// Writes waiting for the person's answer, by the id of mcpguard's elicitation request.
     confirming: IdMap<Confirming>,
     /// The host advertised form-mode elicitation, so mcpguard can ask the person.
@@ -348,6 +355,7 @@ impl Session {
             serial_busy: HashSet::new(),
             serial_queue: Vec::new(),
             confirming: IdMap::default(),
+            standing: Vec::new(),
             host_can_elicit: false,
             host_version: None,
             progress_tokens: HashSet::new(),

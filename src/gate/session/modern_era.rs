@@ -319,7 +319,7 @@ impl Session {
             u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
         match mrtr.approval {
             Some((state, answer)) => {
-                let question = self.question(&call.tool, class, &arguments, &binding);
+                let question = self.question(&call, class, &arguments, &binding);
                 let checked = self.check_approval(&state, &binding, timeout_ms);
                 let asked_ms = checked.as_ref().map_or(self.clock_ms, |&t| t);
                 let c = Confirming {
@@ -331,9 +331,13 @@ impl Session {
                     offered: None,
                     question,
                     host_note: None,
+                    scope: crate::policy::Scope::Once,
                 };
                 let answer = match (checked, answer) {
-                    (Err(why), _) => return self.settle(c, Err(why), out),
+                    (Err(why), _) => {
+                        self.settle(c, Err(why), out);
+                        return;
+                    }
                     (Ok(_), None) => HostAnswer::Failed(
                         "the retry carries no answer to mcpguard's question".into(),
                     ),
@@ -352,7 +356,7 @@ impl Session {
                 }
                 self.modern.approvals.insert(n, self.clock_ms);
                 let state = modern::approval_token(&self.config.secret, n, &binding);
-                let question = self.question(&call.tool, class, &arguments, &binding);
+                let question = self.question(&call, class, &arguments, &binding);
                 let server_info = match &self.config.mode {
                     Mode::Pinned(pin) => pin.server_info.clone(),
                     _ => Value::Null,
@@ -380,7 +384,7 @@ impl Session {
             // The host's question would end this request, so the out-of-band channels hold the
             // call itself until a person answers there.
             None if self.out_of_band_ready() => {
-                let question = self.question(&call.tool, class, &arguments, &binding);
+                let question = self.question(&call, class, &arguments, &binding);
                 let mut c = Confirming {
                     call,
                     binding,
@@ -390,6 +394,7 @@ impl Session {
                     offered: None,
                     question,
                     host_note: None,
+                    scope: crate::policy::Scope::Once,
                 };
                 self.offer(&mut c, out);
                 let key = self.offer_key();

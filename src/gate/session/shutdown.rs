@@ -11,6 +11,8 @@ impl Session {
             return;
         }
         self.invalidated = Some(why.to_string());
+        // A standing approval was given for the reviewed tools as they were; none survives.
+        self.standing.clear();
         self.audit(out, || AuditNote {
             detail: Some(why.to_string()),
             ..AuditNote::new(EventKind::ReviewInvalidated)

@@ -1239,8 +1239,13 @@ fn out_of_band_answers_settle_a_write_the_host_cannot_ask_about_once() {
         .unwrap()
         .contains("body=\"x\""));
     let mut out = vec![];
-    let said =
-        t.s.answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out);
+    let said = t.s.answer_offer(
+        "77-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    );
     t.take(out);
     assert!(said.unwrap().starts_with("approved 77-1"));
     t.answer_walk(live_page());
@@ -1260,16 +1265,27 @@ fn out_of_band_answers_settle_a_write_the_host_cannot_ask_about_once() {
     );
     // Single use: a second answer finds nothing.
     let mut out = vec![];
-    let again =
-        t.s.answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out);
+    let again = t.s.answer_offer(
+        "77-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    );
     assert!(again.unwrap_err().contains("not pending"));
     assert!(t.s.offers().is_empty());
 
     // A denial refuses it, naming the channel.
     t.call(4, "write", json!({"body": "y"}));
     let mut out = vec![];
-    t.s.answer_offer("77-2", false, crate::policy::Channel::Terminal, &mut out)
-        .unwrap();
+    t.s.answer_offer(
+        "77-2",
+        false,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    )
+    .unwrap();
     t.take(out);
     let r = t.host.iter().find(|m| m["id"] == 4).unwrap();
     assert_eq!(r["result"]["structuredContent"]["code"], "consent_required");
@@ -1315,7 +1331,13 @@ fn a_host_that_answers_without_asking_leaves_the_question_to_the_other_channels(
     let mut out = vec![];
     assert!(t
         .s
-        .answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out)
+        .answer_offer(
+            "77-1",
+            true,
+            crate::policy::Scope::Once,
+            crate::policy::Channel::Terminal,
+            &mut out
+        )
         .is_err());
     assert_eq!(calls_dispatched(&t), 0);
 }
@@ -1328,8 +1350,14 @@ fn channels_listed_before_the_host_are_offered_at_once_and_either_answer_settles
     let ask = elicitation_of(&t);
     assert_eq!(t.s.offers().len(), 1);
     let mut out = vec![];
-    t.s.answer_offer("77-1", true, crate::policy::Channel::Terminal, &mut out)
-        .unwrap();
+    t.s.answer_offer(
+        "77-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    )
+    .unwrap();
     t.take(out);
     let withdrawn = t
         .host
@@ -1364,4 +1392,132 @@ fn without_any_channel_a_write_is_refused_with_what_changes_it() {
     );
     assert!(text.contains("no out-of-band channel is running"), "{text}");
     assert!(text.contains("mcpguard approvals"), "{text}");
+}
+
+/// Approves the last elicitation with `content`.
+fn approve_with(t: &mut T, content: Value) {
+    let ask = elicitation_of(t);
+    t.s.set_clock(t.s.clock_ms + 2_000);
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": content}}));
+    t.answer_walk(live_page());
+    finish_last_call(t);
+}
+
+/// The server answers the last call it received (`write` is serialized: the next call waits for
+/// this one to end).
+fn finish_last_call(t: &mut T) {
+    if let Some(call) = t
+        .server
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "tools/call")
+        .cloned()
+    {
+        t.server_says(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": []}}));
+    }
+}
+
+#[test]
+fn a_standing_approval_covers_identical_calls_for_a_while_and_nothing_else() {
+    let policy =
+        format!("{ECHO_READ}[confirmation]\nallow_identical = true\nidentical_for = \"1m\"\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.s.config.audit = true;
+    t.call(3, "write", json!({"body": "x"}));
+    let ask = elicitation_of(&t);
+    let schema = &ask["params"]["requestedSchema"]["properties"]["scope"];
+    assert_eq!(schema["enum"], json!(["once", "identical"]), "{ask}");
+    assert!(ask["params"]["message"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .nth(2)
+        .unwrap()
+        .contains("identical calls for 1 min"));
+    approve_with(&mut t, json!({"approve": true, "scope": "identical"}));
+    assert_eq!(calls_dispatched(&t), 1);
+
+    // The identical call goes on without a question; the use is audited.
+    let asked = t.host.len();
+    t.call(4, "write", json!({"body": "x"}));
+    assert!(
+        t.host[asked..]
+            .iter()
+            .all(|m| m["method"] != "elicitation/create"),
+        "not asked again"
+    );
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 2);
+    finish_last_call(&mut t);
+    assert!(t.audits.iter().any(|a| a
+        .detail
+        .as_deref()
+        .is_some_and(|d| d.contains("covered by the standing approval"))));
+
+    // A different argument is asked about.
+    t.call(5, "write", json!({"body": "y"}));
+    assert_ne!(elicitation_of(&t)["id"], ask["id"], "asked again");
+    assert_eq!(calls_dispatched(&t), 2);
+
+    // After identical_for, the identical call is asked about again.
+    let mut t2 = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t2.call(3, "write", json!({"body": "x"}));
+    approve_with(&mut t2, json!({"approve": true, "scope": "identical"}));
+    let mut out = vec![];
+    t2.s.tick(t2.s.clock_ms + 61_000, &mut out);
+    t2.take(out);
+    let asked = t2.host.len();
+    t2.call(4, "write", json!({"body": "x"}));
+    assert!(t2.host[asked..]
+        .iter()
+        .any(|m| m["method"] == "elicitation/create"));
+}
+
+#[test]
+fn standing_approvals_need_the_policy_never_cover_authority_and_die_with_the_review() {
+    // Not allowed by the policy: the scope is not offered, and asking for it approves once.
+    let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ).bound();
+    t.call(3, "write", json!({"body": "x"}));
+    assert!(
+        elicitation_of(&t)["params"]["requestedSchema"]["properties"]
+            .get("scope")
+            .is_none()
+    );
+    approve_with(&mut t, json!({"approve": true, "scope": "tool"}));
+    assert!(t
+        .diags
+        .iter()
+        .any(|d| d.contains("confirmation.allow_tool_for_session")));
+    t.call(4, "write", json!({"body": "x"}));
+    let _ = elicitation_of(&t);
+    assert!(t
+        .host
+        .last()
+        .is_some_and(|m| m["method"] == "elicitation/create"));
+
+    // The tool for the session: any arguments, until the review is invalidated.
+    let policy = format!("{ECHO_READ}[confirmation]\nallow_tool_for_session = true\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.call(3, "write", json!({"body": "x"}));
+    approve_with(&mut t, json!({"approve": true, "scope": "tool"}));
+    t.call(4, "write", json!({"body": "other"}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 2, "covered for the session");
+    t.s.invalidate("test", &mut vec![]);
+    assert!(t.s.standing.is_empty(), "nothing survives an invalidation");
+
+    // An authority argument: never offered, never granted, never covered.
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    let mut call = Call {
+        id: Id::Int(9),
+        tool: "write".into(),
+        line: Bytes::new(),
+        progress: None,
+        approval: Approval::NotNeeded,
+        authority: true,
+    };
+    assert_eq!(t.s.scopes_for(&call), vec![crate::policy::Scope::Once]);
+    let granted = t.s.grant(&call, "b", "x", crate::policy::Scope::Tool);
+    assert!(granted.contains("authority"), "{granted}");
+    assert!(!t.s.standing_covers(&mut call, &json!({}), &mut vec![]));
 }

@@ -542,8 +542,14 @@ fn a_modern_client_without_elicitation_is_held_for_the_out_of_band_channels() {
     assert!(t.host.iter().all(|m| m["id"] != 2), "held, not answered");
     assert_eq!(t.s.offers().len(), 1);
     let mut out = vec![];
-    t.s.answer_offer("9-1", true, crate::policy::Channel::Terminal, &mut out)
-        .unwrap();
+    t.s.answer_offer(
+        "9-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    )
+    .unwrap();
     t.take(out);
     t.answer_own("tools/list", page(5));
     assert!(t.server.iter().any(|m| m["method"] == "tools/call"));
@@ -555,8 +561,14 @@ fn a_modern_client_without_elicitation_is_held_for_the_out_of_band_channels() {
     call_ask(&mut t, 4, true, json!({"n": 2}), decline);
     assert!(t.host.iter().all(|m| m["id"] != 4), "held, not refused");
     let mut out = vec![];
-    t.s.answer_offer("9-2", false, crate::policy::Channel::Terminal, &mut out)
-        .unwrap();
+    t.s.answer_offer(
+        "9-2",
+        false,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    )
+    .unwrap();
     t.take(out);
     assert_eq!(refusal(&t), "consent_required");
 }
