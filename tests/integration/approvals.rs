@@ -438,3 +438,109 @@ fn python_sdk_clients_with_and_without_elicitation_are_approved_in_the_terminal(
         }
     }
 }
+
+/// A standing approval given in the terminal: identical calls pass without a question for
+/// `identical_for`, a call with another argument is asked about again, and a tool whose review
+/// marks an argument as authority (`write_note`'s path) is never offered one.
+#[test]
+fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let audit = dir.path().join("audit.jsonl");
+    // `echo` is made a write (its only argument is data), so its calls are confirmed.
+    let reads = reads_policy_with("");
+    let as_write = reads.replace(
+        "[writes.tools.echo]\nside_effect = \"read\"",
+        "[writes.tools.echo]\nside_effect = \"create\"",
+    );
+    assert_ne!(reads, as_write);
+    let policy = dir.path().join("standing.toml");
+    std::fs::write(
+        &policy,
+        format!("{as_write}\n[confirmation]\nallow_identical = true\nidentical_for = \"5m\"\n"),
+    )
+    .unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let argv = guarded_argv(
+        &snap,
+        &digest,
+        &[
+            "--policy".into(),
+            policy.display().to_string(),
+            "--audit-log".into(),
+            audit.display().to_string(),
+        ],
+        &["--log".into(), log.display().to_string()],
+    );
+    let mut p = Peer::start_with(
+        Command::new(mcpguard())
+            .args(&argv)
+            .env("XDG_RUNTIME_DIR", runtime.path()),
+    );
+    p.initialize();
+    let echo = |p: &mut Peer, id: i64, text: &str| {
+        p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}}}));
+    };
+
+    // An authority argument: once only.
+    write_call(&mut p, 1, "note");
+    let items = wait_pending(runtime.path(), 1);
+    assert_eq!(items[0]["scopes"], json!(["once"]), "{items:?}");
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    let out = approvals(runtime.path(), &["approve", &id, "--scope", "identical"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("marks an argument of this tool as authority"),
+        "{said}"
+    );
+    p.recv_response(&json!(1));
+    write_call(&mut p, 2, "note");
+    let items = wait_pending(runtime.path(), 1);
+    assert_eq!(
+        items.len(),
+        1,
+        "the identical write_note is asked about again"
+    );
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    p.recv_response(&json!(2));
+
+    echo(&mut p, 3, "same");
+    let items = wait_pending(runtime.path(), 1);
+    assert_eq!(
+        items[0]["scopes"],
+        json!(["once", "identical"]),
+        "{items:?}"
+    );
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    let out = approvals(runtime.path(), &["approve", &id, "--scope", "identical"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("identical calls for 300 s"), "{said}");
+    let (r, _) = p.recv_response(&json!(3));
+    assert_eq!(r["result"]["structuredContent"]["text"], "same", "{r}");
+
+    // The identical call: no question, straight to the server.
+    echo(&mut p, 4, "same");
+    let (r, _) = p.recv_response(&json!(4));
+    assert_eq!(r["result"]["structuredContent"]["text"], "same", "{r}");
+    assert_eq!(calls_received(&log), vec!["write_note", "echo", "echo"]);
+
+    // Another argument: asked about again, and denied here.
+    echo(&mut p, 5, "different");
+    let items = wait_pending(runtime.path(), 1);
+    assert_eq!(items.len(), 1, "{items:?}");
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    let (r, _) = p.recv_response(&json!(5));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert_eq!(calls_received(&log).len(), 3);
+    p.close_stdin();
+    p.wait();
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert!(text.contains("covered by the standing approval"), "{text}");
+}
