@@ -20,6 +20,7 @@
 //! each request, and decides everything there.
 
 pub mod client;
+pub mod desktop;
 pub mod server;
 
 use std::fs;

@@ -159,10 +159,14 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     // The terminal channel of confirmations: bound before the session starts, so the session
     // knows whether it runs.
     let approvals = bind_approvals(&opts.policy);
-    let out_of_band = match approvals {
-        Some(_) => vec![Channel::Terminal],
-        None => Vec::new(),
-    };
+    let desktop = start_desktop(&opts.policy);
+    let mut out_of_band = Vec::new();
+    if approvals.is_some() {
+        out_of_band.push(Channel::Terminal);
+    }
+    if desktop.is_some() {
+        out_of_band.push(Channel::Desktop);
+    }
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
@@ -198,6 +202,37 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     // Kept until the proxy returns; dropping it removes the socket file.
     let _approvals = match approvals {
         Some(bound) => serve_approvals(bound, core.clone(), sinks(&events), started),
+        None => None,
+    };
+    let mut desktop = match desktop {
+        Some((d, answers)) => {
+            let core = core.clone();
+            let sinks = sinks(&events);
+            thread::Builder::new()
+                .name("desktop-answers".into())
+                .spawn(move || {
+                    for (id, approve) in answers {
+                        let mut out = Vec::new();
+                        let said = {
+                            let mut core = core_lock(&core);
+                            core.set_clock(elapsed_ms(started));
+                            core.answer_offer(
+                                &id,
+                                approve,
+                                crate::policy::Scope::Once,
+                                Channel::Desktop,
+                                &mut out,
+                            )
+                        };
+                        sinks.dispatch(&mut out, Route::FromHost);
+                        match said {
+                            Ok(m) => diag::emit(Level::Info, &format!("desktop: {m}")),
+                            Err(e) => diag::emit(Level::Info, &format!("desktop: {e}")),
+                        }
+                    }
+                })?;
+            Some(d)
+        }
         None => None,
     };
 
@@ -310,7 +345,14 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             }
             Err(RecvTimeoutError::Timeout) => {
                 let mut out = Vec::new();
-                core_lock(&core).tick(elapsed_ms(started), &mut out);
+                let offers = {
+                    let mut core = core_lock(&core);
+                    core.tick(elapsed_ms(started), &mut out);
+                    desktop.as_ref().map(|_| core.offers())
+                };
+                if let (Some(d), Some(offers)) = (desktop.as_mut(), offers) {
+                    d.sync(&shown(&offers));
+                }
                 sinks(&exit_events).dispatch(&mut out, Route::FromHost);
                 match next {
                     Some(deadline) if !sent_kill && Instant::now() >= deadline => None,
@@ -481,6 +523,56 @@ fn bind_approvals(policy: &crate::policy::Policy) -> Option<approvals::server::B
             None
         }
     }
+}
+
+/// Starts the desktop channel when the policy lists it and a session bus is there to be
+/// asked; where none is (a server machine, a host that strips the environment), it is off.
+fn start_desktop(
+    policy: &crate::policy::Policy,
+) -> Option<(approvals::desktop::Desktop, mpsc::Receiver<(String, bool)>)> {
+    let c = &policy.confirmation;
+    if c.mode != crate::policy::ConfirmationMode::Elicit || !c.channels.contains(&Channel::Desktop)
+    {
+        return None;
+    }
+    let runtime_bus = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(|d| std::path::PathBuf::from(d).join("bus"))
+        .unwrap_or_else(|| format!("/run/user/{}/bus", approvals::euid()).into());
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() && !runtime_bus.exists() {
+        diag::emit(
+            Level::Debug,
+            "the desktop confirmation channel is off: no session bus (DBUS_SESSION_BUS_ADDRESS is unset and there is no runtime bus socket)",
+        );
+        return None;
+    }
+    match approvals::desktop::start() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            diag::emit(
+                Level::Info,
+                &format!("the desktop confirmation channel is off: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// The pending approvals as desktop notifications: the first line as the summary, the other
+/// two as the body.
+fn shown(offers: &[serde_json::Value]) -> Vec<approvals::desktop::Shown> {
+    offers
+        .iter()
+        .map(|o| {
+            let line = |i: usize| o["lines"][i].as_str().unwrap_or_default().to_string();
+            approvals::desktop::Shown {
+                id: o["id"].as_str().unwrap_or_default().to_string(),
+                summary: line(0),
+                body: format!("{}\n{}", line(1), line(2)),
+                timeout_ms: i32::try_from(o["expiresInMs"].as_u64().unwrap_or(0))
+                    .unwrap_or(i32::MAX),
+            }
+        })
+        .collect()
 }
 
 /// Answers `mcpguard approvals` from the session: the list of offered approvals, and answers,

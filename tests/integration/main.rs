@@ -7,6 +7,7 @@ mod approvals;
 mod audit_policy;
 mod confirm;
 mod demo;
+mod desktop;
 mod docs;
 mod escape;
 mod gate;
