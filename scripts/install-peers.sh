@@ -10,6 +10,8 @@
 #   .peers/uv          a venv with uv==0.13.9, for the `uv run --directory` launch-shape test
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
 #
+# It also makes sure dbus-daemon is there (Debian's dbus package), for the desktop-channel tests.
+#
 # Idempotent: each part carries a stamp keyed on the content hash of this script
 # (and of the npm manifest/lockfile), so a second run only checks the stamps and
 # prints the paths. Use --force to reinstall everything.
@@ -116,6 +118,16 @@ command -v "$NODE" >/dev/null 2>&1 || die "'$NODE' not found (Node.js 20 or newe
 command -v npm >/dev/null 2>&1 || die "'npm' not found"
 NODE_ABS=$(command -v "$NODE")
 NODE_ABS=$(readlink -f "$NODE_ABS")
+# The desktop-channel tests start a private session bus (tests/integration/desktop.rs): Debian's
+# dbus package provides dbus-daemon.
+if ! command -v dbus-daemon >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "'dbus-daemon' not found: install your distribution's dbus package"
+    [[ $(id -u) -eq 0 ]] || die "'dbus-daemon' not found: run 'sudo apt-get install dbus' (or this script as root)"
+    echo "install-peers: installing Debian's dbus package (dbus-daemon) for the desktop-channel tests"
+    apt-get update -qq || die "apt-get update failed: the Debian package registry cannot be reached"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dbus >/dev/null ||
+        die "apt-get install dbus failed"
+fi
 [[ -f $NPM_SRC/package.json && -f $NPM_SRC/package-lock.json ]] ||
     die "missing $NPM_SRC/package.json or package-lock.json"
 [[ -f $HOSTS_SRC/package.json && -f $HOSTS_SRC/package-lock.json ]] ||

@@ -45,16 +45,17 @@ pub struct Desktop {
     shown: HashSet<String>,
 }
 
-/// Connects to the session bus and checks its notification service (bounded: a bus that does
-/// not answer within two seconds counts as absent).
-pub fn start() -> Result<(Desktop, mpsc::Receiver<(String, bool)>), String> {
+/// Connects to the session bus (at `address`, else where `DBUS_SESSION_BUS_ADDRESS` says) and
+/// checks its notification service (bounded: a bus that does not answer within two seconds
+/// counts as absent).
+pub fn start(address: Option<String>) -> Result<(Desktop, mpsc::Receiver<(String, bool)>), String> {
     let (ready_tx, ready) = mpsc::channel();
     let (tx, commands) = mpsc::channel::<Cmd>();
     let (answers_tx, answers) = mpsc::channel();
     thread::Builder::new()
         .name("desktop".into())
         .spawn(move || {
-            let setup = connect();
+            let setup = connect(address);
             let (conn, proxy, markup) = match setup {
                 Ok(p) => {
                     let _ = ready_tx.send(Ok(()));
@@ -81,9 +82,12 @@ pub fn start() -> Result<(Desktop, mpsc::Receiver<(String, bool)>), String> {
     }
 }
 
-fn connect() -> Result<(Connection, Proxy<'static>, bool), String> {
-    let conn =
-        Connection::session().map_err(|e| format!("no session bus could be reached ({e})"))?;
+fn connect(address: Option<String>) -> Result<(Connection, Proxy<'static>, bool), String> {
+    let conn = match address {
+        Some(a) => zbus::blocking::connection::Builder::address(a.as_str()).and_then(|b| b.build()),
+        None => Connection::session(),
+    }
+    .map_err(|e| format!("no session bus could be reached ({e})"))?;
     let proxy = Proxy::new(&conn, SERVICE, PATH, SERVICE)
         .map_err(|e| format!("the notification service cannot be addressed ({e})"))?;
     let caps: Vec<String> = proxy

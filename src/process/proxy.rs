@@ -538,14 +538,20 @@ fn start_desktop(
     let runtime_bus = std::env::var_os("XDG_RUNTIME_DIR")
         .map(|d| std::path::PathBuf::from(d).join("bus"))
         .unwrap_or_else(|| format!("/run/user/{}/bus", approvals::euid()).into());
-    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() && !runtime_bus.exists() {
-        diag::emit(
-            Level::Debug,
-            "the desktop confirmation channel is off: no session bus (DBUS_SESSION_BUS_ADDRESS is unset and there is no runtime bus socket)",
-        );
-        return None;
-    }
-    match approvals::desktop::start() {
+    // Hosts often start servers without DBUS_SESSION_BUS_ADDRESS; the user's bus is then at
+    // its standard place in the runtime directory.
+    let address = match std::env::var_os("DBUS_SESSION_BUS_ADDRESS") {
+        Some(_) => None,
+        None if runtime_bus.exists() => Some(format!("unix:path={}", runtime_bus.display())),
+        None => {
+            diag::emit(
+                Level::Debug,
+                "the desktop confirmation channel is off: no session bus (DBUS_SESSION_BUS_ADDRESS is unset and there is no runtime bus socket)",
+            );
+            return None;
+        }
+    };
+    match approvals::desktop::start(address) {
         Ok(d) => Some(d),
         Err(e) => {
             diag::emit(

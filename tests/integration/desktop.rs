@@ -62,8 +62,10 @@ fn notification_service(address: &str, press: &str, log: &Path) -> Running {
     Running(child)
 }
 
-/// mcpguard over the logged fixture for a host without elicitation, on the bus at `address`.
-fn guarded(dir: &Path, runtime: &Path, address: &str, log: &Path, audit: &Path) -> Peer {
+/// mcpguard over the logged fixture for a host without elicitation, on the bus at `address`
+/// (`None`: the variable is not passed, as many hosts do; the bus is then found in the runtime
+/// directory).
+fn guarded(dir: &Path, runtime: &Path, address: Option<&str>, log: &Path, audit: &Path) -> Peer {
     let (snap, digest) = reviewed_snapshot(dir, &[]);
     let policy = dir.join("policy.toml");
     std::fs::write(&policy, reads_policy_with("")).unwrap();
@@ -78,13 +80,15 @@ fn guarded(dir: &Path, runtime: &Path, address: &str, log: &Path, audit: &Path) 
         ],
         &["--log".into(), log.display().to_string()],
     );
-    let mut p = Peer::start_with(
-        Command::new(mcpguard())
-            .args(&argv)
-            .env("XDG_RUNTIME_DIR", runtime)
-            .env("DBUS_SESSION_BUS_ADDRESS", address)
-            .env("MCPGUARD_LOG", "info"),
-    );
+    let mut cmd = Command::new(mcpguard());
+    cmd.args(&argv)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env("MCPGUARD_LOG", "info");
+    if let Some(a) = address {
+        cmd.env("DBUS_SESSION_BUS_ADDRESS", a);
+    }
+    let mut p = Peer::start_with(&mut cmd);
     p.initialize();
     p
 }
@@ -99,19 +103,29 @@ fn records(log: &Path) -> Vec<Value> {
 
 #[test]
 fn a_desktop_notification_approves_or_denies_a_write() {
-    for press in ["approve", "deny"] {
+    for (press, pass_address) in [("approve", true), ("deny", true), ("approve", false)] {
         let dir = tempfile::tempdir().unwrap();
         let runtime = tempfile::tempdir().unwrap();
-        let (_bus, address) = session_bus(dir.path());
+        // The bus listens at <runtime>/bus, where mcpguard looks when it is not told.
+        let (_bus, address) = session_bus(runtime.path());
         let shown = dir.path().join("notifications.jsonl");
         let _service = notification_service(&address, press, &shown);
         let log = dir.path().join("server.log");
         let audit = dir.path().join("audit.jsonl");
-        let mut p = guarded(dir.path(), runtime.path(), &address, &log, &audit);
+        let mut p = guarded(
+            dir.path(),
+            runtime.path(),
+            pass_address.then_some(address.as_str()),
+            &log,
+            &audit,
+        );
         p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "write_note", "arguments": {"path": "/notes/a", "body": "<b>hi</b>"}}}));
         let (r, _) = p.recv_response(&json!(1));
-        let what = format!("{press}: {r}\n{}", p.stderr());
+        let what = format!(
+            "{press} (address passed: {pass_address}): {r}\n{}",
+            p.stderr()
+        );
         let notified = records(&shown);
         let n = notified
             .iter()
@@ -165,7 +179,7 @@ fn an_answer_elsewhere_withdraws_the_notification() {
     let mut p = guarded(
         dir.path(),
         runtime.path(),
-        &address,
+        Some(&address),
         &log,
         &dir.path().join("audit.jsonl"),
     );
