@@ -544,3 +544,65 @@ fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
     let text = std::fs::read_to_string(&audit).unwrap();
     assert!(text.contains("covered by the standing approval"), "{text}");
 }
+
+/// `mcpguard approvals watch` shows each approval as it arrives, with its three lines, and
+/// answers it with what is typed.
+#[test]
+fn watch_asks_about_each_approval_as_it_arrives() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "",
+        &log,
+        &dir.path().join("audit"),
+    );
+    let mut watch = Command::new(mcpguard())
+        .args(["approvals", "watch"])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = watch.stdin.take().unwrap();
+    // Typed ahead: approve the first, deny the second.
+    stdin.write_all(b"a\nd\n").unwrap();
+    stdin.flush().unwrap();
+    write_call(&mut p, 1, "first");
+    let (r, _) = p.recv_response(&json!(1));
+    assert!(r.to_string().contains("wrote 5 bytes"), "{r}");
+    write_call(&mut p, 2, "second");
+    let (r, _) = p.recv_response(&json!(2));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
+        "{r}"
+    );
+    // End of input ends the watch at its next question.
+    drop(stdin);
+    write_call(&mut p, 3, "third");
+    let until = Instant::now() + Duration::from_secs(20);
+    while watch.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "watch did not end at end of input");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut shown = String::new();
+    watch
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut shown)
+        .unwrap();
+    assert!(
+        shown.contains("Arguments: body=\"first\", path=\"/notes/a\""),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("approved ") && shown.contains("denied "),
+        "{shown}"
+    );
+    assert_eq!(calls_received(&log), vec!["write_note"]);
+}
