@@ -578,14 +578,16 @@ pub(super) fn host_answer(v: &Value, elapsed_ms: u64) -> HostAnswer {
                     .unwrap_or(Scope::Once);
                 HostAnswer::Approve(scope)
             } else {
-                HostAnswer::Person("the person did not tick approve".to_string())
+                HostAnswer::Person("the person did not tick approve in the host channel".to_string())
             }
         }
         Some(action @ ("decline" | "cancel")) if fast => HostAnswer::NotAsked(format!(
             "the host answered {action} without asking: {elapsed_ms} ms after the question, faster than a person can read it"
         )),
-        Some("decline") => HostAnswer::Person("the person declined".to_string()),
-        Some("cancel") => HostAnswer::Person("the person dismissed the question".to_string()),
+        Some("decline") => HostAnswer::Person("the person declined in the host channel".to_string()),
+        Some("cancel") => {
+            HostAnswer::Person("the person dismissed the question in the host channel".to_string())
+        }
         _ => HostAnswer::Failed("the host's answer has no valid action".to_string()),
     }
 }
