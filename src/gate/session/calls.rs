@@ -392,6 +392,7 @@ impl Session {
     pub fn tick(&mut self, now_ms: u64, out: &mut Vec<Out>) {
         self.clock_ms = self.clock_ms.max(now_ms);
         self.expire_confirmations(out);
+        self.offer_unanswered(out);
         let timeout = self.config.call_timeout_ms;
         if timeout == 0 {
             return;

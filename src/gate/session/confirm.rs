@@ -20,6 +20,11 @@ use crate::policy::{Channel, Scope};
 /// second, while headless hosts answer in a few milliseconds (`claude -p` cancels in 3 ms).
 pub const HUMAN_MIN_ANSWER_MS: u64 = 1_000;
 
+/// After this long without the host's answer, the question is offered to the out-of-band
+/// channels too (the host's stays open; the first answer settles it): some hosts declare
+/// elicitation and then never show the question (Cursor drops it).
+pub const HOST_SILENCE_MS: u64 = 10_000;
+
 /// The question a person reads: three lines that fit a folded dialog, then the details.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Question {
@@ -481,6 +486,37 @@ impl Session {
                 out.push(Out::Host(cancel_notification(&ask, reason)));
             }
             self.refuse_call(&c.call.id, &c.call.tool, refusal(&c.call.tool), out);
+        }
+    }
+
+    /// Questions the host has kept for [`HOST_SILENCE_MS`] without an answer are offered to the
+    /// out-of-band channels as well.
+    pub(super) fn offer_unanswered(&mut self, out: &mut Vec<Out>) {
+        if !self.out_of_band_ready() {
+            return;
+        }
+        let now = self.clock_ms;
+        let mut silent: Vec<Id> = self
+            .confirming
+            .iter()
+            .filter(|(_, c)| {
+                c.host_asked
+                    && c.offered.is_none()
+                    && now.saturating_sub(c.asked_ms) >= HOST_SILENCE_MS
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        silent.sort_by_cached_key(|k| k.to_string());
+        for key in silent {
+            let Some(mut c) = self.confirming.remove(&key) else {
+                continue;
+            };
+            c.host_note = Some(format!(
+                "the host showed no answer within {} s",
+                HOST_SILENCE_MS / 1000
+            ));
+            self.offer(&mut c, out);
+            self.confirming.insert(key, c);
         }
     }
 

@@ -1521,3 +1521,40 @@ fn standing_approvals_need_the_policy_never_cover_authority_and_die_with_the_rev
     assert!(granted.contains("authority"), "{granted}");
     assert!(!t.s.standing_covers(&mut call, &json!({}), &mut vec![]));
 }
+
+#[test]
+fn a_question_the_host_keeps_unanswered_is_offered_out_of_band_too() {
+    let mut t = with_terminal(ECHO_READ).bound();
+    t.call(3, "write", json!({"body": "x"}));
+    let ask = elicitation_of(&t);
+    let mut out = vec![];
+    t.s.tick(confirm::HOST_SILENCE_MS - 1, &mut out);
+    assert!(t.s.offers().is_empty(), "the host gets its time first");
+    t.s.tick(confirm::HOST_SILENCE_MS, &mut out);
+    t.take(out);
+    let offers = t.s.offers();
+    assert_eq!(offers.len(), 1);
+    assert!(offers[0]["hostNote"]
+        .as_str()
+        .unwrap()
+        .contains("no answer within 10 s"));
+    // The terminal's answer settles it and withdraws the host's question.
+    let mut out = vec![];
+    t.s.answer_offer(
+        "77-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    )
+    .unwrap();
+    t.take(out);
+    assert!(
+        t.host
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"] == ask["id"])
+    );
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1);
+}
