@@ -773,3 +773,68 @@ fn python_client_confirms_a_modern_write_through_input_required() {
         }
     }
 }
+
+/// The modern era with a client that cannot be asked (the real Python SDK in 2026-07-28 mode,
+/// without elicitation): the write is held for the terminal channel, and `mcpguard approvals
+/// approve` lets it reach the server.
+#[test]
+fn python_client_without_elicitation_gets_a_modern_write_approved_in_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = modern_fixture(&["--log", log.to_str().unwrap()]);
+    let (snap, digest, _) = capture_modern(
+        dir.path(),
+        "fixture",
+        &server,
+        &[
+            ("echo", json!({"/text": "data"})),
+            ("write_note", json!({"/path": "authority", "/body": "data"})),
+        ],
+    );
+    let gated = gate_argv(&snap, &digest, "fixture", &[], &server);
+    let mut cmd = crate::interop::python_command_with(
+        "modern",
+        &[
+            "--elicit",
+            "none",
+            "--env",
+            &format!("XDG_RUNTIME_DIR={}", runtime.path().display()),
+        ],
+        &[("write_note", json!({"path": "/notes/a", "body": "hello"}))],
+        &gated,
+    );
+    let client = std::thread::spawn(move || crate::interop::run_python(&mut cmd));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let id = loop {
+        let out = Command::new(mcpguard())
+            .args(["approvals", "list", "--json"])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if let Some(id) = doc["pending"][0]["id"].as_str() {
+            break id.to_string();
+        }
+        assert!(std::time::Instant::now() < until, "nothing pending");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = Command::new(mcpguard())
+        .args(["approvals", "approve", &id])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (t, stderr) = client.join().unwrap();
+    assert_eq!(t["protocol_version"], V, "{t}\n{stderr}");
+    assert!(
+        t["calls"][0].to_string().contains("wrote 5 bytes"),
+        "{t}\n{stderr}"
+    );
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(received.contains("write_note"), "{received}");
+}
