@@ -31,6 +31,7 @@ fn extra(grants: &mcpguard::cli::flags::SandboxGrants) -> mcpguard::sandbox::Ext
     mcpguard::sandbox::Extra {
         read: grants.read.clone(),
         read_write: grants.write.clone(),
+        env: grants.env.clone(),
     }
 }
 
@@ -78,6 +79,13 @@ fn sandbox_for(
             );
         }
         diag::emit(Level::Info, &report.summary());
+        // Which variables reach the server, by name (never values), so
+        // that a person can see that a host's `env` arrived.
+        for line in &report.lines {
+            if line.layer == "environment" && line.rule.starts_with("passed: ") {
+                diag::emit(Level::Info, &format!("sandbox: {}", line.rule));
+            }
+        }
         if diag::enabled(Level::Debug) {
             for line in report.text().lines() {
                 diag::emit(Level::Debug, line);
@@ -105,6 +113,14 @@ fn run_command(cmd: Command) -> ExitCode {
             live,
             server_command,
         } => {
+            // A package runner is resolved and pinned first, outside the sandbox; what runs
+            // under the sandbox is the install.
+            let (server_command, package) = match mcpguard::cli::launch::for_capture(server_command)
+            {
+                Ok(c) => c,
+                Err(e) => return fail(&format!("capture failed: {e}")),
+            };
+            let server_command = &server_command;
             // A server that cannot be found is a capture failure (exit 1) like any other.
             let setup = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
@@ -126,6 +142,7 @@ fn run_command(cmd: Command) -> ExitCode {
                 timeout: live.timeout,
                 max_message_bytes: live.max_message_bytes,
                 command: server_command,
+                package,
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
             })
         }
@@ -169,6 +186,17 @@ fn run_command(cmd: Command) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
             };
+            // A live check runs a pinned package's install, as the proxy would.
+            let server_command = match server.as_deref() {
+                Some(key) if !server_command.is_empty() => {
+                    match mcpguard::cli::launch::for_run(server_command, file, key) {
+                        Ok(c) => c,
+                        Err(e) => return fail(&format!("live check failed: {e}")),
+                    }
+                }
+                _ => server_command.clone(),
+            };
+            let server_command = &server_command;
             // Offline checks start nothing; a live check runs the server sandboxed.
             let setup = if server_command.is_empty() {
                 None
@@ -292,7 +320,7 @@ fn open_audit(
     Ok(Some(std::sync::Arc::new(log)))
 }
 
-fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
+fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     if args.server.is_empty() {
         diag::emit(
             Level::Error,
@@ -318,6 +346,11 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                 &acceptance(&policy),
             ) {
                 Ok(mut pin) => {
+                    // A pinned package runs from its checked install, never from the registry.
+                    match mcpguard::cli::launch::for_run(&args.server, path, key) {
+                        Ok(command) => args.server = command,
+                        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+                    }
                     for why in pin.apply_policy(|tool| policy.refusal(tool)) {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
                     }

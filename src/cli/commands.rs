@@ -71,6 +71,8 @@ pub struct CaptureArgs<'a> {
     pub timeout: Duration,
     pub max_message_bytes: usize,
     pub command: &'a [std::ffi::OsString],
+    /// The pinned package the command runs (`cli::launch::for_capture`), recorded in the entry.
+    pub package: Option<Value>,
     /// The sandbox the server runs in (`None`: the policy turns it off).
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
@@ -105,8 +107,12 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
     let expires = now
         .checked_add(expires_in)
         .map_err(|e| format!("--expires-in is out of range: {e}"))?;
+    let mut entry = captured.entry;
+    if let (Some(package), Some(obj)) = (args.package, entry.as_object_mut()) {
+        obj.insert("package".into(), package);
+    }
     let mut servers = Map::new();
-    servers.insert(args.server.to_string(), captured.entry);
+    servers.insert(args.server.to_string(), entry);
     let doc = json!({
         "profile": PROFILE,
         "protocolVersion": captured.protocol_version,

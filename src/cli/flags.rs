@@ -256,6 +256,28 @@ pub struct SandboxGrants {
     /// a filesystem server is given). Repeatable.
     #[arg(long = "sandbox-write", value_name = "PATH", value_parser = absolute_path)]
     pub write: Vec<PathBuf>,
+    /// Pass the environment variable NAME to the server (by exact name; its value is never
+    /// logged), on top of the policy's sandbox.env. `mcpguard wrap` writes one for each variable
+    /// a host configuration sets for the server. Repeatable.
+    #[arg(long = "sandbox-env", value_name = "NAME", value_parser = env_name)]
+    pub env: Vec<String>,
+}
+
+/// A variable name for `--sandbox-env`: one exact name, so that no pattern passes more than the
+/// user named.
+fn env_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !ok {
+        return Err(format!(
+            "{s:?} is not a variable name (letters, digits and `_`; one exact name, no pattern)"
+        ));
+    }
+    if s == "TMPDIR" {
+        return Err("TMPDIR is always the run's private directory and cannot be passed".into());
+    }
+    Ok(s.to_string())
 }
 
 /// A path for the sandbox: relative paths are taken from the current directory, because that

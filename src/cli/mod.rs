@@ -1,5 +1,6 @@
 //! The command line: every flag (`flags`), the snapshot subcommands (`commands`), `mcpguard wrap`
-//! (`wrap`), the guided demo and its built-in server (`demo`) and the generated man pages and
+//! (`wrap`), the server command with package runners replaced by their pinned installs
+//! (`launch`), the guided demo and its built-in server (`demo`) and the generated man pages and
 //! completions (`docgen`).
 //!
 //! The top of the house: the only folder that may know every other one. Nothing below imports it.
@@ -8,4 +9,5 @@ pub mod commands;
 pub mod demo;
 pub mod docgen;
 pub mod flags;
+pub mod launch;
 pub mod wrap;

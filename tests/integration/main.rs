@@ -15,6 +15,7 @@ mod interop;
 mod layering;
 mod lifecycle;
 mod modern;
+mod packages;
 mod relay;
 mod sandbox;
 mod shapes;
