@@ -65,7 +65,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -108,6 +108,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -173,7 +177,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__capture)
-            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,6 +223,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -231,7 +239,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__check)
-            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -266,6 +274,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -417,7 +429,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__sandbox__subcmd__check)
-            opts="-h --policy --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -432,6 +444,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -473,7 +489,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__wrap)
-            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --log-format --help"
+            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -488,6 +504,22 @@ _mcpguard() {
                     return 0
                     ;;
                 --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --entry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

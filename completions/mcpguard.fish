@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcpguard_global_optspecs
-    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= allow-unpinned dry-run h/help V/version
+    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= sandbox-env= allow-unpinned dry-run h/help V/version
 end
 
 function __fish_mcpguard_needs_command
@@ -35,6 +35,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sha256 -d 'The digest
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l server -d 'Which server of the snapshot this is' -r
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l allow-unpinned -d 'Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering, capability blocking and error hygiene still apply'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l dry-run -d 'Check, classify and (for writes) confirm calls exactly as usual, but never dispatch them: the host gets {dryRun, validatedInput, operationPolicy, operationSummary} instead'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -s h -l help -d 'Print help'
@@ -67,6 +68,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-pages 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
@@ -95,6 +97,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-pages -d
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -s h -l help -d 'Print help'
@@ -121,6 +124,10 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The server the sandbox options below are for (needed when the configuration has more than one local server)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l dry-run -d 'Print the changes as a diff and write nothing'
@@ -129,6 +136,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l policy -d 'The local policy (default: the built-in policy)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -s h -l help -d 'Print help'

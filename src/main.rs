@@ -243,6 +243,8 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard,
             policy,
             pin,
+            entry,
+            grants,
         } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
@@ -250,6 +252,8 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard: mcpguard.as_deref(),
             policy: policy.as_deref(),
             pin: *pin,
+            entry: entry.as_deref(),
+            grants,
         }),
     };
     match result {

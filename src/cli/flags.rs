@@ -230,6 +230,15 @@ pub enum Command {
         /// Instead of wrapping: pin the digest of each wrapped server's reviewed snapshot.
         #[arg(long, conflicts_with_all = ["snapshot_dir", "mcpguard", "policy"])]
         pin: bool,
+        /// The server the sandbox options below are for (needed when the configuration has
+        /// more than one local server).
+        #[arg(long, value_name = "NAME", conflicts_with = "pin")]
+        entry: Option<String>,
+        /// Grants for that one server, written into its wrapped command and into the capture
+        /// command wrap prints. Each variable the entry's `env` sets is passed by name
+        /// (--sandbox-env) without being asked for.
+        #[command(flatten)]
+        grants: SandboxGrants,
     },
     /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
     /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
@@ -265,7 +274,7 @@ pub struct SandboxGrants {
 
 /// A variable name for `--sandbox-env`: one exact name, so that no pattern passes more than the
 /// user named.
-fn env_name(s: &str) -> Result<String, String> {
+pub fn env_name(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
         && !s.starts_with(|c: char| c.is_ascii_digit())
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
