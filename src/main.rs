@@ -50,6 +50,25 @@ fn sandbox_for(
         return Ok(None);
     }
     let program = mcpguard::process::child::resolve_program(command).map_err(missing)?;
+    if let Some(runtime) = sandbox::container_runtime(&program) {
+        // The server runs in a container the daemon starts, outside mcpguard's reach: under
+        // `require` that is refused, under `best-effort` the gate still applies and the
+        // container's own isolation is all the confinement there is.
+        let why = format!(
+            "the server command runs {runtime}, which asks the {runtime} daemon to start the server in a container; \
+             the daemon is outside any sandbox mcpguard can apply, so Landlock and seccomp would confine only the {runtime} client"
+        );
+        if policy.sandbox.mode == policy::SandboxMode::Require {
+            return Err(fail(&format!(
+                "refusing to start the server: {why}. Set sandbox.mode = \"best-effort\" in the policy (--policy) to run it gated but confined only by the container, or run the server without a container"
+            )));
+        }
+        diag::emit(
+            Level::Warn,
+            &format!("sandbox (best-effort): NOT applied: {why}; the gate still applies, and the container's own isolation is the only confinement"),
+        );
+        return Ok(None);
+    }
     let kernel = sandbox::Kernel::probe();
     let setup = sandbox::setup(
         &policy.sandbox,

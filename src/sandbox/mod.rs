@@ -418,6 +418,17 @@ pub struct Setup {
     pub tmp: PrivateTmp,
 }
 
+/// The container runtime a server command starts, if it is one (`docker run …`, `podman run …`,
+/// `nerdctl`). Such a client asks a daemon, over its socket, to start the server; the daemon
+/// runs outside any sandbox mcpguard can put on its child, so confining the client would
+/// confine nothing of the server.
+pub fn container_runtime(program: &Path) -> Option<&'static str> {
+    let name = program.file_name()?.to_str()?;
+    ["docker", "podman", "nerdctl"]
+        .into_iter()
+        .find(|r| name == *r)
+}
+
 /// Resolves, plans and prepares the sandbox for `command` under `profile` (read from
 /// `policy_file`, when one was given: a failure's explanation repeats it). `Ok(None)` when the
 /// profile is off. In best-effort mode the caller reports `prepared.report.dropped()`.
