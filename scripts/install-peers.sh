@@ -214,9 +214,10 @@ fi
 # on one at test time. Filling them is the only step that needs the registries.
 MEMORY_VERSION=2026.8.31
 THINKING_VERSION=2026.8.31
+GIT_VERSION=2026.10.19
 RUNNER_CACHE=$PEERS/runner-cache
 RUNNER_STAMP=$RUNNER_CACHE/.mcpguard-peers-stamp
-RUNNER_KEY="$PY_KEY memory=$MEMORY_VERSION thinking=$THINKING_VERSION time=$TIME_VERSION"
+RUNNER_KEY="$PY_KEY memory=$MEMORY_VERSION thinking=$THINKING_VERSION time=$TIME_VERSION git=$GIT_VERSION"
 if stamp_ok "$RUNNER_STAMP" "$RUNNER_KEY"; then
     log "package-runner caches up to date ($RUNNER_CACHE)"
 else
@@ -230,7 +231,8 @@ else
         die "npm could not fill the package-runner cache. Is the npm registry reachable from here?"
     "$UV_BIN" venv --quiet --cache-dir "$RUNNER_CACHE/uv" "$RUNNER_CACHE/warm-uv" &&
         "$UV_BIN" pip install --quiet --cache-dir "$RUNNER_CACHE/uv" \
-            --python "$RUNNER_CACHE/warm-uv/bin/python" "mcp-server-time==$TIME_VERSION" ||
+            --python "$RUNNER_CACHE/warm-uv/bin/python" "mcp-server-time==$TIME_VERSION" \
+            "mcp-server-git==$GIT_VERSION" ||
         die "uv could not fill the package-runner cache. Is PyPI reachable from here?"
     rm -rf "$RUNNER_CACHE/warm-npm" "$RUNNER_CACHE/warm-uv"
     echo "$RUNNER_KEY" >"$RUNNER_STAMP"

@@ -16,6 +16,7 @@ const MEMORY: &str = "@modelcontextprotocol/server-memory";
 const MEMORY_VERSION: &str = "2026.8.31";
 const THINKING: &str = "@modelcontextprotocol/server-sequential-thinking@2026.8.31";
 const TIME: &str = "mcp-server-time==2026.10.19";
+const GIT: &str = "mcp-server-git==2026.10.19";
 
 fn peers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers")
@@ -45,7 +46,8 @@ impl User {
             "[sandbox]\nmode = \"require\"\n\n\
              [writes.tools.read_graph]\nside_effect = \"read\"\n\n\
              [writes.tools.sequentialthinking]\nside_effect = \"read\"\n\n\
-             [writes.tools.convert_time]\nside_effect = \"read\"\n",
+             [writes.tools.convert_time]\nside_effect = \"read\"\n\n\
+             [writes.tools.git_status]\nside_effect = \"read\"\n",
         )
         .unwrap();
         User {
@@ -389,4 +391,60 @@ fn uvx_time_server_is_pinned_and_runs_offline() {
     assert!(through.to_string().contains("21:00"), "{through}");
     let mut direct = direct(&u, &file, "time", &["--local-timezone", "UTC"]);
     assert_eq!(call(&mut direct, "convert_time", args), through);
+}
+
+/// The git server from PyPI, given one repository: `--sandbox-write` of that repository is the
+/// only option, both as `uvx` runs it (a console script) and as a venv module (`python -m`).
+#[test]
+fn the_git_server_runs_pinned_with_only_its_repository_granted() {
+    let u = User::new();
+    let repo = u.path("data/repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = run_bounded(u.command("git").arg("-C").arg(&repo).args(args));
+        assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.email=t@example.com",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "first",
+    ]);
+    std::fs::write(repo.join("new.txt"), "untracked\n").unwrap();
+    let repo_s = repo.display().to_string();
+    let opts = ["--sandbox-write", repo_s.as_str()];
+    let args = json!({"repo_path": repo_s});
+
+    let server = ["uvx", GIT, "--repository", repo_s.as_str()];
+    let (file, digest, _) = u.capture_and_review("git", &opts, &server);
+    let mut guarded = u.guarded(&file, &digest, "git", &opts, &server);
+    let through = call(&mut guarded, "git_status", args.clone());
+    assert_ne!(through["isError"], true, "{through}\n{}", guarded.stderr());
+    assert!(through.to_string().contains("new.txt"), "{through}");
+    let mut direct_peer = direct(&u, &file, "git", &["--repository", &repo_s]);
+    assert_eq!(call(&mut direct_peer, "git_status", args.clone()), through);
+
+    // The same install as a module of its virtual environment.
+    let p = package_of(&file, "git");
+    let python = u
+        .path("store/pypi")
+        .join(format!("mcp-server-git@{}", p["version"].as_str().unwrap()))
+        .join("bin/python");
+    let python = python.display().to_string();
+    let module = [
+        python.as_str(),
+        "-m",
+        "mcp_server_git",
+        "--repository",
+        repo_s.as_str(),
+    ];
+    let (file, digest, _) = u.capture_and_review("gitmodule", &opts, &module);
+    let mut guarded = u.guarded(&file, &digest, "gitmodule", &opts, &module);
+    assert_eq!(call(&mut guarded, "git_status", args), through);
 }
