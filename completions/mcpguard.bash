@@ -371,7 +371,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__review)
-            opts="-h --server --tool --reviewer --assert --channel --reviewed-at --from --log-format --help"
+            opts="-h --server --tool --reviewer --assert --channel --side-effect --reviewed-at --from --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -395,6 +395,10 @@ _mcpguard() {
                     ;;
                 --channel)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --side-effect)
+                    COMPREPLY=($(compgen -W "read create update delete" -- "${cur}"))
                     return 0
                     ;;
                 --reviewed-at)

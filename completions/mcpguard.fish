@@ -76,8 +76,12 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'Th
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewer -d 'Who reviewed (an e-mail address or another stable identity)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l assert -d 'An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false; sideEffects = comma list (empty for none); concurrency = safe|serialize' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l channel -d 'An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l side-effect -d 'What the tool does, in seed 004\'s operation classes: read, create, update or delete (recorded as the review\'s sideEffect). With `[writes] trust_reviews` (the default) the policy classifies the tool by it; anything but read is a write, and a read with an authority channel is a write too' -r -f -a "read\t''
+create\t''
+update\t''
+delete\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at once' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -s h -l help -d 'Print help'

@@ -136,6 +136,7 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewer,
             asserts,
             channels,
+            side_effect,
             reviewed_at,
             from,
         } => commands::review(commands::ReviewArgs {
@@ -145,6 +146,7 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewer: reviewer.as_deref(),
             asserts,
             channels,
+            side_effect: side_effect.as_deref(),
             reviewed_at: reviewed_at.as_deref(),
             from: from.as_deref(),
         }),
@@ -318,7 +320,7 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                 &acceptance(&policy),
             ) {
                 Ok(mut pin) => {
-                    for why in pin.apply_policy(|tool| policy.refusal(tool)) {
+                    for why in pin.apply_policy(|t| policy.refusal(&t.name, t.side_effect)) {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
                     }
                     diag::emit(

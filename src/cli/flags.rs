@@ -147,11 +147,18 @@ pub enum Command {
         /// An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority.
         #[arg(long = "channel", value_name = "POINTER=CLASS")]
         channels: Vec<String>,
+        /// What the tool does, in seed 004's operation classes: read, create, update or delete
+        /// (recorded as the review's sideEffect). With `[writes] trust_reviews` (the default)
+        /// the policy classifies the tool by it; anything but read is a write, and a read with
+        /// an authority channel is a write too.
+        #[arg(long, value_name = "CLASS", value_parser = ["read", "create", "update", "delete"])]
+        side_effect: Option<String>,
         /// The review time (RFC 3339); now by default.
         #[arg(long, value_name = "INSTANT")]
         reviewed_at: Option<String>,
-        /// A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels"])]
+        /// A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at
+        /// once.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels", "side_effect"])]
         from: Option<PathBuf>,
     },
     /// The reviewer's view: every field the model will see, hidden characters made visible.

@@ -19,4 +19,5 @@ mod relay;
 mod sandbox;
 mod shapes;
 mod snapshot;
+mod update;
 mod wrap;
