@@ -139,6 +139,27 @@ fn run_command(cmd: Command) -> ExitCode {
             side_effect,
             reviewed_at,
             from,
+        } if tool.is_none()
+            && from.is_none()
+            && asserts.is_empty()
+            && channels.is_empty()
+            && side_effect.is_none()
+            && reviewed_at.is_none()
+            && std::io::IsTerminal::is_terminal(&std::io::stdin())
+            && std::io::IsTerminal::is_terminal(&std::io::stderr()) =>
+        {
+            mcpguard::cli::interactive::review_unreviewed(file, server, reviewer.as_deref())
+        }
+        Command::Review {
+            file,
+            server,
+            tool,
+            reviewer,
+            asserts,
+            channels,
+            side_effect,
+            reviewed_at,
+            from,
         } => commands::review(commands::ReviewArgs {
             file,
             server,
@@ -194,6 +215,44 @@ fn run_command(cmd: Command) -> ExitCode {
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
             })
         }
+        Command::Update {
+            file,
+            server,
+            yes,
+            config,
+            expires_in,
+            reviewer,
+            policy,
+            live,
+            server_command,
+        } => {
+            let (p, setup) = match load_policy(policy.as_deref())
+                .map_err(|e| fail(&e))
+                .and_then(|p| {
+                    let s =
+                        sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
+                            fail(&format!("update failed: {e}"))
+                        })?;
+                    Ok((p, s))
+                }) {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            mcpguard::cli::update::run(mcpguard::cli::update::UpdateArgs {
+                file,
+                server: server.as_deref(),
+                yes: *yes,
+                config: config.as_deref(),
+                expires_in: *expires_in,
+                reviewer: reviewer.as_deref(),
+                acceptance: acceptance(&p),
+                limits: limits(live),
+                timeout: live.timeout,
+                max_message_bytes: live.max_message_bytes,
+                command: server_command,
+                sandbox: setup.as_ref().map(|s| s.prepared.clone()),
+            })
+        }
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
@@ -224,6 +283,7 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard: mcpguard.as_deref(),
             policy: policy.as_deref(),
             pin: *pin,
+            only: None,
         }),
     };
     match result {

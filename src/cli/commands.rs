@@ -204,7 +204,7 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
     } else {
         let tool = args
             .tool
-            .ok_or("name the tool with --tool NAME (or give many reviews with --from FILE)")?;
+            .ok_or("name the tool with --tool NAME (or give many reviews with --from FILE); run `mcpguard review FILE --server KEY` on a terminal to be asked about each unreviewed tool")?;
         let reviewer = args.reviewer.ok_or("say who reviewed with --reviewer ID")?;
         let mut assertions = Map::new();
         for a in args.asserts {

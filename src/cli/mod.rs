@@ -1,6 +1,7 @@
 //! The command line: every flag (`flags`), the snapshot subcommands (`commands`), `mcpguard wrap`
-//! (`wrap`), the guided demo and its built-in server (`demo`) and the generated man pages and
-//! completions (`docgen`).
+//! (`wrap`), `mcpguard update` (`update`), the interactive review on a terminal (`interactive`),
+//! the guided demo and its built-in server (`demo`) and the generated man pages and completions
+//! (`docgen`).
 //!
 //! The top of the house: the only folder that may know every other one. Nothing below imports it.
 
@@ -8,4 +9,6 @@ pub mod commands;
 pub mod demo;
 pub mod docgen;
 pub mod flags;
+pub mod interactive;
+pub mod update;
 pub mod wrap;

@@ -561,6 +561,13 @@ pub fn reviewed_side_effect(review: &Value) -> Option<&str> {
     review.get("sideEffect").and_then(Value::as_str)
 }
 
+/// The argument locations of an input schema that a review's `inputChannels` must cover, as
+/// pointers, top level first: each declared property, and the properties of a declared object
+/// property instead of the object itself.
+pub fn argument_locations(schema: &Value) -> Vec<String> {
+    unclassified(schema, &mut Vec::new(), &[])
+}
+
 /// The review of `tool` in a server entry, if any.
 pub fn review_of<'a>(entry: &'a Value, tool: &str) -> Option<&'a Value> {
     entry.get("reviews").and_then(|r| r.get(tool))
