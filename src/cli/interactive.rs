@@ -189,6 +189,21 @@ fn walk_with<R: BufRead, W: Write>(
             }
         }
         p.say(&crate::snapshot::reviewview::render_tool(&tool, None));
+        // The labeller only points at passages to read twice; no label never means safe.
+        for field in ["title", "description"] {
+            let text = tool.get(field).and_then(Value::as_str).unwrap_or_default();
+            let found = crate::wire::injection::findings(text);
+            if !found.is_empty() {
+                let list: Vec<String> = found
+                    .iter()
+                    .map(|f| format!("{} \u{201c}{}\u{201d}", f.label, f.evidence))
+                    .collect();
+                p.say(&format!(
+                    "!! instruction-like text in the {field}: {}\n",
+                    list.join(", ")
+                ));
+            }
+        }
         let previous = w
             .previous
             .and_then(|e| manifest::review_of(e, name))

@@ -10,5 +10,6 @@ pub mod demo;
 pub mod docgen;
 pub mod flags;
 pub mod interactive;
+pub mod pty;
 pub mod update;
 pub mod wrap;

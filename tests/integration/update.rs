@@ -502,3 +502,220 @@ fn update_of_an_unchanged_server_is_a_no_op() {
     assert_ne!(r.code, 0);
     assert_eq!(std::fs::read(&snap).unwrap(), bytes);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The interactive review, through a pseudo-terminal.
+
+const PTY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits for `prompt` on the terminal and types `answer` (empty: Enter, the default).
+fn answer(t: &mut mcpguard::cli::pty::Session, prompt: &str, answer: &str) {
+    t.expect(prompt, PTY_WAIT).unwrap_or_else(|e| panic!("{e}"));
+    t.send_line(answer).unwrap();
+}
+
+/// `mcpguard review FILE --server fx` on a terminal walks every unreviewed tool (here two):
+/// the reviewer's view, then each question with its default; Enter accepts it, an answer
+/// overrides it. The recorded reviews are what was answered, and stdout is the new digest.
+#[test]
+fn interactive_review_on_a_terminal_records_what_was_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("fx.snapshot.json");
+    capture(&snap, &[]);
+    // Everything but echo and write_note is reviewed beforehand.
+    let mut reviews = serde_json::Map::new();
+    for (name, channels) in [
+        ("add", json!({"/a": "data", "/b": "data"})),
+        ("slow", json!({"/ms": "data"})),
+        ("crash", json!({"/code": "data"})),
+        ("big", json!({"/bytes": "data"})),
+    ] {
+        reviews.insert(name.into(), review_obj("read", channels));
+    }
+    for name in [
+        "bad_output",
+        "no_structured",
+        "fail",
+        "rpc_error",
+        "notify",
+        "list_changed",
+        "ask_sampling",
+        "ask_elicitation",
+        "ask_roots",
+        "task_tool",
+    ] {
+        reviews.insert(name.into(), review_obj("read", json!({})));
+    }
+    review_from(dir.path(), &snap, &Value::Object(reviews));
+
+    let mut args = os(&["review"]);
+    args.push(snap.clone().into());
+    args.extend(os(&["--server", "fx", "--reviewer", "pty@example.test"]));
+    let mut t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    // echo: the reviewer's view first, then Enter on every question.
+    t.expect("[1/2] tool echo", PTY_WAIT).unwrap();
+    t.expect("Echo the text back.", PTY_WAIT).unwrap();
+    answer(
+        &mut t,
+        "review echo now? y = yes, n = leave it unreviewed, q = stop [y]: ",
+        "",
+    );
+    answer(
+        &mut t,
+        "operation class (read, create, update, delete) [read]: ",
+        "",
+    );
+    answer(&mut t, "(must be true) [true]: ", "");
+    answer(&mut t, "(must be true) [true]: ", "");
+    answer(
+        &mut t,
+        "modelBacked: the tool itself runs a model [false]: ",
+        "",
+    );
+    answer(&mut t, "`none` for none [none]: ", "");
+    answer(
+        &mut t,
+        "concurrency: safe, or serialize when calls must not overlap [safe]: ",
+        "",
+    );
+    answer(&mut t, "not local handles (must be true) [true]: ", "");
+    answer(&mut t, "/text (data by default) [data]: ", "");
+    answer(&mut t, "record it? y/n [y]: ", "");
+    t.expect("recorded the review of echo", PTY_WAIT).unwrap();
+    // write_note: the name proposes nothing, the server's destructiveHint proposes delete; the
+    // reviewer says update, names the side effect, and keeps the proposed authority for path.
+    t.expect("[2/2] tool write_note", PTY_WAIT).unwrap();
+    answer(&mut t, "stop [y]: ", "y");
+    t.expect("proposed from the server's destructiveHint", PTY_WAIT)
+        .unwrap();
+    answer(
+        &mut t,
+        "operation class (read, create, update, delete) [delete]: ",
+        "u",
+    );
+    answer(&mut t, "(must be true) [true]: ", "");
+    answer(&mut t, "(must be true) [true]: ", "");
+    answer(
+        &mut t,
+        "modelBacked: the tool itself runs a model [false]: ",
+        "",
+    );
+    answer(&mut t, "`none` for none [update]: ", "writes a note");
+    answer(
+        &mut t,
+        "concurrency: safe, or serialize when calls must not overlap [serialize]: ",
+        "",
+    );
+    answer(&mut t, "not local handles (must be true) [true]: ", "");
+    answer(
+        &mut t,
+        "/path (proposed: \"path\" usually names a target or an identity) [authority]: ",
+        "",
+    );
+    answer(&mut t, "/body (data by default) [data]: ", "i");
+    answer(&mut t, "record it? y/n [y]: ", "");
+    t.expect("2 of 2 tool(s) reviewed", PTY_WAIT).unwrap();
+    let (status, stdout) = t.wait(PTY_WAIT).unwrap();
+    assert!(status.success());
+    assert_eq!(stdout.trim(), hash(&snap), "stdout is the new digest");
+
+    let r = reviews_of(&snap);
+    assert_eq!(r["echo"]["reviewer"], "pty@example.test");
+    assert_eq!(r["echo"]["sideEffect"], "read");
+    assert_eq!(r["echo"]["inputChannels"], json!({"/text": "data"}));
+    assert_eq!(
+        r["echo"]["assertions"],
+        json!({"headless": true, "independentCalls": true, "modelBacked": false,
+               "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true})
+    );
+    assert_eq!(r["write_note"]["sideEffect"], "update");
+    assert_eq!(
+        r["write_note"]["assertions"]["sideEffects"],
+        json!(["writes a note"])
+    );
+    assert_eq!(r["write_note"]["assertions"]["concurrency"], "serialize");
+    assert_eq!(
+        r["write_note"]["inputChannels"],
+        json!({"/path": "authority", "/body": "instruction"})
+    );
+    // Every tool is reviewed now: a second run says so and asks nothing.
+    let t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    let (status, stdout) = t.wait(PTY_WAIT).unwrap();
+    assert!(status.success());
+    assert_eq!(stdout.trim(), hash(&snap));
+
+    // Without a terminal, the same command asks nothing and says how to script it.
+    let r = guard(&args);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("name the tool with --tool NAME") && r.stderr.contains("on a terminal"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// On a terminal `mcpguard update` asks only about the changed tool, with the previous review
+/// as the defaults, and pins the final digest with `--config`.
+#[test]
+fn update_on_a_terminal_asks_only_about_the_changed_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("fx.snapshot.json");
+    capture(&snap, &["--tools", "2"]);
+    let digest = review_from(dir.path(), &snap, &base_reviews());
+    let before = reviews_of(&snap);
+    let config = host_config(dir.path(), &snap, &digest, &["--tools", "2"]);
+    let mut args = os(&["update"]);
+    args.push(snap.clone().into());
+    args.extend(os(&["--config"]));
+    args.push(config.clone().into());
+    args.extend(os(&["--timeout", "20s", "--"]));
+    args.extend(fixture_cmd(&["--tools", "2", "--annotation-drift"]));
+    let mut t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    answer(
+        &mut t,
+        "who is reviewing (an e-mail address or another stable identity) [itest@example.test]: ",
+        "",
+    );
+    t.expect("[1/1] tool echo", PTY_WAIT).unwrap();
+    t.expect(
+        "annotations changed (permission hint) at /annotations/readOnlyHint: true -> false",
+        PTY_WAIT,
+    )
+    .unwrap();
+    t.expect(
+        "(the defaults below are your previous review of this tool)",
+        PTY_WAIT,
+    )
+    .unwrap();
+    answer(&mut t, "stop [y]: ", "");
+    answer(&mut t, "[read]: ", "");
+    for _ in 0..3 {
+        answer(&mut t, "]: ", "");
+    }
+    answer(&mut t, "`none` for none [none]: ", "");
+    answer(&mut t, "[safe]: ", "");
+    answer(&mut t, "(must be true) [true]: ", "");
+    answer(&mut t, "/text (your previous review) [data]: ", "");
+    answer(&mut t, "record it? y/n [y]: ", "");
+    t.expect("1 of 1 tool(s) reviewed", PTY_WAIT).unwrap();
+    let (status, stdout) = t.wait(PTY_WAIT).unwrap();
+    assert!(status.success());
+    let final_digest = stdout.trim().to_string();
+    assert_eq!(final_digest, hash(&snap));
+    let after = reviews_of(&snap);
+    for name in ["add", "write_note", "gen_0000", "gen_0001"] {
+        assert_eq!(
+            serde_json::to_string(&after[name]).unwrap(),
+            serde_json::to_string(&before[name]).unwrap(),
+            "{name}"
+        );
+    }
+    assert_eq!(after["echo"]["sideEffect"], "read");
+    assert_eq!(
+        after["echo"]["inputChannels"],
+        before["echo"]["inputChannels"]
+    );
+    assert_eq!(after["echo"]["assertions"], before["echo"]["assertions"]);
+    let host: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    assert_eq!(host["mcpServers"]["fx"]["args"][3], final_digest.as_str());
+}
