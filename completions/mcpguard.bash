@@ -49,6 +49,9 @@ _mcpguard() {
             mcpguard,show)
                 cmd="mcpguard__subcmd__show"
                 ;;
+            mcpguard,update)
+                cmd="mcpguard__subcmd__update"
+                ;;
             mcpguard,wrap)
                 cmd="mcpguard__subcmd__wrap"
                 ;;
@@ -65,7 +68,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -462,6 +465,64 @@ _mcpguard() {
                     return 0
                     ;;
                 --tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpguard__subcmd__update)
+            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expires-in)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reviewer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-pages)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-message-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -260,7 +260,8 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::DemoServer {
             notes,
             rug_pull_after,
-        } => mcpguard::cli::demo::serve(notes, *rug_pull_after),
+            next_release,
+        } => mcpguard::cli::demo::serve(notes, *rug_pull_after, *next_release),
         Command::SandboxCheck {
             policy,
             grants,

@@ -248,6 +248,9 @@ pub enum Command {
         /// After this many tools/list answers, change a tool's description (a rug pull).
         #[arg(long, value_name = "N")]
         rug_pull_after: Option<u64>,
+        /// Serve the next release (1.1.0), in which save_note accepts longer notes.
+        #[arg(long)]
+        next_release: bool,
     },
     /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code) so that every local
     /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is

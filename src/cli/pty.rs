@@ -143,6 +143,32 @@ impl Session {
         }
     }
 
+    /// Waits until one of `needles` appears after what earlier calls consumed; returns its index
+    /// and consumes up to the end of the earliest match.
+    pub fn expect_any(&mut self, needles: &[&str], timeout: Duration) -> Result<usize, String> {
+        let until = Instant::now() + timeout;
+        loop {
+            let seen = self.seen.lock().map(|s| s.clone()).unwrap_or_default();
+            let rest = &seen[self.mark.min(seen.len())..];
+            let first = needles
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| find(rest, n.as_bytes()).map(|at| (at, i, n.len())))
+                .min();
+            if let Some((at, i, len)) = first {
+                self.mark += at + len;
+                return Ok(i);
+            }
+            if Instant::now() > until {
+                return Err(format!(
+                    "the terminal never showed any of {needles:?}; it showed:\n{}",
+                    String::from_utf8_lossy(rest)
+                ));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Types `line` and Enter.
     pub fn send_line(&mut self, line: &str) -> std::io::Result<()> {
         self.master.write_all(line.as_bytes())?;
