@@ -73,7 +73,7 @@ json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l server -r
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'The tool reviewed (or use --from for many tools at once). Without --tool and --from on a terminal, every unreviewed tool is walked through, one question at a time' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'The tool reviewed (or use --from for many tools at once). On a terminal, without --assert, --channel and --side-effect, the questions are asked one at a time: about this tool (its current review giving the defaults), or without --tool about every unreviewed tool' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewer -d 'Who reviewed (an e-mail address or another stable identity)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l assert -d 'An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false; sideEffects = comma list (empty for none); concurrency = safe|serialize' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l channel -d 'An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority' -r

@@ -139,8 +139,7 @@ fn run_command(cmd: Command) -> ExitCode {
             side_effect,
             reviewed_at,
             from,
-        } if tool.is_none()
-            && from.is_none()
+        } if from.is_none()
             && asserts.is_empty()
             && channels.is_empty()
             && side_effect.is_none()
@@ -148,7 +147,12 @@ fn run_command(cmd: Command) -> ExitCode {
             && std::io::IsTerminal::is_terminal(&std::io::stdin())
             && std::io::IsTerminal::is_terminal(&std::io::stderr()) =>
         {
-            mcpguard::cli::interactive::review_unreviewed(file, server, reviewer.as_deref())
+            mcpguard::cli::interactive::review_unreviewed(
+                file,
+                server,
+                tool.as_deref(),
+                reviewer.as_deref(),
+            )
         }
         Command::Review {
             file,

@@ -134,8 +134,10 @@ pub enum Command {
         file: PathBuf,
         #[arg(long)]
         server: String,
-        /// The tool reviewed (or use --from for many tools at once). Without --tool and --from on
-        /// a terminal, every unreviewed tool is walked through, one question at a time.
+        /// The tool reviewed (or use --from for many tools at once). On a terminal, without
+        /// --assert, --channel and --side-effect, the questions are asked one at a time: about
+        /// this tool (its current review giving the defaults), or without --tool about every
+        /// unreviewed tool.
         #[arg(long)]
         tool: Option<String>,
         /// Who reviewed (an e-mail address or another stable identity).

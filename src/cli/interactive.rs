@@ -44,19 +44,42 @@ pub fn walk(w: &Walk<'_>) -> Result<String, String> {
     walk_with(w, &mut input, &mut output)
 }
 
-/// `mcpguard review FILE --server KEY` on a terminal: every unreviewed tool of the server.
-pub fn review_unreviewed(file: &Path, server: &str, reviewer: Option<&str>) -> Result<u8, String> {
+/// `mcpguard review FILE --server KEY [--tool NAME]` on a terminal: every unreviewed tool of the
+/// server, or the one tool named (reviewed again, its current review giving the defaults).
+pub fn review_unreviewed(
+    file: &Path,
+    server: &str,
+    tool: Option<&str>,
+    reviewer: Option<&str>,
+) -> Result<u8, String> {
     let m = manifest::load(file)?;
-    let entry = m.server(server).map_err(|p| p.to_string())?;
-    let tools = manifest::tools(server, entry).map_err(|ps| {
+    let entry = m.server(server).map_err(|p| p.to_string())?.clone();
+    let tools = manifest::tools(server, &entry).map_err(|ps| {
         ps.iter()
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
             .join("\n  ")
     })?;
+    if let Some(name) = tool {
+        if !tools.iter().any(|(n, _, _)| n == name) {
+            return Err(format!(
+                "tool {name:?} is not in the capture of server {server:?}"
+            ));
+        }
+        let digest = walk(&Walk {
+            file,
+            server,
+            tools: &[name.to_string()],
+            reviewer,
+            previous: Some(&entry),
+            triage: None,
+        })?;
+        println!("{digest}");
+        return Ok(0);
+    }
     let unreviewed: Vec<String> = tools
         .into_iter()
-        .filter(|(n, _, _)| manifest::review_of(entry, n).is_none())
+        .filter(|(n, _, _)| manifest::review_of(&entry, n).is_none())
         .map(|(n, _, _)| n)
         .collect();
     if unreviewed.is_empty() {

@@ -86,6 +86,25 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
         args.sandbox.as_ref(),
     )
     .map_err(|e| format!("update failed: the capture of server {key:?} failed: {e}"))?;
+    // The cache directives of the modern era (ttlMs, cacheScope) describe a result, not a tool
+    // or the server (the gate does not count them as drift either): a capture that differs only
+    // there is the same server, and the update a no-op.
+    let old_entry = old.server(&key).map_err(|p| p.to_string())?.clone();
+    let comparable = |entry: &Value| {
+        let mut v = entry.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("reviews");
+        }
+        crate::gate::modern::strip_cache_fields(&mut v);
+        v
+    };
+    let live_entry = if live.protocol_version == version
+        && crate::snapshot::diff::json_eq(&comparable(&old_entry), &comparable(&live.entry))
+    {
+        old_entry.clone()
+    } else {
+        live.entry
+    };
     let now = Timestamp::now();
     let expires = now
         .checked_add(validity)
@@ -93,7 +112,7 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
     let updated = crate::snapshot::update::update(
         &old.doc,
         &key,
-        live.entry,
+        live_entry,
         &live.protocol_version,
         &rfc3339(now),
         &rfc3339(expires),
@@ -142,13 +161,12 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
             !args.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         if !to_review.is_empty() {
             if interactive {
-                let old_entry = old.server(&key).ok().cloned();
                 digest = crate::cli::interactive::walk(&crate::cli::interactive::Walk {
                     file: args.file,
                     server: &key,
                     tools: &to_review,
                     reviewer: args.reviewer,
-                    previous: old_entry.as_ref(),
+                    previous: Some(&old_entry),
                     triage: Some(&updated.triage),
                 })?;
             } else {

@@ -718,4 +718,63 @@ fn update_on_a_terminal_asks_only_about_the_changed_tool() {
     assert_eq!(after["echo"]["assertions"], before["echo"]["assertions"]);
     let host: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
     assert_eq!(host["mcpServers"]["fx"]["args"][3], final_digest.as_str());
+
+    // --yes on a terminal never asks: the changed tool is left unreviewed.
+    let mut args = os(&["update"]);
+    args.push(snap.clone().into());
+    args.extend(os(&["--yes", "--timeout", "20s", "--"]));
+    args.extend(fixture_cmd(&[
+        "--tools",
+        "2",
+        "--annotation-drift",
+        "--schema-drift",
+    ]));
+    let t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    let (status, stdout) = t.wait(PTY_WAIT).unwrap();
+    assert!(status.success());
+    assert_eq!(stdout.trim(), hash(&snap));
+    assert!(!reviews_of(&snap).contains_key("echo"));
+    assert_eq!(reviews_of(&snap).len(), 4);
+
+    // `review --tool add` on a terminal asks about that one tool again, its current review
+    // giving the defaults; typed answers replace them.
+    let mut args = os(&["review"]);
+    args.push(snap.clone().into());
+    args.extend(os(&[
+        "--server",
+        "fx",
+        "--tool",
+        "add",
+        "--reviewer",
+        "again@example.test",
+    ]));
+    let mut t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    t.expect("[1/1] tool add", PTY_WAIT).unwrap();
+    t.expect(
+        "(the defaults below are your previous review of this tool)",
+        PTY_WAIT,
+    )
+    .unwrap();
+    answer(&mut t, "stop [y]: ", "");
+    answer(&mut t, "[read]: ", "c");
+    for _ in 0..3 {
+        answer(&mut t, "]: ", "");
+    }
+    answer(&mut t, "`none` for none [none]: ", "adds");
+    answer(&mut t, "[safe]: ", "");
+    answer(&mut t, "(must be true) [true]: ", "");
+    answer(&mut t, "/a (your previous review) [data]: ", "");
+    answer(&mut t, "/b (your previous review) [data]: ", "a");
+    answer(&mut t, "record it? y/n [y]: ", "y");
+    let (status, stdout) = t.wait(PTY_WAIT).unwrap();
+    assert!(status.success());
+    assert_eq!(stdout.trim(), hash(&snap));
+    let add = &reviews_of(&snap)["add"];
+    assert_eq!(add["sideEffect"], "create");
+    assert_eq!(add["reviewer"], "again@example.test");
+    assert_eq!(add["assertions"]["sideEffects"], json!(["adds"]));
+    assert_eq!(
+        add["inputChannels"],
+        json!({"/a": "data", "/b": "authority"})
+    );
 }
