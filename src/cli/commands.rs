@@ -270,10 +270,10 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
     let m = Manifest::new(m.doc);
     manifest::write_atomic(args.file, &manifest::to_pretty(&m.doc))
         .map_err(|e| format!("cannot write {}: {e}", args.file.display()))?;
-    let classless: Vec<&str> = new_reviews
+    let classless: Vec<String> = new_reviews
         .iter()
         .filter(|(_, r)| manifest::reviewed_side_effect(r).is_none())
-        .map(|(n, _)| n.as_str())
+        .map(|(n, _)| crate::snapshot::diff::display_name(n))
         .collect();
     if !classless.is_empty() {
         eprintln!(

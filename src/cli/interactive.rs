@@ -181,6 +181,8 @@ fn walk_with<R: BufRead, W: Write>(
     let total = w.tools.len();
     let mut recorded = 0;
     for (i, name) in w.tools.iter().enumerate() {
+        // Tool names come from the server: shown quoted, hidden characters visible.
+        let shown = crate::snapshot::diff::display_name(name);
         let entry = m.server(w.server).map_err(|e| e.to_string())?.clone();
         let tools = manifest::tools(w.server, &entry).map_err(|ps| {
             ps.iter()
@@ -250,7 +252,7 @@ fn walk_with<R: BufRead, W: Write>(
         match go {
             None | Some(None) => break,
             Some(Some(false)) => {
-                p.say(&format!("left {name} unreviewed: it is not served\n"));
+                p.say(&format!("left {shown} unreviewed: it is not served\n"));
                 continue;
             }
             Some(Some(true)) => {}
@@ -258,7 +260,7 @@ fn walk_with<R: BufRead, W: Write>(
         let review = match ask_review(&mut p, name, &tool, previous.as_ref(), &reviewer) {
             Ok(Some(r)) => r,
             Ok(None) => {
-                p.say(&format!("left {name} unreviewed: it is not served\n"));
+                p.say(&format!("left {shown} unreviewed: it is not served\n"));
                 continue;
             }
             Err(Stop::Quit) => break,
@@ -272,7 +274,7 @@ fn walk_with<R: BufRead, W: Write>(
         if !problems.is_empty() {
             let list: Vec<String> = problems.iter().map(|x| x.to_string()).collect();
             p.say(&format!(
-                "the review of {name} was not recorded:\n  {}\n",
+                "the review of {shown} was not recorded:\n  {}\n",
                 list.join("\n  ")
             ));
             continue;
@@ -288,7 +290,7 @@ fn walk_with<R: BufRead, W: Write>(
             .map_err(|e| format!("cannot write {}: {e}", w.file.display()))?;
         recorded += 1;
         p.say(&format!(
-            "recorded the review of {name} (digest {})\n",
+            "recorded the review of {shown} (digest {})\n",
             m.digest
         ));
     }
@@ -436,7 +438,8 @@ fn ask_review<R: BufRead, W: Write>(
     review.insert("inputChannels".into(), Value::Object(channels));
     let review = Value::Object(review);
     p.say(&format!(
-        "the review of {name}: {}\n",
+        "the review of {}: {}\n",
+        crate::snapshot::diff::display_name(name),
         crate::snapshot::diff::visible_json(&review)
     ));
     let record = p

@@ -157,6 +157,11 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
             args.file.display(),
         );
         let to_review: Vec<String> = updated.triage.changed().map(|t| t.name.clone()).collect();
+        // Tool names come from the server: shown quoted, hidden characters visible.
+        let shown: Vec<String> = to_review
+            .iter()
+            .map(|n| crate::snapshot::diff::display_name(n))
+            .collect();
         let interactive =
             !args.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         if !to_review.is_empty() {
@@ -172,7 +177,7 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
             } else {
                 eprintln!(
                     "not reviewed, so not served until you review them: {}; review them with `mcpguard review {} --server {}` (on a terminal it asks about each), then pin the new digest",
-                    to_review.join(", "),
+                    shown.join(", "),
                     crate::cli::wrap::shell_quote(&args.file.display().to_string()),
                     crate::cli::wrap::shell_quote(&key),
                 );
