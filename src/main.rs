@@ -172,6 +172,32 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewer,
             asserts,
             channels,
+            side_effect,
+            reviewed_at,
+            from,
+        } if from.is_none()
+            && asserts.is_empty()
+            && channels.is_empty()
+            && side_effect.is_none()
+            && reviewed_at.is_none()
+            && std::io::IsTerminal::is_terminal(&std::io::stdin())
+            && std::io::IsTerminal::is_terminal(&std::io::stderr()) =>
+        {
+            mcpguard::cli::interactive::review_unreviewed(
+                file,
+                server,
+                tool.as_deref(),
+                reviewer.as_deref(),
+            )
+        }
+        Command::Review {
+            file,
+            server,
+            tool,
+            reviewer,
+            asserts,
+            channels,
+            side_effect,
             reviewed_at,
             from,
         } => commands::review(commands::ReviewArgs {
@@ -181,6 +207,7 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewer: reviewer.as_deref(),
             asserts,
             channels,
+            side_effect: side_effect.as_deref(),
             reviewed_at: reviewed_at.as_deref(),
             from: from.as_deref(),
         }),
@@ -239,6 +266,52 @@ fn run_command(cmd: Command) -> ExitCode {
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
             })
         }
+        Command::Update {
+            file,
+            server,
+            yes,
+            config,
+            expires_in,
+            reviewer,
+            policy,
+            live,
+            server_command,
+        } => {
+            // A package runner is resolved again, so that a new release gets in only here.
+            let (server_command, package) =
+                match mcpguard::cli::launch::for_capture(server_command) {
+                    Ok(c) => c,
+                    Err(e) => return fail(&format!("update failed: {e}")),
+                };
+            let server_command = &server_command;
+            let (p, setup) = match load_policy(policy.as_deref())
+                .map_err(|e| fail(&e))
+                .and_then(|p| {
+                    let s =
+                        sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
+                            fail(&format!("update failed: {e}"))
+                        })?;
+                    Ok((p, s))
+                }) {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            mcpguard::cli::update::run(mcpguard::cli::update::UpdateArgs {
+                file,
+                server: server.as_deref(),
+                yes: *yes,
+                config: config.as_deref(),
+                expires_in: *expires_in,
+                reviewer: reviewer.as_deref(),
+                acceptance: acceptance(&p),
+                limits: limits(live),
+                timeout: live.timeout,
+                max_message_bytes: live.max_message_bytes,
+                command: server_command,
+                package,
+                sandbox: setup.as_ref().map(|s| s.prepared.clone()),
+            })
+        }
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
@@ -246,7 +319,8 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::DemoServer {
             notes,
             rug_pull_after,
-        } => mcpguard::cli::demo::serve(notes, *rug_pull_after),
+            next_release,
+        } => mcpguard::cli::demo::serve(notes, *rug_pull_after, *next_release),
         Command::SandboxCheck {
             policy,
             grants,
@@ -273,6 +347,7 @@ fn run_command(cmd: Command) -> ExitCode {
             pin: *pin,
             entry: entry.as_deref(),
             grants,
+            only: None,
         }),
     };
     match result {
@@ -374,7 +449,7 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                         Ok(command) => args.server = command,
                         Err(e) => return fail(&format!("refusing to start the server: {e}")),
                     }
-                    for why in pin.apply_policy(|tool| policy.refusal(tool)) {
+                    for why in pin.apply_policy(|t| policy.refusal(&t.name, t.side_effect)) {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
                     }
                     diag::emit(

@@ -134,8 +134,11 @@ pub enum Command {
         file: PathBuf,
         #[arg(long)]
         server: String,
-        /// The tool reviewed (or use --from for many tools at once).
-        #[arg(long, required_unless_present = "from")]
+        /// The tool reviewed (or use --from for many tools at once). On a terminal, without
+        /// --assert, --channel and --side-effect, the questions are asked one at a time: about
+        /// this tool (its current review giving the defaults), or without --tool about every
+        /// unreviewed tool.
+        #[arg(long)]
         tool: Option<String>,
         /// Who reviewed (an e-mail address or another stable identity).
         #[arg(long, value_name = "ID")]
@@ -147,12 +150,53 @@ pub enum Command {
         /// An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority.
         #[arg(long = "channel", value_name = "POINTER=CLASS")]
         channels: Vec<String>,
+        /// What the tool does, in seed 004's operation classes: read, create, update or delete
+        /// (recorded as the review's sideEffect). With `[writes] trust_reviews` (the default)
+        /// the policy classifies the tool by it; anything but read is a write, and a read with
+        /// an authority channel is a write too.
+        #[arg(long, value_name = "CLASS", value_parser = ["read", "create", "update", "delete"])]
+        side_effect: Option<String>,
         /// The review time (RFC 3339); now by default.
         #[arg(long, value_name = "INSTANT")]
         reviewed_at: Option<String>,
-        /// A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels"])]
+        /// A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at
+        /// once.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels", "side_effect"])]
         from: Option<PathBuf>,
+    },
+    /// Capture a reviewed server again and write a new snapshot in which every tool that did not
+    /// change (RFC 8785-identical) keeps its review and every changed or new tool is
+    /// unreviewed; print what changed, tool by tool. On a terminal it then asks about the
+    /// changed tools only. The old snapshot is kept as FILE.prev; the new digest is printed.
+    Update {
+        /// The reviewed snapshot (rewritten atomically; the old one is kept as FILE.prev).
+        file: PathBuf,
+        /// Which server of the snapshot the command runs (needed when there are several).
+        #[arg(long)]
+        server: Option<String>,
+        /// Never ask: carry the reviews of identical tools and leave the rest unreviewed (what
+        /// happens anyway without a terminal).
+        #[arg(long)]
+        yes: bool,
+        /// A host configuration written by `mcpguard wrap`: pin the new digest into the entry
+        /// that uses FILE, atomically and with a backup, as `wrap --pin` does.
+        #[arg(long, value_name = "HOST.json")]
+        config: Option<PathBuf>,
+        /// How long the new snapshot stays valid (default: as long as the old one was, at most
+        /// the policy's maximum).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        expires_in: Option<Duration>,
+        /// Who reviews the changed tools on a terminal (asked when not given).
+        #[arg(long, value_name = "ID")]
+        reviewer: Option<String>,
+        /// The local policy whose sandbox the server runs in (default: the built-in policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        live: LiveArgs,
+        /// The MCP server to capture again, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+        server_command: Vec<OsString>,
     },
     /// The reviewer's view: every field the model will see, hidden characters made visible.
     Show {
@@ -206,6 +250,9 @@ pub enum Command {
         /// After this many tools/list answers, change a tool's description (a rug pull).
         #[arg(long, value_name = "N")]
         rug_pull_after: Option<u64>,
+        /// Serve the next release (1.1.0), in which save_note accepts longer notes.
+        #[arg(long)]
+        next_release: bool,
     },
     /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code) so that every local
     /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is

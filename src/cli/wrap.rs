@@ -40,6 +40,9 @@ pub struct WrapArgs<'a> {
     pub entry: Option<&'a str>,
     /// `--sandbox-read`, `--sandbox-write` and `--sandbox-env` for that entry.
     pub grants: &'a crate::cli::flags::SandboxGrants,
+    /// With `pin`: pin only the wrapped servers whose `--manifest` is this snapshot (the one
+    /// `mcpguard update --config` just wrote); it is an error when none is.
+    pub only: Option<&'a Path>,
 }
 
 /// When the host configuration still pins [`PENDING`], the message mcpguard refuses to start
@@ -369,7 +372,14 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
     let mut next_steps = Vec::new();
     let mut unpinned = 0;
     if args.pin {
-        unpinned = pin_entries(servers, &entries, &mut notes)?;
+        unpinned = pin_entries(servers, &entries, &mut notes, args.only)?;
+        if let (Some(only), true) = (args.only, notes.is_empty()) {
+            return Err(format!(
+                "no server in {shown} runs under mcpguard with the snapshot {}; wrap it first (`mcpguard wrap {}`), or pin by hand",
+                only.display(),
+                shell_quote(&shown)
+            ));
+        }
     } else {
         let dir = match args.snapshot_dir {
             Some(d) => absolute(d, false)?,
@@ -538,15 +548,27 @@ fn pin_entries(
     servers: &mut Map<String, Value>,
     entries: &[(String, Entry)],
     notes: &mut Vec<String>,
+    only: Option<&Path>,
 ) -> Result<usize, String> {
+    let same_file = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b))
+    {
+        (Ok(a), Ok(b)) => a == b,
+        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+    };
     let mut pending = 0;
     for (name, entry) in entries {
         let Entry::Wrapped { options } = entry else {
-            if let Entry::Local { .. } = entry {
+            if let (Entry::Local { .. }, None) = (entry, only) {
                 notes.push(format!("not wrapped: {name:?} (run `mcpguard wrap` first)"));
             }
             continue;
         };
+        if let Some(only) = only {
+            match option(options, "manifest") {
+                Some((_, snap)) if same_file(Path::new(snap), only) => {}
+                _ => continue,
+            }
+        }
         let (Some((_, snap)), Some((sha_at, sha)), Some((_, key))) = (
             option(options, "manifest"),
             option(options, "sha256"),

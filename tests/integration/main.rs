@@ -20,4 +20,5 @@ mod relay;
 mod sandbox;
 mod shapes;
 mod snapshot;
+mod update;
 mod wrap;

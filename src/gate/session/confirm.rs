@@ -236,6 +236,11 @@ pub(super) fn write_reason(class: &Classification) -> String {
                 .unwrap_or_default()
         ),
         (Basis::Policy, None) => "The local policy requires confirmation for it".into(),
+        (Basis::Review, Some(effect)) => format!(
+            "Its review classifies it as a write ({}), which needs confirmation",
+            effect.as_str()
+        ),
+        (Basis::Review, None) => "Its review requires confirmation for it".into(),
     }
 }
 

@@ -374,7 +374,7 @@ impl Session {
                     code::APPROVAL_REQUIRED,
                     Category::Authorization,
                     format!(
-                        "refused {:?}: {} and needs a person's approval, but this request's client capabilities do not include form elicitation, so mcpguard cannot ask anyone; use a client that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                        "refused {:?}: {} and needs a person's approval, but this request's client capabilities do not include form elicitation, so mcpguard cannot ask anyone; use a client that supports elicitation, classify the tool as a read in its review (`mcpguard review --side-effect read`) or the policy ([writes.tools.{}]) if it is one, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
                         call.tool,
                         write_reason(class),
                         call.tool
