@@ -68,7 +68,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -111,6 +111,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -176,7 +180,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__capture)
-            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -222,6 +226,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -234,7 +242,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__check)
-            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -269,6 +277,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -424,7 +436,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__sandbox__subcmd__check)
-            opts="-h --policy --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -439,6 +451,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -480,7 +496,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__update)
-            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -526,6 +542,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -538,7 +558,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__wrap)
-            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --log-format --help"
+            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -553,6 +573,22 @@ _mcpguard() {
                     return 0
                     ;;
                 --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --entry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

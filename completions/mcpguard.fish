@@ -98,6 +98,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-pages -
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l yes -d 'Never ask: carry the reviews of identical tools and leave the rest unreviewed (what happens anyway without a terminal)'

@@ -278,11 +278,11 @@ fn run_command(cmd: Command) -> ExitCode {
             server_command,
         } => {
             // A package runner is resolved again, so that a new release gets in only here.
-            let (server_command, package) =
-                match mcpguard::cli::launch::for_capture(server_command) {
-                    Ok(c) => c,
-                    Err(e) => return fail(&format!("update failed: {e}")),
-                };
+            let (server_command, package) = match mcpguard::cli::launch::for_capture(server_command)
+            {
+                Ok(c) => c,
+                Err(e) => return fail(&format!("update failed: {e}")),
+            };
             let server_command = &server_command;
             let (p, setup) = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
