@@ -213,11 +213,12 @@ fi
 # these caches, so they prove that the pinned install runs without a registry and do not depend
 # on one at test time. Filling them is the only step that needs the registries.
 MEMORY_VERSION=2026.8.31
+MEMORY_PREVIOUS=2026.7.4
 THINKING_VERSION=2026.8.31
 GIT_VERSION=2026.10.19
 RUNNER_CACHE=$PEERS/runner-cache
 RUNNER_STAMP=$RUNNER_CACHE/.mcpguard-peers-stamp
-RUNNER_KEY="$PY_KEY memory=$MEMORY_VERSION thinking=$THINKING_VERSION time=$TIME_VERSION git=$GIT_VERSION"
+RUNNER_KEY="$PY_KEY memory=$MEMORY_VERSION,$MEMORY_PREVIOUS thinking=$THINKING_VERSION time=$TIME_VERSION git=$GIT_VERSION"
 if stamp_ok "$RUNNER_STAMP" "$RUNNER_KEY"; then
     log "package-runner caches up to date ($RUNNER_CACHE)"
 else
@@ -227,7 +228,9 @@ else
     (cd "$RUNNER_CACHE/warm-npm" && npm install --prefix . --cache "$RUNNER_CACHE/npm" \
         --no-audit --no-fund --ignore-scripts --loglevel=error \
         "@modelcontextprotocol/server-memory@$MEMORY_VERSION" \
-        "@modelcontextprotocol/server-sequential-thinking@$THINKING_VERSION" >/dev/null) ||
+        "@modelcontextprotocol/server-sequential-thinking@$THINKING_VERSION" >/dev/null &&
+        npm install --prefix . --cache "$RUNNER_CACHE/npm" --no-audit --no-fund --ignore-scripts \
+            --loglevel=error "@modelcontextprotocol/server-memory@$MEMORY_PREVIOUS" >/dev/null) ||
         die "npm could not fill the package-runner cache. Is the npm registry reachable from here?"
     "$UV_BIN" venv --quiet --cache-dir "$RUNNER_CACHE/uv" "$RUNNER_CACHE/warm-uv" &&
         "$UV_BIN" pip install --quiet --cache-dir "$RUNNER_CACHE/uv" \

@@ -448,3 +448,73 @@ fn the_git_server_runs_pinned_with_only_its_repository_granted() {
     let mut guarded = u.guarded(&file, &digest, "gitmodule", &opts, &module);
     assert_eq!(call(&mut guarded, "git_status", args), through);
 }
+
+/// A new release gets in only through `mcpguard update`: it resolves the package again, pins the
+/// new version, carries the reviews of the tools that did not change, and the proxy then runs
+/// the new install (and refuses the old request).
+#[test]
+fn update_pins_a_new_package_release_and_carries_the_unchanged_reviews() {
+    let u = User::new();
+    let old_spec = format!("{MEMORY}@2026.7.4");
+    let (file, _, _) = u.capture_and_review("memory", &[], &["npx", "-y", &old_spec]);
+    assert_eq!(package_of(&file, "memory")["version"], "2026.7.4");
+    let before: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let new_spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let out = run_bounded(
+        u.mcpguard()
+            .arg("update")
+            .arg(&file)
+            .args(["--server", "memory", "--yes", "--policy"])
+            .arg(u.path("policy.toml"))
+            .args(["--", "npx", "-y", &new_spec]),
+    );
+    assert!(out.status.success(), "update: {}", show(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("package: {old_spec}")) && said.contains(&format!("-> {new_spec}")),
+        "the update does not name the package change:\n{said}"
+    );
+    let after: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(
+        after["servers"]["memory"]["package"]["version"],
+        MEMORY_VERSION
+    );
+    let tools = |doc: &Value| -> std::collections::BTreeMap<String, Value> {
+        doc["servers"]["memory"]["toolPages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["tools"].as_array().unwrap().clone())
+            .map(|t| (t["name"].as_str().unwrap().to_string(), t))
+            .collect()
+    };
+    let (old_tools, new_tools) = (tools(&before), tools(&after));
+    let reviews = &after["servers"]["memory"]["reviews"];
+    let mut carried = 0;
+    for (name, tool) in &new_tools {
+        if old_tools.get(name) == Some(tool) {
+            carried += 1;
+            assert_eq!(
+                reviews[name], before["servers"]["memory"]["reviews"][name],
+                "the review of unchanged {name} was not carried"
+            );
+        } else {
+            assert!(
+                reviews.get(name).is_none(),
+                "changed {name} kept its review"
+            );
+        }
+    }
+    // The two releases list the same tools: every review is carried, and only the package
+    // record (which the digest covers) changed.
+    assert_eq!(carried, new_tools.len(), "reviews carried");
+    let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    // The old request no longer matches the pin; the new one starts the new install.
+    let mut guarded = u.guarded(&file, &digest, "memory", &[], &["npx", "-y", &new_spec]);
+    let init = guarded.initialize();
+    assert!(init.get("result").is_some(), "{init}\n{}", guarded.stderr());
+    let out = run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+        "--sha256", &digest, "--server", "memory", "--", "npx", "-y", &old_spec,
+    ]));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+}
