@@ -52,6 +52,9 @@ _mcpguard() {
             mcpguard,show)
                 cmd="mcpguard__subcmd__show"
                 ;;
+            mcpguard,update)
+                cmd="mcpguard__subcmd__update"
+                ;;
             mcpguard,wrap)
                 cmd="mcpguard__subcmd__wrap"
                 ;;
@@ -80,7 +83,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit approvals demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit approvals demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -123,6 +126,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -282,7 +289,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__capture)
-            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -328,6 +335,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -340,7 +351,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__check)
-            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -375,6 +386,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -480,7 +495,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__review)
-            opts="-h --server --tool --reviewer --assert --channel --reviewed-at --from --log-format --help"
+            opts="-h --server --tool --reviewer --assert --channel --side-effect --reviewed-at --from --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,6 +521,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --side-effect)
+                    COMPREPLY=($(compgen -W "read create update delete" -- "${cur}"))
+                    return 0
+                    ;;
                 --reviewed-at)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -526,7 +545,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__sandbox__subcmd__check)
-            opts="-h --policy --sandbox-read --sandbox-write --log-format --help"
+            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -541,6 +560,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -581,8 +604,70 @@ _mcpguard() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpguard__subcmd__update)
+            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expires-in)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reviewer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-pages)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-message-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpguard__subcmd__wrap)
-            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --log-format --help"
+            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -597,6 +682,22 @@ _mcpguard() {
                     return 0
                     ;;
                 --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --entry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

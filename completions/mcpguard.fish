@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcpguard_global_optspecs
-    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= allow-unpinned dry-run h/help V/version
+    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= sandbox-env= allow-unpinned dry-run h/help V/version
 end
 
 function __fish_mcpguard_needs_command
@@ -35,6 +35,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sha256 -d 'The digest
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l server -d 'Which server of the snapshot this is' -r
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l allow-unpinned -d 'Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering, capability blocking and error hygiene still apply'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l dry-run -d 'Check, classify and (for writes) confirm calls exactly as usual, but never dispatch them: the host gets {dryRun, validatedInput, operationPolicy, operationSummary} instead'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -s h -l help -d 'Print help'
@@ -43,6 +44,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "canonicalize" -d 'Wr
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "hash" -d 'Print the lowercase SHA-256 of a JSON document\'s RFC 8785 canonical form'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "capture" -d 'Capture a live server\'s tool catalogue into a new snapshot'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "review" -d 'Record a reviewer\'s assertions and input-channel classification for a tool'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "update" -d 'Capture a reviewed server again and write a new snapshot in which every tool that did not change (RFC 8785-identical) keeps its review and every changed or new tool is unreviewed; print what changed, tool by tool. On a terminal it then asks about the changed tools only. The old snapshot is kept as FILE.prev; the new digest is printed'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "show" -d 'The reviewer\'s view: every field the model will see, hidden characters made visible'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "check" -d 'Validate a snapshot offline and, with a server command, against the live server'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "diff" -d 'The semantic difference between two snapshots (exit 1 when they differ)'
@@ -68,20 +70,40 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-pages 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l server -r
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'The tool reviewed (or use --from for many tools at once)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'The tool reviewed (or use --from for many tools at once). On a terminal, without --assert, --channel and --side-effect, the questions are asked one at a time: about this tool (its current review giving the defaults), or without --tool about every unreviewed tool' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewer -d 'Who reviewed (an e-mail address or another stable identity)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l assert -d 'An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false; sideEffects = comma list (empty for none); concurrency = safe|serialize' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l channel -d 'An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l side-effect -d 'What the tool does, in seed 004\'s operation classes: read, create, update or delete (recorded as the review\'s sideEffect). With `[writes] trust_reviews` (the default) the policy classifies the tool by it; anything but read is a write, and a read with an authority channel is a write too' -r -f -a "read\t''
+create\t''
+update\t''
+delete\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at once' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l server -d 'Which server of the snapshot the command runs (needed when there are several)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l config -d 'A host configuration written by `mcpguard wrap`: pin the new digest into the entry that uses FILE, atomically and with a backup, as `wrap --pin` does' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l expires-in -d 'How long the new snapshot stays valid (default: as long as the old one was, at most the policy\'s maximum)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l reviewer -d 'Who reviews the changed tools on a terminal (asked when not given)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l policy -d 'The local policy whose sandbox the server runs in (default: the built-in policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l timeout -d 'How long to wait for each answer of the server' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-pages -d 'The most tools/list pages followed before giving up' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l yes -d 'Never ask: carry the reviews of identical tools and leave the rest unreviewed (what happens anyway without a terminal)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l server -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l tool -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
@@ -96,6 +118,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-pages -d
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -s h -l help -d 'Print help'
@@ -145,6 +168,10 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The server the sandbox options below are for (needed when the configuration has more than one local server)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l dry-run -d 'Print the changes as a diff and write nothing'
@@ -153,6 +180,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l policy -d 'The local policy (default: the built-in policy)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -s h -l help -d 'Print help'

@@ -59,6 +59,8 @@
 //!   Lines sent are not logged, so the file is exactly "what the server received".
 //! * `--page-size N`: tools per `tools/list` page (default: all in one page).
 //! * `--tools N`: append N generated tools `gen_0000`...
+//! * `--drop-tool NAME`: leave the tool NAME out of the catalogue (repeatable), as a new release
+//!   that removed it would.
 //! * `--server-name NAME`, `--server-version V`: serverInfo (default "mcpguard-fixture", "1.0.0").
 //! * `--instructions TEXT`: the `instructions` of the initialize result (omitted by default).
 //! * `--protocol-version V`: always answer initialize with V instead of negotiating.
@@ -159,6 +161,7 @@ struct Options {
     log: Option<String>,
     page_size: Option<usize>,
     generated_tools: usize,
+    drop_tools: Vec<String>,
     server_name: String,
     server_version: String,
     instructions: Option<String>,
@@ -194,6 +197,7 @@ impl Default for Options {
             log: None,
             page_size: None,
             generated_tools: 0,
+            drop_tools: Vec::new(),
             server_name: "mcpguard-fixture".to_owned(),
             server_version: "1.0.0".to_owned(),
             instructions: None,
@@ -277,6 +281,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
                 opts.page_size = Some(size);
             }
             "--tools" => opts.generated_tools = parse_number(&flag, &value)?,
+            "--drop-tool" => opts.drop_tools.push(value),
             "--server-name" => opts.server_name = value,
             "--server-version" => opts.server_version = value,
             "--instructions" => opts.instructions = Some(value),
@@ -724,6 +729,7 @@ impl Server {
             }),
         ];
         tools.extend((0..opts.generated_tools).map(generated_tool));
+        tools.retain(|t| !opts.drop_tools.iter().any(|d| t["name"] == d.as_str()));
         if opts.duplicate_name {
             let mut copy = tools[0].clone();
             copy["description"] = json!("Echo the text back (a second tool with the same name).");

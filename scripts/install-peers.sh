@@ -8,6 +8,7 @@
 #   .peers/hosts       npm ci of scripts/peers-hosts/{package.json,package-lock.json}:
 #                      the real hosts the host tests drive (Gemini CLI)
 #   .peers/uv          a venv with uv==0.13.9, for the `uv run --directory` launch-shape test
+#   .peers/runner-cache  npm and uv caches holding the packages the npx/uvx pinning tests pin
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
 #
 # It also makes sure dbus-daemon is there (Debian's dbus package), for the desktop-channel tests.
@@ -43,7 +44,7 @@ for arg in "$@"; do
     case "$arg" in
         --force) FORCE=1 ;;
         -h | --help)
-            sed -n '2,17p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
+            sed -n '2,18p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -217,6 +218,39 @@ else
         --timeout 30 --retries 2 "uv==$UV_VERSION" ||
         die "pip could not install uv==$UV_VERSION. Is PyPI reachable from here?"
     echo "$PY_KEY" >"$UV_STAMP"
+fi
+
+# --- package-runner caches (for the npx/uvx pinning tests) -----------------------
+# The tests capture `npx -y PKG@V` and `uvx PKG==V` with npm and uv told to work offline from
+# these caches, so they prove that the pinned install runs without a registry and do not depend
+# on one at test time. Filling them is the only step that needs the registries.
+MEMORY_VERSION=2026.8.31
+MEMORY_PREVIOUS=2026.7.4
+THINKING_VERSION=2026.8.31
+GIT_VERSION=2026.10.19
+RUNNER_CACHE=$PEERS/runner-cache
+RUNNER_STAMP=$RUNNER_CACHE/.mcpguard-peers-stamp
+RUNNER_KEY="$PY_KEY memory=$MEMORY_VERSION,$MEMORY_PREVIOUS thinking=$THINKING_VERSION time=$TIME_VERSION git=$GIT_VERSION"
+if stamp_ok "$RUNNER_STAMP" "$RUNNER_KEY"; then
+    log "package-runner caches up to date ($RUNNER_CACHE)"
+else
+    log "filling the npm and uv caches in $RUNNER_CACHE"
+    rm -rf "$RUNNER_CACHE"
+    mkdir -p "$RUNNER_CACHE/warm-npm"
+    (cd "$RUNNER_CACHE/warm-npm" && npm install --prefix . --cache "$RUNNER_CACHE/npm" \
+        --no-audit --no-fund --ignore-scripts --loglevel=error \
+        "@modelcontextprotocol/server-memory@$MEMORY_VERSION" \
+        "@modelcontextprotocol/server-sequential-thinking@$THINKING_VERSION" >/dev/null &&
+        npm install --prefix . --cache "$RUNNER_CACHE/npm" --no-audit --no-fund --ignore-scripts \
+            --loglevel=error "@modelcontextprotocol/server-memory@$MEMORY_PREVIOUS" >/dev/null) ||
+        die "npm could not fill the package-runner cache. Is the npm registry reachable from here?"
+    "$UV_BIN" venv --quiet --cache-dir "$RUNNER_CACHE/uv" "$RUNNER_CACHE/warm-uv" &&
+        "$UV_BIN" pip install --quiet --cache-dir "$RUNNER_CACHE/uv" \
+            --python "$RUNNER_CACHE/warm-uv/bin/python" "mcp-server-time==$TIME_VERSION" \
+            "mcp-server-git==$GIT_VERSION" ||
+        die "uv could not fill the package-runner cache. Is PyPI reachable from here?"
+    rm -rf "$RUNNER_CACHE/warm-npm" "$RUNNER_CACHE/warm-uv"
+    echo "$RUNNER_KEY" >"$RUNNER_STAMP"
 fi
 
 # --- npm peers ---------------------------------------------------------------

@@ -31,6 +31,7 @@ fn extra(grants: &mcpguard::cli::flags::SandboxGrants) -> mcpguard::sandbox::Ext
     mcpguard::sandbox::Extra {
         read: grants.read.clone(),
         read_write: grants.write.clone(),
+        env: grants.env.clone(),
     }
 }
 
@@ -49,6 +50,25 @@ fn sandbox_for(
         return Ok(None);
     }
     let program = mcpguard::process::child::resolve_program(command).map_err(missing)?;
+    if let Some(runtime) = sandbox::container_runtime(&program) {
+        // The server runs in a container the daemon starts, outside mcpguard's reach: under
+        // `require` that is refused, under `best-effort` the gate still applies and the
+        // container's own isolation is all the confinement there is.
+        let why = format!(
+            "the server command runs {runtime}, which asks the {runtime} daemon to start the server in a container; \
+             the daemon is outside any sandbox mcpguard can apply, so Landlock and seccomp would confine only the {runtime} client"
+        );
+        if policy.sandbox.mode == policy::SandboxMode::Require {
+            return Err(fail(&format!(
+                "refusing to start the server: {why}. Set sandbox.mode = \"best-effort\" in the policy (--policy) to run it gated but confined only by the container, or run the server without a container"
+            )));
+        }
+        diag::emit(
+            Level::Warn,
+            &format!("sandbox (best-effort): NOT applied: {why}; the gate still applies, and the container's own isolation is the only confinement"),
+        );
+        return Ok(None);
+    }
     let kernel = sandbox::Kernel::probe();
     let setup = sandbox::setup(
         &policy.sandbox,
@@ -78,6 +98,13 @@ fn sandbox_for(
             );
         }
         diag::emit(Level::Info, &report.summary());
+        // Which variables reach the server, by name (never values), so
+        // that a person can see that a host's `env` arrived.
+        for line in &report.lines {
+            if line.layer == "environment" && line.rule.starts_with("passed: ") {
+                diag::emit(Level::Info, &format!("sandbox: {}", line.rule));
+            }
+        }
         if diag::enabled(Level::Debug) {
             for line in report.text().lines() {
                 diag::emit(Level::Debug, line);
@@ -105,6 +132,14 @@ fn run_command(cmd: Command) -> ExitCode {
             live,
             server_command,
         } => {
+            // A package runner is resolved and pinned first, outside the sandbox; what runs
+            // under the sandbox is the install.
+            let (server_command, package) = match mcpguard::cli::launch::for_capture(server_command)
+            {
+                Ok(c) => c,
+                Err(e) => return fail(&format!("capture failed: {e}")),
+            };
+            let server_command = &server_command;
             // A server that cannot be found is a capture failure (exit 1) like any other.
             let setup = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
@@ -126,6 +161,7 @@ fn run_command(cmd: Command) -> ExitCode {
                 timeout: live.timeout,
                 max_message_bytes: live.max_message_bytes,
                 command: server_command,
+                package,
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
             })
         }
@@ -136,6 +172,32 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewer,
             asserts,
             channels,
+            side_effect,
+            reviewed_at,
+            from,
+        } if from.is_none()
+            && asserts.is_empty()
+            && channels.is_empty()
+            && side_effect.is_none()
+            && reviewed_at.is_none()
+            && std::io::IsTerminal::is_terminal(&std::io::stdin())
+            && std::io::IsTerminal::is_terminal(&std::io::stderr()) =>
+        {
+            mcpguard::cli::interactive::review_unreviewed(
+                file,
+                server,
+                tool.as_deref(),
+                reviewer.as_deref(),
+            )
+        }
+        Command::Review {
+            file,
+            server,
+            tool,
+            reviewer,
+            asserts,
+            channels,
+            side_effect,
             reviewed_at,
             from,
         } => commands::review(commands::ReviewArgs {
@@ -145,6 +207,7 @@ fn run_command(cmd: Command) -> ExitCode {
             reviewer: reviewer.as_deref(),
             asserts,
             channels,
+            side_effect: side_effect.as_deref(),
             reviewed_at: reviewed_at.as_deref(),
             from: from.as_deref(),
         }),
@@ -169,6 +232,17 @@ fn run_command(cmd: Command) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
             };
+            // A live check runs a pinned package's install, as the proxy would.
+            let server_command = match server.as_deref() {
+                Some(key) if !server_command.is_empty() => {
+                    match mcpguard::cli::launch::for_run(server_command, file, key) {
+                        Ok(c) => c,
+                        Err(e) => return fail(&format!("live check failed: {e}")),
+                    }
+                }
+                _ => server_command.clone(),
+            };
+            let server_command = &server_command;
             // Offline checks start nothing; a live check runs the server sandboxed.
             let setup = if server_command.is_empty() {
                 None
@@ -192,6 +266,52 @@ fn run_command(cmd: Command) -> ExitCode {
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
             })
         }
+        Command::Update {
+            file,
+            server,
+            yes,
+            config,
+            expires_in,
+            reviewer,
+            policy,
+            live,
+            server_command,
+        } => {
+            // A package runner is resolved again, so that a new release gets in only here.
+            let (server_command, package) = match mcpguard::cli::launch::for_capture(server_command)
+            {
+                Ok(c) => c,
+                Err(e) => return fail(&format!("update failed: {e}")),
+            };
+            let server_command = &server_command;
+            let (p, setup) = match load_policy(policy.as_deref())
+                .map_err(|e| fail(&e))
+                .and_then(|p| {
+                    let s =
+                        sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
+                            fail(&format!("update failed: {e}"))
+                        })?;
+                    Ok((p, s))
+                }) {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            mcpguard::cli::update::run(mcpguard::cli::update::UpdateArgs {
+                file,
+                server: server.as_deref(),
+                yes: *yes,
+                config: config.as_deref(),
+                expires_in: *expires_in,
+                reviewer: reviewer.as_deref(),
+                acceptance: acceptance(&p),
+                limits: limits(live),
+                timeout: live.timeout,
+                max_message_bytes: live.max_message_bytes,
+                command: server_command,
+                package,
+                sandbox: setup.as_ref().map(|s| s.prepared.clone()),
+            })
+        }
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
@@ -200,7 +320,8 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::DemoServer {
             notes,
             rug_pull_after,
-        } => mcpguard::cli::demo::serve(notes, *rug_pull_after),
+            next_release,
+        } => mcpguard::cli::demo::serve(notes, *rug_pull_after, *next_release),
         Command::SandboxCheck {
             policy,
             grants,
@@ -216,6 +337,8 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard,
             policy,
             pin,
+            entry,
+            grants,
         } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
@@ -223,6 +346,9 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard: mcpguard.as_deref(),
             policy: policy.as_deref(),
             pin: *pin,
+            entry: entry.as_deref(),
+            grants,
+            only: None,
         }),
     };
     match result {
@@ -293,7 +419,7 @@ fn open_audit(
     Ok(Some(std::sync::Arc::new(log)))
 }
 
-fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
+fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     if args.server.is_empty() {
         diag::emit(
             Level::Error,
@@ -319,7 +445,12 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                 &acceptance(&policy),
             ) {
                 Ok(mut pin) => {
-                    for why in pin.apply_policy(|tool| policy.refusal(tool)) {
+                    // A pinned package runs from its checked install, never from the registry.
+                    match mcpguard::cli::launch::for_run(&args.server, path, key) {
+                        Ok(command) => args.server = command,
+                        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+                    }
+                    for why in pin.apply_policy(|t| policy.refusal(&t.name, t.side_effect)) {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
                     }
                     diag::emit(

@@ -71,6 +71,8 @@ pub struct CaptureArgs<'a> {
     pub timeout: Duration,
     pub max_message_bytes: usize,
     pub command: &'a [std::ffi::OsString],
+    /// The pinned package the command runs (`cli::launch::for_capture`), recorded in the entry.
+    pub package: Option<Value>,
     /// The sandbox the server runs in (`None`: the policy turns it off).
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
@@ -105,8 +107,12 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
     let expires = now
         .checked_add(expires_in)
         .map_err(|e| format!("--expires-in is out of range: {e}"))?;
+    let mut entry = captured.entry;
+    if let (Some(package), Some(obj)) = (args.package, entry.as_object_mut()) {
+        obj.insert("package".into(), package);
+    }
     let mut servers = Map::new();
-    servers.insert(args.server.to_string(), captured.entry);
+    servers.insert(args.server.to_string(), entry);
     let doc = json!({
         "profile": PROFILE,
         "protocolVersion": captured.protocol_version,
@@ -164,6 +170,8 @@ pub struct ReviewArgs<'a> {
     pub reviewer: Option<&'a str>,
     pub asserts: &'a [String],
     pub channels: &'a [String],
+    /// The operation class (`sideEffect`): read, create, update or delete.
+    pub side_effect: Option<&'a str>,
     pub reviewed_at: Option<&'a str>,
     pub from: Option<&'a Path>,
 }
@@ -202,7 +210,7 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
     } else {
         let tool = args
             .tool
-            .ok_or("name the tool with --tool NAME (or give many reviews with --from FILE)")?;
+            .ok_or("name the tool with --tool NAME (or give many reviews with --from FILE); run `mcpguard review FILE --server KEY` on a terminal to be asked about each unreviewed tool")?;
         let reviewer = args.reviewer.ok_or("say who reviewed with --reviewer ID")?;
         let mut assertions = Map::new();
         for a in args.asserts {
@@ -218,10 +226,15 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
             })?;
             channels.insert(p.to_string(), json!(class));
         }
-        new_reviews.push((
-            tool.to_string(),
-            json!({"reviewer": reviewer, "reviewedAt": reviewed_at, "assertions": assertions, "inputChannels": channels}),
-        ));
+        let mut review = Map::new();
+        review.insert("reviewer".into(), json!(reviewer));
+        review.insert("reviewedAt".into(), json!(reviewed_at));
+        if let Some(class) = args.side_effect {
+            review.insert("sideEffect".into(), json!(class));
+        }
+        review.insert("assertions".into(), Value::Object(assertions));
+        review.insert("inputChannels".into(), Value::Object(channels));
+        new_reviews.push((tool.to_string(), Value::Object(review)));
     }
 
     let entry = m.server(args.server).map_err(|p| p.to_string())?.clone();
@@ -263,6 +276,17 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
     let m = Manifest::new(m.doc);
     manifest::write_atomic(args.file, &manifest::to_pretty(&m.doc))
         .map_err(|e| format!("cannot write {}: {e}", args.file.display()))?;
+    let classless: Vec<String> = new_reviews
+        .iter()
+        .filter(|(_, r)| manifest::reviewed_side_effect(r).is_none())
+        .map(|(n, _)| crate::snapshot::diff::display_name(n))
+        .collect();
+    if !classless.is_empty() {
+        eprintln!(
+            "note: no operation class recorded for {}: a write unless the policy classifies it (record one with --side-effect read|create|update|delete)",
+            classless.join(", ")
+        );
+    }
     eprintln!(
         "recorded {} review(s) in {}; the snapshot's digest changed, pin the new one:",
         new_reviews.len(),

@@ -176,7 +176,18 @@ The usual sequence is \fBcapture\fR (record the live catalogue), \fBshow\fR (see
 model will see, hidden characters made visible), \fBreview\fR (record a reviewer's assertions),
 then run the server as \fBmcpguard \-\-manifest\fR \fIFILE\fR \fB\-\-sha256\fR \fIHEX\fR
 \fB\-\-server\fR \fIKEY\fR \fB\-\-\fR \fIcommand...\fR. \fBwrap\fR rewrites a host's configuration
-file into that form.
+file into that form. On a terminal, \fBreview\fR \fIFILE\fR \fB\-\-server\fR \fIKEY\fR without
+\fB\-\-tool\fR asks about every unreviewed tool, one question at a time, each with a default that
+Enter accepts; \fB\-\-side\-effect\fR records what a tool does (read, create, update or delete),
+which the policy uses to tell reads from writes.
+.PP
+When the server changes, \fBupdate\fR \fIFILE\fR \fB\-\-config\fR \fIHOST.json\fR \fB\-\-\fR
+\fIcommand...\fR captures it again: every tool that did not change keeps its review, every
+changed or new tool is unreviewed (and not served) until it is reviewed again, what changed is
+printed tool by tool with its JSON pointer, the old snapshot is kept as \fIFILE\fR\fB.prev\fR,
+and the new digest is pinned into the host configuration. On a terminal it asks about the
+changed tools only, with the previous answers as the defaults; with \fB\-\-yes\fR, or without a
+terminal, it never asks.
 "#;
 
 const TRAILER: &str = r#".SH ENVIRONMENT

@@ -134,8 +134,11 @@ pub enum Command {
         file: PathBuf,
         #[arg(long)]
         server: String,
-        /// The tool reviewed (or use --from for many tools at once).
-        #[arg(long, required_unless_present = "from")]
+        /// The tool reviewed (or use --from for many tools at once). On a terminal, without
+        /// --assert, --channel and --side-effect, the questions are asked one at a time: about
+        /// this tool (its current review giving the defaults), or without --tool about every
+        /// unreviewed tool.
+        #[arg(long)]
         tool: Option<String>,
         /// Who reviewed (an e-mail address or another stable identity).
         #[arg(long, value_name = "ID")]
@@ -147,12 +150,53 @@ pub enum Command {
         /// An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority.
         #[arg(long = "channel", value_name = "POINTER=CLASS")]
         channels: Vec<String>,
+        /// What the tool does, in seed 004's operation classes: read, create, update or delete
+        /// (recorded as the review's sideEffect). With `[writes] trust_reviews` (the default)
+        /// the policy classifies the tool by it; anything but read is a write, and a read with
+        /// an authority channel is a write too.
+        #[arg(long, value_name = "CLASS", value_parser = ["read", "create", "update", "delete"])]
+        side_effect: Option<String>,
         /// The review time (RFC 3339); now by default.
         #[arg(long, value_name = "INSTANT")]
         reviewed_at: Option<String>,
-        /// A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels"])]
+        /// A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at
+        /// once.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels", "side_effect"])]
         from: Option<PathBuf>,
+    },
+    /// Capture a reviewed server again and write a new snapshot in which every tool that did not
+    /// change (RFC 8785-identical) keeps its review and every changed or new tool is
+    /// unreviewed; print what changed, tool by tool. On a terminal it then asks about the
+    /// changed tools only. The old snapshot is kept as FILE.prev; the new digest is printed.
+    Update {
+        /// The reviewed snapshot (rewritten atomically; the old one is kept as FILE.prev).
+        file: PathBuf,
+        /// Which server of the snapshot the command runs (needed when there are several).
+        #[arg(long)]
+        server: Option<String>,
+        /// Never ask: carry the reviews of identical tools and leave the rest unreviewed (what
+        /// happens anyway without a terminal).
+        #[arg(long)]
+        yes: bool,
+        /// A host configuration written by `mcpguard wrap`: pin the new digest into the entry
+        /// that uses FILE, atomically and with a backup, as `wrap --pin` does.
+        #[arg(long, value_name = "HOST.json")]
+        config: Option<PathBuf>,
+        /// How long the new snapshot stays valid (default: as long as the old one was, at most
+        /// the policy's maximum).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        expires_in: Option<Duration>,
+        /// Who reviews the changed tools on a terminal (asked when not given).
+        #[arg(long, value_name = "ID")]
+        reviewer: Option<String>,
+        /// The local policy whose sandbox the server runs in (default: the built-in policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        live: LiveArgs,
+        /// The MCP server to capture again, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+        server_command: Vec<OsString>,
     },
     /// The reviewer's view: every field the model will see, hidden characters made visible.
     Show {
@@ -210,6 +254,9 @@ pub enum Command {
         /// After this many tools/list answers, change a tool's description (a rug pull).
         #[arg(long, value_name = "N")]
         rug_pull_after: Option<u64>,
+        /// Serve the next release (1.1.0), in which save_note accepts longer notes.
+        #[arg(long)]
+        next_release: bool,
     },
     /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code) so that every local
     /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is
@@ -234,6 +281,15 @@ pub enum Command {
         /// Instead of wrapping: pin the digest of each wrapped server's reviewed snapshot.
         #[arg(long, conflicts_with_all = ["snapshot_dir", "mcpguard", "policy"])]
         pin: bool,
+        /// The server the sandbox options below are for (needed when the configuration has
+        /// more than one local server).
+        #[arg(long, value_name = "NAME", conflicts_with = "pin")]
+        entry: Option<String>,
+        /// Grants for that one server, written into its wrapped command and into the capture
+        /// command wrap prints. Each variable the entry's `env` sets is passed by name
+        /// (--sandbox-env) without being asked for.
+        #[command(flatten)]
+        grants: SandboxGrants,
     },
     /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
     /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
@@ -260,6 +316,28 @@ pub struct SandboxGrants {
     /// a filesystem server is given). Repeatable.
     #[arg(long = "sandbox-write", value_name = "PATH", value_parser = absolute_path)]
     pub write: Vec<PathBuf>,
+    /// Pass the environment variable NAME to the server (by exact name; its value is never
+    /// logged), on top of the policy's sandbox.env. `mcpguard wrap` writes one for each variable
+    /// a host configuration sets for the server. Repeatable.
+    #[arg(long = "sandbox-env", value_name = "NAME", value_parser = env_name)]
+    pub env: Vec<String>,
+}
+
+/// A variable name for `--sandbox-env`: one exact name, so that no pattern passes more than the
+/// user named.
+pub fn env_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !ok {
+        return Err(format!(
+            "{s:?} is not a variable name (letters, digits and `_`; one exact name, no pattern)"
+        ));
+    }
+    if s == "TMPDIR" {
+        return Err("TMPDIR is always the run's private directory and cannot be passed".into());
+    }
+    Ok(s.to_string())
 }
 
 /// A path for the sandbox: relative paths are taken from the current directory, because that

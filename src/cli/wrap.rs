@@ -36,6 +36,13 @@ pub struct WrapArgs<'a> {
     pub mcpguard: Option<&'a Path>,
     pub policy: Option<&'a Path>,
     pub pin: bool,
+    /// The one entry `grants` are for (`--entry NAME`); needed when there are several.
+    pub entry: Option<&'a str>,
+    /// `--sandbox-read`, `--sandbox-write` and `--sandbox-env` for that entry.
+    pub grants: &'a crate::cli::flags::SandboxGrants,
+    /// With `pin`: pin only the wrapped servers whose `--manifest` is this snapshot (the one
+    /// `mcpguard update --config` just wrote); it is an error when none is.
+    pub only: Option<&'a Path>,
 }
 
 /// When the host configuration still pins [`PENDING`], the message mcpguard refuses to start
@@ -333,11 +340,46 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
             .map_err(|why| format!("refusing to change {shown}: {why}; nothing was changed"))?;
         entries.push((name.clone(), entry));
     }
+    let has_grants = !(args.grants.read.is_empty()
+        && args.grants.write.is_empty()
+        && args.grants.env.is_empty());
+    let local: Vec<&str> = entries
+        .iter()
+        .filter(|(_, e)| matches!(e, Entry::Local { .. }))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    // Grants are for one server: a write grant for every server of a host would give each the
+    // others' data.
+    let granted: Option<&str> = match (args.entry, has_grants) {
+        (Some(name), _) => match entries.iter().find(|(n, _)| n == name) {
+            Some((_, Entry::Local { .. })) => Some(name),
+            Some(_) => return Err(format!(
+                "refusing to change {shown}: --entry {name:?} is not a local server that wrap would wrap now (already wrapped or remote); edit its mcpguard options by hand; nothing was changed"
+            )),
+            None => return Err(format!(
+                "refusing to change {shown}: it has no server {name:?} (servers: {}); nothing was changed",
+                entries.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+        },
+        (None, true) if local.len() == 1 => Some(local[0]),
+        (None, true) => return Err(format!(
+            "refusing to change {shown}: --sandbox-read/--sandbox-write/--sandbox-env are for one server; name it with --entry NAME (local servers: {}); nothing was changed",
+            local.join(", ")
+        )),
+        (None, false) => None,
+    };
     let mut notes = Vec::new();
     let mut next_steps = Vec::new();
     let mut unpinned = 0;
     if args.pin {
-        unpinned = pin_entries(servers, &entries, &mut notes)?;
+        unpinned = pin_entries(servers, &entries, &mut notes, args.only)?;
+        if let (Some(only), true) = (args.only, notes.is_empty()) {
+            return Err(format!(
+                "no server in {shown} runs under mcpguard with the snapshot {}; wrap it first (`mcpguard wrap {}`), or pin by hand",
+                only.display(),
+                shell_quote(&shown)
+            ));
+        }
     } else {
         let dir = match args.snapshot_dir {
             Some(d) => absolute(d, false)?,
@@ -388,30 +430,64 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
                         new_args.push("--policy".into());
                         new_args.push(p.display().to_string());
                     }
+                    // What the sandbox gives this server beyond the policy: the grants named
+                    // for it, and its `env` by name (the host sets the values, in mcpguard's
+                    // environment; the sandbox would otherwise remove them).
+                    let mut sandbox_opts: Vec<String> = Vec::new();
+                    if granted == Some(name.as_str()) {
+                        for p in &args.grants.read {
+                            sandbox_opts.extend(["--sandbox-read".into(), p.display().to_string()]);
+                        }
+                        for p in &args.grants.write {
+                            sandbox_opts.extend(["--sandbox-write".into(), p.display().to_string()]);
+                        }
+                    }
+                    let mut env_names: Vec<String> = servers[name.as_str()]
+                        .get("env")
+                        .and_then(Value::as_object)
+                        .map(|e| e.keys().cloned().collect())
+                        .unwrap_or_default();
+                    if granted == Some(name.as_str()) {
+                        env_names.extend(args.grants.env.iter().cloned());
+                    }
+                    env_names.dedup();
+                    let mut passed = Vec::new();
+                    for var in &env_names {
+                        if crate::cli::flags::env_name(var).is_ok() {
+                            sandbox_opts.extend(["--sandbox-env".into(), var.clone()]);
+                            passed.push(var.clone());
+                        } else {
+                            notes.push(format!(
+                                "note: {name:?} sets the variable {var:?}, which the sandbox cannot pass by name; the server will not see it"
+                            ));
+                        }
+                    }
+                    new_args.extend(sandbox_opts.iter().cloned());
                     new_args.push("--".into());
                     new_args.push(command.clone());
                     new_args.extend(server_args.iter().cloned());
                     set_args(&mut servers[name.as_str()], &ours.display().to_string(), new_args);
                     notes.push(format!("wrapped: {name:?} (snapshot {snap_s}, not pinned yet)"));
-                    // The host still passes the entry's `env` to mcpguard, but the sandbox gives
-                    // the server only the variables its policy names, so say which ones to add.
-                    let env_names: Vec<String> = servers[name.as_str()]
-                        .get("env")
-                        .and_then(Value::as_object)
-                        .map(|e| e.keys().cloned().collect())
-                        .unwrap_or_default();
-                    if !env_names.is_empty() {
+                    if !passed.is_empty() {
                         notes.push(format!(
-                            "note: {name:?} sets environment variables ({}); the sandbox passes only those the policy names: add them to `env` under [sandbox] in the policy (--policy) or the server will not see them",
-                            env_names.join(", ")
+                            "note: {name:?} sets environment variables ({}): passed to the server by name (--sandbox-env); when you capture it, set them as the host configuration does",
+                            passed.join(", ")
                         ));
                     }
-                    let cmd: Vec<String> = std::iter::once(command)
-                        .chain(server_args)
+                    // The capture runs the server under the same sandbox options as the host
+                    // will, so that copying the command works.
+                    let cmd: Vec<String> = sandbox_opts
+                        .iter()
                         .map(|a| shell_quote(a))
+                        .chain(std::iter::once("--".to_string()))
+                        .chain(std::iter::once(command).chain(server_args).map(|a| shell_quote(a)))
                         .collect();
+                    let policy_opt = policy
+                        .as_ref()
+                        .map(|p| format!("--policy {} ", shell_quote(&p.display().to_string())))
+                        .unwrap_or_default();
                     next_steps.push(format!(
-                        "  mcpguard capture --server {} --out {} -- {}\n  mcpguard show {}\n  mcpguard review {} --server {} ...",
+                        "  mcpguard capture --server {} --out {} {policy_opt}{}\n  mcpguard show {}\n  mcpguard review {} --server {} ...",
                         shell_quote(name),
                         shell_quote(&snap_s),
                         cmd.join(" "),
@@ -472,15 +548,27 @@ fn pin_entries(
     servers: &mut Map<String, Value>,
     entries: &[(String, Entry)],
     notes: &mut Vec<String>,
+    only: Option<&Path>,
 ) -> Result<usize, String> {
+    let same_file = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b))
+    {
+        (Ok(a), Ok(b)) => a == b,
+        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+    };
     let mut pending = 0;
     for (name, entry) in entries {
         let Entry::Wrapped { options } = entry else {
-            if let Entry::Local { .. } = entry {
+            if let (Entry::Local { .. }, None) = (entry, only) {
                 notes.push(format!("not wrapped: {name:?} (run `mcpguard wrap` first)"));
             }
             continue;
         };
+        if let Some(only) = only {
+            match option(options, "manifest") {
+                Some((_, snap)) if same_file(Path::new(snap), only) => {}
+                _ => continue,
+            }
+        }
         let (Some((_, snap)), Some((sha_at, sha)), Some((_, key))) = (
             option(options, "manifest"),
             option(options, "sha256"),

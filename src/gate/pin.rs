@@ -30,6 +30,18 @@ pub struct ReviewedTool {
     /// The review maps some argument to the `authority` input channel, which makes every call a
     /// write that needs confirmation (SPEC §4), whatever the policy's classification says.
     pub authority: bool,
+    /// The operation class the review records (`sideEffect`), if it records one.
+    pub side_effect: Option<crate::policy::SideEffect>,
+}
+
+impl ReviewedTool {
+    /// What the review says that bears on the policy's classification.
+    pub fn reviewed(&self) -> crate::policy::Reviewed {
+        crate::policy::Reviewed {
+            side_effect: self.side_effect,
+            authority: self.authority,
+        }
+    }
 }
 
 impl std::fmt::Debug for ReviewedTool {
@@ -61,11 +73,14 @@ pub struct Pin {
 impl Pin {
     /// Removes the reviewed tools that the local policy refuses; returns why, per tool. The
     /// policy can only take tools away: nothing here can add one.
-    pub fn apply_policy(&mut self, refusal: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    pub fn apply_policy(
+        &mut self,
+        refusal: impl Fn(&ReviewedTool) -> Option<String>,
+    ) -> Vec<String> {
         let mut reasons = Vec::new();
         let tools = std::mem::take(&mut self.tools);
         for t in tools {
-            match refusal(&t.name) {
+            match refusal(&t) {
                 Some(why) => {
                     reasons.push(why);
                     self.refused_by_policy.push(t.name);
@@ -168,8 +183,12 @@ pub fn pin_from_manifest(
             .get("inputChannels")
             .and_then(Value::as_object)
             .is_some_and(|c| c.values().any(|class| class == "authority"));
+        // The validation above admits only the four classes, so nothing is lost here.
+        let side_effect =
+            manifest::reviewed_side_effect(review).and_then(crate::policy::SideEffect::parse);
         tools.push(ReviewedTool {
             authority,
+            side_effect,
             canonical: canonical::canonical_bytes(&tool),
             name,
             tool,

@@ -3,49 +3,119 @@
 
 use super::*;
 
+/// What the reviewed snapshot says about a tool that bears on its classification: the operation
+/// class the reviewer recorded (the review's `sideEffect`, seed 004's vocabulary) and whether the
+/// review maps any argument to the `authority` input channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reviewed {
+    pub side_effect: Option<SideEffect>,
+    pub authority: bool,
+}
+
+impl Reviewed {
+    /// No operation class recorded, no authority channel (an unpinned tool, or an old review).
+    pub const NONE: Reviewed = Reviewed {
+        side_effect: None,
+        authority: false,
+    };
+    /// No operation class recorded, but an authority channel.
+    pub const AUTHORITY: Reviewed = Reviewed {
+        side_effect: None,
+        authority: true,
+    };
+
+    /// A review that records `side_effect`, with or without an authority channel.
+    pub fn class(side_effect: SideEffect, authority: bool) -> Reviewed {
+        Reviewed {
+            side_effect: Some(side_effect),
+            authority,
+        }
+    }
+}
+
 impl Policy {
+    /// The operation class the policy takes from the review, when `[writes] trust_reviews`
+    /// lets it.
+    fn trusted_review(&self, reviewed: Reviewed) -> Option<SideEffect> {
+        reviewed.side_effect.filter(|_| self.writes.trust_reviews)
+    }
+
     /// Why the policy refuses a reviewed tool outright, if it does. Refused tools are left out of
     /// `tools/list` and calls to them are refused; nothing here can make an unreviewed tool
-    /// usable.
-    pub fn refusal(&self, tool: &str) -> Option<String> {
+    /// usable. `reviewed` is the operation class the tool's review records: with `trust_reviews`
+    /// it classifies the tool as a `[writes.tools.<name>]` table would.
+    pub fn refusal(&self, tool: &str, reviewed: Option<SideEffect>) -> Option<String> {
         if self.review.refused_tools.iter().any(|t| t == tool) {
             return Some(format!(
                 "the local policy refuses the tool {tool:?} (review.refused_tools)"
             ));
         }
-        if self.writes.default == Unclassified::Refuse && !self.writes.tools.contains_key(tool) {
+        let classified = self.writes.tools.contains_key(tool)
+            || self
+                .trusted_review(Reviewed {
+                    side_effect: reviewed,
+                    authority: false,
+                })
+                .is_some();
+        if self.writes.default == Unclassified::Refuse && !classified {
             return Some(format!(
-                "the tool {tool:?} is not classified in the local policy, which refuses unclassified tools (writes.default = \"refuse\"); add a [writes.tools.{tool}] table to use it"
+                "the tool {tool:?} is not classified in the local policy, which refuses unclassified tools (writes.default = \"refuse\"); add a [writes.tools.{tool}] table to use it{}",
+                if self.writes.trust_reviews {
+                    ", or record its operation class in the review (`mcpguard review --side-effect`)"
+                } else {
+                    ""
+                }
             ));
         }
         None
     }
 
-    /// Classifies a call to a reviewed tool. `has_authority_channel` is true when the review maps
-    /// any argument to the `authority` input channel.
+    /// Classifies a call to a reviewed tool, from what its review says (`reviewed`) and the
+    /// policy.
     ///
-    /// The rules, in order: an unclassified tool is a write; a tool the policy classifies as a
-    /// read is nevertheless a write when it has an authority channel (and then needs
-    /// confirmation whatever its read classification said, because that decision was about a
-    /// read); otherwise the tool's own `confirmation` applies. The confirmation mode turns the
-    /// result into a decision.
-    pub fn classify(&self, tool: &str, has_authority_channel: bool) -> Classification {
-        let class = self.writes.tools.get(tool);
-        let (side_effect, basis) = match class {
-            None => (None, Basis::Unclassified),
-            Some(c) if c.side_effect == SideEffect::Read && has_authority_channel => {
-                (None, Basis::AuthorityChannel)
-            }
-            Some(c) => (Some(c.side_effect), Basis::Policy),
+    /// The rules, in order: the tool's `[writes.tools.<name>]` table decides when there is one;
+    /// otherwise the operation class its review records, when `[writes] trust_reviews` is on
+    /// (the default), with the confirmation default of that class; otherwise the tool is
+    /// unclassified, and a write. A tool classified as a read, by either, is nevertheless a
+    /// write when its review has an authority channel (and then needs confirmation whatever its
+    /// read classification said, because that decision was about a read). The confirmation
+    /// mode turns the result into a decision.
+    pub fn classify(&self, tool: &str, reviewed: Reviewed) -> Classification {
+        let table = self.writes.tools.get(tool);
+        let (declared, confirmation, idempotency, basis) =
+            match (table, self.trusted_review(reviewed)) {
+                (Some(c), _) => (
+                    Some(c.side_effect),
+                    c.confirmation,
+                    c.idempotency,
+                    Basis::Policy,
+                ),
+                (None, Some(effect)) => (
+                    Some(effect),
+                    ConfirmationRequirement::default_for(effect),
+                    Idempotency::Unknown,
+                    Basis::Review,
+                ),
+                (None, None) => (
+                    None,
+                    ConfirmationRequirement::TrustedConfirmationRequired,
+                    Idempotency::Unknown,
+                    Basis::Unclassified,
+                ),
+            };
+        let (side_effect, basis) = if declared == Some(SideEffect::Read) && reviewed.authority {
+            (None, Basis::AuthorityChannel)
+        } else {
+            (declared, basis)
         };
         let is_write = side_effect != Some(SideEffect::Read);
-        let needs_confirmation = match (basis, class) {
-            (Basis::Policy, Some(c)) => {
-                c.confirmation == ConfirmationRequirement::TrustedConfirmationRequired
+        let needs_confirmation = match basis {
+            Basis::Policy | Basis::Review => {
+                confirmation == ConfirmationRequirement::TrustedConfirmationRequired
             }
-            _ => true,
+            Basis::Unclassified | Basis::AuthorityChannel => true,
         };
-        let decision = if let Some(reason) = self.refusal(tool) {
+        let decision = if let Some(reason) = self.refusal(tool, reviewed.side_effect) {
             Decision::Refuse(reason)
         } else if !needs_confirmation {
             Decision::Forward
@@ -60,7 +130,7 @@ impl Policy {
         };
         Classification {
             side_effect,
-            idempotency: class.map_or(Idempotency::Unknown, |c| c.idempotency),
+            idempotency,
             is_write,
             needs_confirmation,
             basis,
@@ -87,9 +157,12 @@ pub struct Classification {
 pub enum Basis {
     /// The tool's `[writes.tools.<name>]` table.
     Policy,
+    /// The operation class recorded in the tool's review (`[writes] trust_reviews`).
+    Review,
     /// The policy does not classify the tool, so it is a write.
     Unclassified,
-    /// Classified as a read, but an `authority` input channel makes it a write.
+    /// Classified as a read (by the policy or the review), but an `authority` input channel
+    /// makes it a write.
     AuthorityChannel,
 }
 
@@ -107,6 +180,19 @@ pub enum Decision {
 }
 
 impl SideEffect {
+    /// Every class, in seed 004's order.
+    pub const ALL: [SideEffect; 4] = [
+        SideEffect::Read,
+        SideEffect::Create,
+        SideEffect::Update,
+        SideEffect::Delete,
+    ];
+
+    /// The class spelled `text` in seed 004's vocabulary (`read`, `create`, `update`, `delete`).
+    pub fn parse(text: &str) -> Option<SideEffect> {
+        SideEffect::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+
     /// The seed 004 spelling, for `operationPolicy` objects.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -130,6 +216,14 @@ impl Idempotency {
 }
 
 impl ConfirmationRequirement {
+    /// What a class needs when nothing says otherwise: a read none, a write the person's.
+    pub fn default_for(effect: SideEffect) -> ConfirmationRequirement {
+        match effect {
+            SideEffect::Read => ConfirmationRequirement::NotRequired,
+            _ => ConfirmationRequirement::TrustedConfirmationRequired,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ConfirmationRequirement::NotRequired => "not-required",

@@ -77,14 +77,29 @@ impl Default for Review {
     }
 }
 
-/// `[writes]`: which tools are writes. The server never decides this (SPEC §4).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// `[writes]`: which tools are writes. The server never decides this (SPEC §4): the policy does,
+/// or the person who reviewed the tool, in the review's `sideEffect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Writes {
-    /// What an unclassified tool is.
+    /// What a tool is that neither a table below nor (with `trust_reviews`) its review classifies.
     pub default: Unclassified,
+    /// Whether the operation class recorded in a tool's review classifies it when the policy
+    /// has no `[writes.tools.<name>]` table for it.
+    pub trust_reviews: bool,
     /// Per-tool classification in seed 004's `operationPolicy` vocabulary, keyed by tool name.
+    /// A table here overrides the review's class.
     pub tools: BTreeMap<String, ToolClass>,
+}
+
+impl Default for Writes {
+    fn default() -> Self {
+        Writes {
+            default: Unclassified::default(),
+            trust_reviews: true,
+            tools: BTreeMap::new(),
+        }
+    }
 }
 
 /// `[arguments]`: what a call's arguments may carry beyond what the reviewed `inputSchema`
@@ -165,10 +180,9 @@ pub(super) struct RawToolClass {
 
 impl From<RawToolClass> for ToolClass {
     fn from(raw: RawToolClass) -> Self {
-        let confirmation = raw.confirmation.unwrap_or(match raw.side_effect {
-            SideEffect::Read => ConfirmationRequirement::NotRequired,
-            _ => ConfirmationRequirement::TrustedConfirmationRequired,
-        });
+        let confirmation = raw
+            .confirmation
+            .unwrap_or(ConfirmationRequirement::default_for(raw.side_effect));
         ToolClass {
             side_effect: raw.side_effect,
             idempotency: raw.idempotency,

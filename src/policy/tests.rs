@@ -127,7 +127,7 @@ fn shipped_policies_behave_as_documented() {
     assert_eq!(default.confirmation.mode, ConfirmationMode::Elicit);
     assert_eq!(default.sandbox.mode, SandboxMode::Require);
     assert_eq!(
-        default.classify("anything", false).decision,
+        default.classify("anything", Reviewed::NONE).decision,
         Decision::Confirm
     );
     assert!(default.warnings().is_empty(), "{:?}", default.warnings());
@@ -139,13 +139,13 @@ fn shipped_policies_behave_as_documented() {
     assert!(strict.limits.max_message_bytes < default.limits.max_message_bytes);
     assert!(strict.limits.call_timeout < default.limits.call_timeout);
     assert!(matches!(
-        strict.classify("anything", false).decision,
+        strict.classify("anything", Reviewed::NONE).decision,
         Decision::Refuse(_)
     ));
     assert!(strict.warnings().is_empty(), "{:?}", strict.warnings());
 
     let observe = shipped_one("observe.toml");
-    let c = observe.classify("anything", true);
+    let c = observe.classify("anything", Reviewed::AUTHORITY);
     assert!(c.is_write && c.needs_confirmation);
     assert_eq!(c.decision, Decision::ForwardUnconfirmed);
     assert_eq!(observe.sandbox.mode, SandboxMode::Off);
@@ -181,7 +181,7 @@ fn unknown_keys_are_rejected_where_they_stand() {
         ("\n\n[reveiw]\n", "t.toml:3:2:", "unknown key `reveiw`"),
         ("[review]\nmax_validity = \"1d\"\nmax_valdity = \"2d\"\n", "t.toml:3:1:", "unknown key `max_valdity`; the valid keys here are `max_validity`, `allow_model_backed`"),
         ("review.allow_modelbacked = true\n", "t.toml:1:8:", "unknown key `allow_modelbacked`"),
-        ("[writes]\ndefualt = \"write\"\n", "t.toml:2:1:", "unknown key `defualt`; the valid keys here are `default`, `tools`"),
+        ("[writes]\ndefualt = \"write\"\n", "t.toml:2:1:", "unknown key `defualt`; the valid keys here are `default`, `trust_reviews`, `tools`"),
         ("[writes.tools.echo]\nside_effect = \"read\"\nconfirmed = true\n", "t.toml:3:1:", "unknown key `confirmed`; the valid keys here are `side_effect`, `idempotency`"),
         ("[writes]\ntools = { echo = { side_effect = \"read\", retry = \"never\" } }\n", "t.toml:2:42:", "unknown key `retry`"),
         ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `tools`"),
@@ -480,7 +480,13 @@ fn classification_rules() {
         ),
     ];
     for &(tool, authority, side_effect, is_write, needs, basis, decision) in cases {
-        let c = p.classify(tool, authority);
+        let c = p.classify(
+            tool,
+            Reviewed {
+                side_effect: None,
+                authority,
+            },
+        );
         let what = format!("{tool} (authority: {authority}): {c:?}");
         assert_eq!(c.side_effect, side_effect, "{what}");
         assert_eq!(c.is_write, is_write, "{what}");
@@ -489,7 +495,7 @@ fn classification_rules() {
         assert_eq!(kind(&c.decision), decision, "{what}");
     }
     assert_eq!(
-        p.classify("read_file", false).idempotency,
+        p.classify("read_file", Reviewed::NONE).idempotency,
         Idempotency::Idempotent
     );
 }
@@ -517,12 +523,20 @@ fn confirmation_mode_decides_what_happens_to_a_write() {
             "t",
         )
         .unwrap();
-        assert_eq!(kind(&p.classify("w", false).decision), expected, "{mode}");
+        assert_eq!(
+            kind(&p.classify("w", Reviewed::NONE).decision),
+            expected,
+            "{mode}"
+        );
         // Reads pass in every mode.
-        assert_eq!(kind(&p.classify("r", false).decision), "forward", "{mode}");
+        assert_eq!(
+            kind(&p.classify("r", Reviewed::NONE).decision),
+            "forward",
+            "{mode}"
+        );
     }
     let deny = parse("[confirmation]\nmode = \"deny\"\n", "t").unwrap();
-    let Decision::Refuse(why) = deny.classify("w", false).decision else {
+    let Decision::Refuse(why) = deny.classify("w", Reviewed::NONE).decision else {
         panic!("deny mode must refuse a write");
     };
     assert!(
@@ -538,22 +552,22 @@ fn the_policy_can_refuse_reviewed_tools() {
         "t",
     )
     .unwrap();
-    assert!(p.refusal("ls").is_none());
+    assert!(p.refusal("ls", None).is_none());
     assert!(p
-        .refusal("rm")
+        .refusal("rm", None)
         .is_some_and(|r| r.contains("review.refused_tools")));
     assert!(p
-        .refusal("cat")
+        .refusal("cat", None)
         .is_some_and(|r| r.contains("writes.default = \"refuse\"")));
     assert!(matches!(
-        p.classify("rm", false).decision,
+        p.classify("rm", Reviewed::NONE).decision,
         Decision::Refuse(_)
     ));
     assert!(matches!(
-        p.classify("cat", false).decision,
+        p.classify("cat", Reviewed::NONE).decision,
         Decision::Refuse(_)
     ));
-    assert_eq!(p.classify("ls", false).decision, Decision::Forward);
+    assert_eq!(p.classify("ls", Reviewed::NONE).decision, Decision::Forward);
     assert!(p
         .warnings()
         .iter()
@@ -829,4 +843,88 @@ fn env_patterns() {
     for bad in ["*", "", "1A", "A-B", "A B", "A*B", "**", "É", "LC_*"] {
         assert!(env_pattern_problem(bad).is_some(), "{bad:?} accepted");
     }
+}
+
+/// The operation class a review records classifies the tool when the policy has no table for it
+/// (`trust_reviews`, on by default); a table overrides it; a reviewed read with an authority
+/// channel stays a write; `trust_reviews = false` ignores the review.
+#[test]
+fn reviewed_classes_classify_unless_the_policy_says_otherwise() {
+    use SideEffect::*;
+    let p = parse("[writes.tools.overridden]\nside_effect = \"delete\"\n", "t").unwrap();
+    assert!(p.writes.trust_reviews, "on by default");
+    let c = p.classify("lookup", Reviewed::class(Read, false));
+    assert_eq!(
+        (
+            c.side_effect,
+            c.is_write,
+            c.needs_confirmation,
+            c.basis,
+            kind(&c.decision)
+        ),
+        (Some(Read), false, false, Basis::Review, "forward")
+    );
+    for effect in [Create, Update, Delete] {
+        let c = p.classify("save", Reviewed::class(effect, false));
+        assert_eq!(
+            (
+                c.side_effect,
+                c.is_write,
+                c.needs_confirmation,
+                c.basis,
+                kind(&c.decision)
+            ),
+            (Some(effect), true, true, Basis::Review, "confirm"),
+            "{effect:?}"
+        );
+    }
+    // The authority exception holds for a class from the review as for one from the policy.
+    let c = p.classify("fetch", Reviewed::class(Read, true));
+    assert_eq!(
+        (
+            c.side_effect,
+            c.is_write,
+            c.needs_confirmation,
+            c.basis,
+            kind(&c.decision)
+        ),
+        (None, true, true, Basis::AuthorityChannel, "confirm")
+    );
+    // A table wins over the review, both ways.
+    let c = p.classify("overridden", Reviewed::class(Read, false));
+    assert_eq!((c.side_effect, c.basis), (Some(Delete), Basis::Policy));
+    let reads = parse("[writes.tools.w]\nside_effect = \"read\"\n", "t").unwrap();
+    let c = reads.classify("w", Reviewed::class(Delete, false));
+    assert_eq!(
+        (c.side_effect, c.basis, kind(&c.decision)),
+        (Some(Read), Basis::Policy, "forward")
+    );
+
+    let distrust = parse("[writes]\ntrust_reviews = false\n", "t").unwrap();
+    let c = distrust.classify("lookup", Reviewed::class(Read, false));
+    assert_eq!(
+        (c.side_effect, c.basis, kind(&c.decision)),
+        (None, Basis::Unclassified, "confirm")
+    );
+
+    // With writes.default = "refuse", a reviewed class counts as a classification.
+    let refuse = parse("[writes]\ndefault = \"refuse\"\n", "t").unwrap();
+    assert!(refuse.refusal("lookup", Some(Read)).is_none());
+    assert!(refuse
+        .refusal("lookup", None)
+        .is_some_and(|r| r.contains("--side-effect")));
+    let refuse_distrust = parse(
+        "[writes]\ndefault = \"refuse\"\ntrust_reviews = false\n",
+        "t",
+    )
+    .unwrap();
+    assert!(refuse_distrust
+        .refusal("lookup", Some(Read))
+        .is_some_and(|r| !r.contains("--side-effect")));
+
+    assert_eq!(SideEffect::parse("update"), Some(Update));
+    assert_eq!(SideEffect::parse("write"), None);
+    // The shipped strict profile does not take reviews on their word.
+    assert!(!shipped_one("strict.toml").writes.trust_reviews);
+    assert!(shipped_one("default.toml").writes.trust_reviews);
 }

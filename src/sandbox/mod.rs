@@ -49,6 +49,9 @@ pub use report::{plan, Line, Report, Status};
 pub struct Extra {
     pub read: Vec<PathBuf>,
     pub read_write: Vec<PathBuf>,
+    /// Variables passed to the server by name for this run (`--sandbox-env`, which `wrap` writes
+    /// for the names a host configuration sets), on top of `sandbox.env`.
+    pub env: Vec<String>,
 }
 
 /// What the running kernel offers.
@@ -116,6 +119,9 @@ pub struct EnvPlan {
     /// Variables passed although `sandbox.env` does not name them, because a preset granted a
     /// path from their value: the name and the rule it gave.
     pub for_grants: Vec<(String, String)>,
+    /// Variables passed because `--sandbox-env` named them (names only; the values never
+    /// appear in reports or logs).
+    pub for_run: Vec<String>,
 }
 
 /// The profile resolved for one run: plain data, plus the open path descriptors.
@@ -172,6 +178,21 @@ fn pass_grant_vars(
             plan.passed.push((k.clone(), v.clone()));
             plan.removed.retain(|r| r != name);
             plan.for_grants.push((name.to_string(), rule.clone()));
+        }
+    }
+}
+
+/// Passes the variables `--sandbox-env` names, when mcpguard's environment has them (a host
+/// sets a server's `env` in the environment of the command it starts, which is mcpguard).
+fn pass_named_vars(plan: &mut EnvPlan, env: &[(OsString, OsString)], names: &[String]) {
+    for name in names {
+        if name == "TMPDIR" || plan.passed.iter().any(|(k, _)| k == name.as_str()) {
+            continue;
+        }
+        if let Some((k, v)) = env.iter().find(|(k, _)| k == name.as_str()) {
+            plan.passed.push((k.clone(), v.clone()));
+            plan.removed.retain(|r| r != name);
+            plan.for_run.push(name.clone());
         }
     }
 }
@@ -306,6 +327,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         .collect();
     let mut env_plan = filter_env(inp.env, &p.env);
     pass_grant_vars(&mut env_plan, inp.env, &grant_vars);
+    pass_named_vars(&mut env_plan, inp.env, &inp.extra.env);
     if let Some(tmp) = &inp.ctx.tmpdir {
         env_plan
             .passed
@@ -394,6 +416,17 @@ fn random_hex() -> String {
 pub struct Setup {
     pub prepared: std::sync::Arc<Prepared>,
     pub tmp: PrivateTmp,
+}
+
+/// The container runtime a server command starts, if it is one (`docker run …`, `podman run …`,
+/// `nerdctl`). Such a client asks a daemon, over its socket, to start the server; the daemon
+/// runs outside any sandbox mcpguard can put on its child, so confining the client would
+/// confine nothing of the server.
+pub fn container_runtime(program: &Path) -> Option<&'static str> {
+    let name = program.file_name()?.to_str()?;
+    ["docker", "podman", "nerdctl"]
+        .into_iter()
+        .find(|r| name == *r)
 }
 
 /// Resolves, plans and prepares the sandbox for `command` under `profile` (read from

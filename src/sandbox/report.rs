@@ -475,6 +475,13 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             Status::Enforced,
         );
     }
+    if !req.env.for_run.is_empty() {
+        line(
+            "environment",
+            format!("passed by --sandbox-env: {}", req.env.for_run.join(", ")),
+            Status::Enforced,
+        );
+    }
     if let Some(tmp) = &req.tmpdir {
         line(
             "environment",

@@ -713,5 +713,7 @@ fn atoms(text: &str) -> Vec<&str> {
     out
 }
 
+pub mod triage;
+
 #[cfg(test)]
 pub(crate) mod tests;

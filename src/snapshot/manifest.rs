@@ -29,6 +29,10 @@ pub const ASSERTIONS: [&str; 6] = [
     "referenceBasedIO",
 ];
 
+/// The operation classes a review may record in `sideEffect`: seed 004's closed `sideEffect`
+/// vocabulary. Anything but `read` is a write.
+pub const SIDE_EFFECT_CLASSES: [&str; 4] = ["read", "create", "update", "delete"];
+
 /// The input-channel classes of the seed.
 pub const CHANNEL_CLASSES: [&str; 3] = ["data", "instruction", "authority"];
 
@@ -377,6 +381,14 @@ pub fn validate_review(
         )),
         None => problems.push(problem(format!("{at}/reviewedAt"), "missing")),
     }
+    match review.get("sideEffect") {
+        None => {}
+        Some(Value::String(s)) if SIDE_EFFECT_CLASSES.contains(&s.as_str()) => {}
+        Some(_) => problems.push(problem(
+            format!("{at}/sideEffect"),
+            "the operation class must be \"read\", \"create\", \"update\" or \"delete\" (seed 004's sideEffect)",
+        )),
+    }
     let a_at = format!("{at}/assertions");
     match review.get("assertions").and_then(Value::as_object) {
         None => problems.push(problem(
@@ -544,6 +556,18 @@ fn unclassified(schema: &Value, path: &mut Vec<String>, classified: &[Vec<String
     }
 }
 
+/// The operation class a review records (`sideEffect`), when it records one as a string.
+pub fn reviewed_side_effect(review: &Value) -> Option<&str> {
+    review.get("sideEffect").and_then(Value::as_str)
+}
+
+/// The argument locations of an input schema that a review's `inputChannels` must cover, as
+/// pointers, top level first: each declared property, and the properties of a declared object
+/// property instead of the object itself.
+pub fn argument_locations(schema: &Value) -> Vec<String> {
+    unclassified(schema, &mut Vec::new(), &[])
+}
+
 /// The review of `tool` in a server entry, if any.
 pub fn review_of<'a>(entry: &'a Value, tool: &str) -> Option<&'a Value> {
     entry.get("reviews").and_then(|r| r.get(tool))
@@ -667,6 +691,16 @@ mod tests {
         assert_eq!(check(r, NOW), Vec::<String>::new());
         let nested = json!({"echo": good_review(json!({"/text": "data", "/opts/a": "data", "/opts/b": "authority"}))});
         assert_eq!(check(nested, NOW), Vec::<String>::new());
+        for class in SIDE_EFFECT_CLASSES {
+            let mut r = good_review(json!({}));
+            r["sideEffect"] = json!(class);
+            assert_eq!(
+                check(json!({"noargs": r}), NOW),
+                Vec::<String>::new(),
+                "{class}"
+            );
+            assert_eq!(reviewed_side_effect(&r), Some(class));
+        }
     }
 
     #[test]
@@ -742,6 +776,16 @@ mod tests {
                 "unknown location",
                 Box::new(|r| r["inputChannels"]["/text/x"] = json!("data")),
                 "names no argument location",
+            ),
+            (
+                "unknown operation class",
+                Box::new(|r| r["sideEffect"] = json!("write")),
+                "/sideEffect: the operation class must be",
+            ),
+            (
+                "operation class not a string",
+                Box::new(|r| r["sideEffect"] = json!(["read"])),
+                "/sideEffect: the operation class must be",
             ),
             (
                 "unclassified",

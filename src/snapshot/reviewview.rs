@@ -322,11 +322,14 @@ fn render_review(out: &mut String, review: Option<&Value>) {
         }
     };
     out.push_str("  review:\n");
-    for name in ["reviewer", "reviewedAt"] {
+    for name in ["reviewer", "reviewedAt", "sideEffect"] {
         match members.get(name) {
             Some(value) => {
                 let _ = writeln!(out, "    {name}: {}", visible_json(value));
             }
+            None if name == "sideEffect" => out.push_str(
+                "    sideEffect: (not recorded: the local policy classifies the tool, or it is a write)\n",
+            ),
             None => {
                 let _ = writeln!(out, "    {name}: (missing)");
             }
@@ -377,7 +380,7 @@ fn render_review(out: &mut String, review: Option<&Value>) {
     for (name, value) in members {
         if !matches!(
             name.as_str(),
-            "reviewer" | "reviewedAt" | "assertions" | "inputChannels"
+            "reviewer" | "reviewedAt" | "sideEffect" | "assertions" | "inputChannels"
         ) {
             let _ = writeln!(out, "    {}: {}", unknown_label(name), visible_json(value));
         }

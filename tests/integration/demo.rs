@@ -22,6 +22,11 @@ fn the_demo_runs_every_step_as_shown() {
         "the person declined never reached the server",
         "the sandbox kept a reviewed read away from a private file",
         "caught before dispatch",
+        "only save_note was asked about",
+        "[1/1] tool save_note",
+        "input schema widened at /inputSchema/properties/body/maxLength: bound raised: 2000 -> 8000",
+        "= 2 unchanged, review carried: lookup, read_file",
+        "the longer note is saved",
         "the edited copy is caught",
     ] {
         assert!(stdout.contains(step), "missing step {step:?}:\n{stdout}");

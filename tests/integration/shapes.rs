@@ -585,3 +585,47 @@ fn a_live_check_explains_a_sandboxed_failure() {
         ],
     );
 }
+
+/// A server started through a container runtime: the daemon starts it, outside anything the
+/// sandbox can confine. Under `require` (the default) that is refused with the key that changes
+/// it; under `best-effort` the server runs gated only, with a warning that says so. The "docker"
+/// here is a real MCP server script under that name, standing in for the client.
+#[test]
+fn a_container_runtime_is_refused_under_require_and_runs_gated_only_under_best_effort() {
+    let w = World::new();
+    let bin = w.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let docker = bin.join("docker");
+    std::fs::write(
+        &docker,
+        format!(
+            "#!{}\n{}",
+            python(),
+            server_source("def describe(): return 'x'")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let docker = docker.display().to_string();
+    let out = w.capture(&[], &[&docker, "run", "-i", "--rm", "mcp/time"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_all(
+        &text(&out.stderr),
+        &[
+            "refusing to start the server: the server command runs docker",
+            "the daemon is outside any sandbox mcpguard can apply",
+            "sandbox.mode = \"best-effort\"",
+        ],
+    );
+    std::fs::write(&w.policy, "[sandbox]\nmode = \"best-effort\"\n").unwrap();
+    let out = w.capture(&[], &[&docker, "run", "-i", "--rm", "mcp/time"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_all(
+        &text(&out.stderr),
+        &[
+            "sandbox (best-effort): NOT applied: the server command runs docker",
+            "the gate still applies",
+        ],
+    );
+}

@@ -39,8 +39,8 @@ fn strings(v: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// The argument vector a wrapped entry must have.
-fn wrapped_args(snap_dir: &Path, name: &str, server: &[&str]) -> Vec<String> {
+/// The argument vector a wrapped entry must have, with `opts` (sandbox options) before `--`.
+fn wrapped_args(snap_dir: &Path, name: &str, opts: &[&str], server: &[&str]) -> Vec<String> {
     let mut want = vec![
         "--manifest".to_string(),
         snap_dir
@@ -51,8 +51,9 @@ fn wrapped_args(snap_dir: &Path, name: &str, server: &[&str]) -> Vec<String> {
         "PENDING-REVIEW".into(),
         "--server".into(),
         name.into(),
-        "--".into(),
     ];
+    want.extend(opts.iter().map(|s| s.to_string()));
+    want.push("--".into());
     want.extend(server.iter().map(|s| s.to_string()));
     want
 }
@@ -110,14 +111,15 @@ fn each_host_format_is_wrapped_keeping_everything_else() {
             wrapped_args(
                 &snaps,
                 "files",
+                &["--sandbox-env", "K"],
                 &["npx", "-y", "@modelcontextprotocol/server-filesystem", "/n"]
             ),
             "{file}"
         );
         assert_eq!(files["env"], json!({"K": "v"}), "{file}: env is kept");
         assert!(
-            stderr(&out).contains("sets environment variables (K)"),
-            "{file}: the sandbox's environment allowlist is pointed out: {}",
+            stderr(&out).contains("sets environment variables (K): passed to the server by name"),
+            "{file}: the variables the host sets are passed by name: {}",
             stderr(&out)
         );
         // Everything that is not a local server's command line is as it was, in the same order.
@@ -359,4 +361,81 @@ fn a_wrapped_entry_fails_closed_until_pinned_then_guards_the_server() {
     assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
     p.close_stdin();
     assert!(p.wait().success());
+}
+
+#[test]
+fn grants_for_one_entry_go_into_its_command_and_the_capture_command_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    let doc = json!({"mcpServers": {
+        "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"],
+                   "env": {"MEMORY_FILE_PATH": "/secret/value/memory.jsonl"}},
+        "time": {"command": "uvx", "args": ["mcp-server-time"]}}});
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let snaps = dir.path().join("snaps");
+    let data = dir.path().join("data");
+    // Two local servers: grants without naming one are refused, and nothing changes.
+    let out = wrap(
+        &config,
+        &[
+            "--snapshot-dir",
+            snaps.to_str().unwrap(),
+            "--sandbox-write",
+            data.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--entry NAME (local servers: memory, time)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read_json(&config), doc);
+    let out = wrap(
+        &config,
+        &[
+            "--snapshot-dir",
+            snaps.to_str().unwrap(),
+            "--entry",
+            "memory",
+            "--sandbox-write",
+            data.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = read_json(&config);
+    let server = ["npx", "-y", "@modelcontextprotocol/server-memory@2026.8.31"];
+    assert_eq!(
+        strings(&new["mcpServers"]["memory"]["args"]),
+        wrapped_args(
+            &snaps,
+            "memory",
+            &[
+                "--sandbox-write",
+                data.to_str().unwrap(),
+                "--sandbox-env",
+                "MEMORY_FILE_PATH"
+            ],
+            &server
+        )
+    );
+    assert_eq!(
+        strings(&new["mcpServers"]["time"]["args"]),
+        wrapped_args(&snaps, "time", &[], &["uvx", "mcp-server-time"]),
+        "the other server gets no grant"
+    );
+    let said = stderr(&out);
+    let capture = format!(
+        "mcpguard capture --server memory --out {} --sandbox-write {} --sandbox-env MEMORY_FILE_PATH -- npx -y @modelcontextprotocol/server-memory@2026.8.31",
+        snaps.join("memory.snapshot.json").display(),
+        data.display()
+    );
+    assert!(
+        said.contains(&capture),
+        "the printed capture command is not complete:\n{said}"
+    );
+    assert!(
+        !said.contains("/secret/value"),
+        "a variable's value was printed:\n{said}"
+    );
 }

@@ -77,7 +77,16 @@ impl Session {
             Mode::Unpinned => {
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 let line = minimal_call(&params, line);
-                self.admit(id, name, false, args, line, progress, Mrtr::default(), out);
+                self.admit(
+                    id,
+                    name,
+                    Reviewed::NONE,
+                    args,
+                    line,
+                    progress,
+                    Mrtr::default(),
+                    out,
+                );
                 return;
             }
             Mode::Pinned(pin) => pin.clone(),
@@ -143,10 +152,10 @@ impl Session {
                 }
             }
         }
-        let authority = tool.authority;
+        let reviewed = tool.reviewed();
         let mrtr = self.take_own_approval(&mut params, &id, &mut line);
         let line = self.forwardable_call(&params, line);
-        self.admit(id, name, authority, args, line, progress, mrtr, out);
+        self.admit(id, name, reviewed, args, line, progress, mrtr, out);
     }
 
     /// The policy's decision on a call that passed the static checks: forward it (after the
@@ -156,21 +165,21 @@ impl Session {
         &mut self,
         id: Id,
         tool: String,
-        authority: bool,
+        reviewed: Reviewed,
         arguments: Value,
         line: Bytes,
         progress: Option<String>,
         mrtr: Mrtr,
         out: &mut Vec<Out>,
     ) {
-        let class = self.config.policy.classify(&tool, authority);
+        let class = self.config.policy.classify(&tool, reviewed);
         let mut call = Call {
             id,
             tool,
             line,
             progress,
             approval: Approval::NotNeeded,
-            authority,
+            authority: reviewed.authority,
         };
         match class.decision {
             Decision::Forward => self.proceed(call, out),
@@ -328,11 +337,13 @@ impl Session {
     /// `--dry-run`: the call passed every check (and confirmation) but is not dispatched; the
     /// host learns what would have been sent (SPEC §3.11, seed 004's dry-run envelope).
     pub(super) fn dry_run(&mut self, call: Call, out: &mut Vec<Out>) {
-        let authority = match &self.config.mode {
-            Mode::Pinned(pin) => pin.tool(&call.tool).is_some_and(|t| t.authority),
-            _ => false,
+        let reviewed = match &self.config.mode {
+            Mode::Pinned(pin) => pin
+                .tool(&call.tool)
+                .map_or(Reviewed::NONE, |t| t.reviewed()),
+            _ => Reviewed::NONE,
         };
-        let class = self.config.policy.classify(&call.tool, authority);
+        let class = self.config.policy.classify(&call.tool, reviewed);
         let arguments = call_arguments(&call.line).unwrap_or_else(|| json!({}));
         let approval = match &call.approval {
             Approval::NotNeeded => "no confirmation needed".to_string(),

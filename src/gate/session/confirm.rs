@@ -147,7 +147,7 @@ impl Session {
             code::APPROVAL_REQUIRED,
             Category::Authorization,
             format!(
-                "refused {:?}: {} and needs a person's approval, but mcpguard cannot ask anyone: {host_why}, and {oob_why}; add \"terminal\" to [confirmation] channels and answer with `mcpguard approvals`, use a host that supports elicitation, classify the tool in the policy ([writes.tools.{}]) if it is a read, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                "refused {:?}: {} and needs a person's approval, but mcpguard cannot ask anyone: {host_why}, and {oob_why}; add \"terminal\" to [confirmation] channels and answer with `mcpguard approvals`, use a host that supports elicitation, classify the tool as a read in its review (`mcpguard review --side-effect read`) or the policy ([writes.tools.{}]) if it is one, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
                 call.tool,
                 write_reason(class),
                 call.tool
@@ -647,6 +647,11 @@ pub(super) fn write_reason(class: &Classification) -> String {
                 .unwrap_or_default()
         ),
         (Basis::Policy, None) => "The local policy requires confirmation for it".into(),
+        (Basis::Review, Some(effect)) => format!(
+            "Its review classifies it as a write ({}), which needs confirmation",
+            effect.as_str()
+        ),
+        (Basis::Review, None) => "Its review requires confirmation for it".into(),
     }
 }
 

@@ -32,7 +32,7 @@ use crate::gate::capabilities::Capabilities;
 use crate::gate::catalogue::{self, LiveCatalogue};
 use crate::gate::pin::Pin;
 use crate::gate::refusal::{self, code, Category, Refusal};
-use crate::policy::{Classification, Decision, Policy};
+use crate::policy::{Classification, Decision, Policy, Reviewed};
 use crate::protocol::{codes, methods, Era, Level};
 use crate::snapshot::strict;
 use crate::wire::frame::Frame;

@@ -1558,3 +1558,79 @@ fn a_question_the_host_keeps_unanswered_is_offered_out_of_band_too() {
     t.answer_walk(live_page());
     assert_eq!(calls_dispatched(&t), 1);
 }
+
+/// The test snapshot with operation classes in its reviews: echo a read, write a create, and
+/// `authority_read` a read whose argument is an authority channel.
+fn pin_with_classes() -> Arc<Pin> {
+    let classed = |class: &str, channels: Value| {
+        let mut r = review("safe", channels);
+        r["sideEffect"] = json!(class);
+        r
+    };
+    let authority_read = json!({"name": "authority_read", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}});
+    let doc = json!({
+        "profile": crate::snapshot::manifest::PROFILE, "protocolVersion": "2025-11-25",
+        "capturedAt": "2026-11-01T00:00:00Z", "expiresAt": "2026-11-08T00:00:00Z",
+        "servers": {"s": {
+            "serverInfo": {"name": "fixture", "version": "1.0.0"},
+            "instructions": "Be nice.",
+            "toolPages": [{"tools": [tool_echo(), tool_write(), authority_read]}],
+            "reviews": {"echo": classed("read", json!({"/text": "data"})),
+                        "write": classed("create", json!({"/body": "data"})),
+                        "authority_read": classed("read", json!({"/path": "authority"}))}
+        }}
+    });
+    let now = "2026-11-02T00:00:00Z".parse().unwrap();
+    Arc::new(pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
+}
+
+/// With no `[writes.tools]` table, the reviews' classes decide: the reviewed read is forwarded
+/// without a question, the reviewed create is confirmed (the question says the review made it a
+/// write), and the reviewed read with an authority channel is confirmed too.
+#[test]
+fn reviewed_classes_decide_without_a_policy_table() {
+    let pin = pin_with_classes();
+    assert_eq!(
+        pin.tool("write").map(|t| t.reviewed()),
+        Some(crate::policy::Reviewed::class(
+            crate::policy::SideEffect::Create,
+            false
+        ))
+    );
+    let live = json!({"tools": pin.tools.iter().map(|t| t.tool.clone()).collect::<Vec<_>>()});
+    let mut t = T::with_policy(Mode::Pinned(pin.clone()), "");
+    t.handshake();
+    t.answer_walk(live.clone());
+    t.host.clear();
+    t.server.clear();
+    t.call(1, "echo", json!({"text": "hi"}));
+    assert!(t.host.iter().all(|m| m["method"] != "elicitation/create"));
+    t.answer_walk(live.clone());
+    assert_eq!(calls_dispatched(&t), 1, "the reviewed read is forwarded");
+    t.call(2, "write", json!({"body": "x"}));
+    let message = elicitation_of(&t)["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("Its review classifies it as a write (create)"),
+        "{message}"
+    );
+    let asked = t
+        .host
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .count();
+    t.call(3, "authority_read", json!({"path": "/etc"}));
+    let now_asked = t
+        .host
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .count();
+    assert_eq!(now_asked, asked + 1, "read + authority is confirmed");
+    assert!(elicitation_of(&t)["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("authority"));
+    assert_eq!(calls_dispatched(&t), 1, "nothing else reached the server");
+}

@@ -1,0 +1,890 @@
+//! Package runners (`npx`, `uvx`) resolved once, outside the sandbox, and pinned.
+//!
+//! `npx -y pkg` and `uvx pkg` fetch a package from a registry on every launch, may bring a new
+//! release at any time, and cannot run inside the sandbox (npx executes from its cache, which the
+//! sandbox grants without exec, and both ask the network first). So a runner command is resolved
+//! at capture time by the user's own package manager — `npm install` or `uv pip install`, with the
+//! registry, credentials and integrity checks the user configured — into an install that mcpguard
+//! keeps in its package store. The snapshot records the package identity ([`Package`]), and every
+//! later run starts that exact install by its entry point (`node SCRIPT` or `VENV/bin/python
+//! SCRIPT`), offline, after checking that the install is still the one that was pinned and that
+//! the command still asks for it.
+//!
+//! What is checked at start: the install's own record (npm's `package-lock.json` entry for the
+//! package: version and the registry's integrity hash; for PyPI the package's `METADATA` version
+//! and the SHA-256 of its `RECORD` entries, which list the hash of every installed file). The files are
+//! not hashed again at every start: the store belongs to the user, and the sandbox grants it to
+//! the server read-only.
+//!
+//! Install scripts do not run (`npm install --ignore-scripts`): they would run outside the sandbox
+//! with the user's rights, before anything was reviewed. A package that needs its install script
+//! (a native addon) must be installed by hand and run by its entry point.
+//!
+//! It knows nothing of MCP or the gate; the command line glue passes plain values in.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The registries a runner installs from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ecosystem {
+    Npm,
+    Pypi,
+}
+
+impl Ecosystem {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ecosystem::Npm => "npm",
+            Ecosystem::Pypi => "pypi",
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Ecosystem> {
+        match s {
+            "npm" => Some(Ecosystem::Npm),
+            "pypi" => Some(Ecosystem::Pypi),
+            _ => None,
+        }
+    }
+}
+
+/// A package runner command, as the host configuration writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runner {
+    pub ecosystem: Ecosystem,
+    /// The runner program as given (`npx`, `/usr/bin/uvx`).
+    pub program: OsString,
+    /// The package as the command asks for it (`pkg`, `pkg@1.2.3`, `pkg==1.2.3`, `pkg>=1`).
+    pub spec: String,
+    pub name: String,
+    /// The exact version the command names, when it names one.
+    pub exact: Option<String>,
+    /// The command to run from the package when the runner was told (`npx -p PKG CMD`, `uvx
+    /// --from PKG CMD`).
+    pub bin: Option<String>,
+    /// `uvx --python VERSION`.
+    pub python: Option<String>,
+    /// The server's own arguments.
+    pub args: Vec<OsString>,
+}
+
+/// The pinned identity of a package, as the snapshot records it (`servers.KEY.package`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    pub ecosystem: Ecosystem,
+    pub name: String,
+    pub version: String,
+    /// npm: the registry's integrity hash of the package tarball (`sha512-…`). PyPI:
+    /// `record-sha256:HEX`, the SHA-256 of the installed package's `RECORD` entries inside
+    /// site-packages (each file with the hash the installer checked), sorted.
+    pub integrity: String,
+    /// The package as the captured command asked for it.
+    pub requested: String,
+    /// The command of the package that runs (a `bin` entry or a console script).
+    pub bin: String,
+}
+
+impl Package {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ecosystem": self.ecosystem.name(),
+            "name": self.name,
+            "version": self.version,
+            "integrity": self.integrity,
+            "requested": self.requested,
+            "bin": self.bin,
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Result<Package, String> {
+        let field = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| format!("the snapshot's package record has no string `{k}`"))
+        };
+        let eco = field("ecosystem")?;
+        Ok(Package {
+            ecosystem: Ecosystem::from_name(&eco)
+                .ok_or_else(|| format!("the snapshot's package ecosystem {eco:?} is unknown"))?,
+            name: field("name")?,
+            version: field("version")?,
+            integrity: field("integrity")?,
+            requested: field("requested")?,
+            bin: field("bin")?,
+        })
+    }
+
+    /// `name@version` (npm) or `name==version` (PyPI), as a person would type it.
+    pub fn label(&self) -> String {
+        match self.ecosystem {
+            Ecosystem::Npm => format!("{}@{}", self.name, self.version),
+            Ecosystem::Pypi => format!("{}=={}", self.name, self.version),
+        }
+    }
+}
+
+/// A resolved install: its identity and the command that starts it without the runner.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub package: Package,
+    pub command: Vec<OsString>,
+    /// The install's folder in the store.
+    pub dir: PathBuf,
+}
+
+/// Where mcpguard keeps the installs: `$MCPGUARD_PACKAGE_DIR`, else
+/// `$XDG_DATA_HOME/mcpguard/packages`, else `~/.local/share/mcpguard/packages`.
+pub fn store() -> Result<PathBuf, String> {
+    let from = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = from("MCPGUARD_PACKAGE_DIR") {
+        return Ok(p);
+    }
+    if let Some(p) = from("XDG_DATA_HOME") {
+        return Ok(p.join("mcpguard/packages"));
+    }
+    from("HOME")
+        .map(|h| h.join(".local/share/mcpguard/packages"))
+        .ok_or_else(|| {
+            "cannot tell where to keep pinned packages: set MCPGUARD_PACKAGE_DIR (or HOME)".into()
+        })
+}
+
+fn file_name(p: &OsStr) -> &str {
+    Path::new(p)
+        .file_name()
+        .and_then(OsStr::to_str)
+        .unwrap_or("")
+}
+
+/// Whether `command` starts a package runner mcpguard pins, and what it asks for. `Ok(None)`:
+/// not a runner. `Err`: a runner in a form that cannot be pinned, with what to do instead.
+pub fn parse(command: &[OsString]) -> Result<Option<Runner>, String> {
+    let Some(program) = command.first() else {
+        return Ok(None);
+    };
+    match file_name(program) {
+        "npx" => parse_npx(program, &command[1..]).map(Some),
+        "uvx" => parse_uvx(program, &command[1..]).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn text(a: &OsStr) -> Result<&str, String> {
+    a.to_str()
+        .ok_or_else(|| format!("the runner argument {a:?} is not valid UTF-8"))
+}
+
+/// A spec that names something other than a registry package (a path, a URL, a git remote).
+fn not_from_a_registry(spec: &str) -> bool {
+    spec.starts_with(['.', '/', '~']) || spec.contains(':')
+}
+
+fn parse_npx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
+    let mut package: Option<String> = None;
+    let mut i = 0;
+    while i < rest.len() {
+        let a = text(&rest[i])?;
+        match a {
+            "-y" | "--yes" | "-q" | "--quiet" | "--no-install" | "--prefer-offline" => {}
+            "-p" | "--package" => {
+                i += 1;
+                let v = rest.get(i).ok_or("npx -p needs a package")?;
+                package = Some(text(v)?.to_string());
+            }
+            _ if a.starts_with("--package=") => package = Some(a["--package=".len()..].into()),
+            "--" => {
+                i += 1;
+                break;
+            }
+            _ if a.starts_with('-') => {
+                return Err(format!(
+                    "mcpguard pins npx packages but does not know the npx option {a:?}; \
+                     drop it, or install the package yourself and run its entry point (`node PATH/dist/index.js`)"
+                ))
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    let first = rest
+        .get(i)
+        .ok_or("npx was given no package to run")
+        .map(|a| text(a).map(str::to_string))??;
+    let (spec, bin) = match package {
+        Some(p) => (p, Some(first)),
+        None => (first, None),
+    };
+    if not_from_a_registry(&spec) {
+        return Err(format!(
+            "npx {spec:?} is not a registry package, so mcpguard cannot pin it; run its entry point directly"
+        ));
+    }
+    // A scoped name starts with `@`; the version follows the next `@`.
+    let at = spec[1..].find('@').map(|k| k + 1);
+    let (name, version) = match at {
+        Some(k) => (&spec[..k], Some(&spec[k + 1..])),
+        None => (spec.as_str(), None),
+    };
+    if name.is_empty() || name.ends_with('/') {
+        return Err(format!("npx package {spec:?} has no name"));
+    }
+    let exact = version.filter(|v| is_exact_version(v)).map(str::to_string);
+    Ok(Runner {
+        ecosystem: Ecosystem::Npm,
+        program: program.to_os_string(),
+        name: name.to_string(),
+        exact,
+        spec,
+        bin,
+        python: None,
+        args: rest[i + 1..].to_vec(),
+    })
+}
+
+fn parse_uvx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
+    let mut from: Option<String> = None;
+    let mut python: Option<String> = None;
+    let mut i = 0;
+    while i < rest.len() {
+        let a = text(&rest[i])?;
+        match a {
+            "-q" | "--quiet" | "--offline" | "--isolated" | "--no-progress" => {}
+            "--from" | "--python" | "-p" => {
+                i += 1;
+                let v = text(rest.get(i).ok_or(format!("uvx {a} needs a value"))?)?.to_string();
+                if a == "--from" {
+                    from = Some(v);
+                } else {
+                    python = Some(v);
+                }
+            }
+            _ if a.starts_with("--from=") => from = Some(a["--from=".len()..].into()),
+            _ if a.starts_with("--python=") => python = Some(a["--python=".len()..].into()),
+            _ if a.starts_with('-') => {
+                return Err(format!(
+                    "mcpguard pins uvx packages but does not know the uvx option {a:?}; \
+                     drop it, or install the package into a virtual environment and run its console script"
+                ))
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    let first = text(rest.get(i).ok_or("uvx was given no package to run")?)?.to_string();
+    let (spec, bin) = match from {
+        Some(f) => (f, Some(first)),
+        // `uvx pkg@1.2` is uv's shorthand for `pkg==1.2`.
+        None => (first.replacen('@', "==", 1), None),
+    };
+    if not_from_a_registry(&spec) {
+        return Err(format!(
+            "uvx {spec:?} is not a registry package, so mcpguard cannot pin it; run it from a virtual environment instead"
+        ));
+    }
+    let end = spec
+        .find(['=', '<', '>', '!', '~', '[', ';', ' '])
+        .unwrap_or(spec.len());
+    let name = spec[..end].to_string();
+    if name.is_empty() {
+        return Err(format!("uvx package {spec:?} has no name"));
+    }
+    let exact = spec[end..]
+        .strip_prefix("==")
+        .filter(|v| is_exact_version(v))
+        .map(str::to_string);
+    Ok(Runner {
+        ecosystem: Ecosystem::Pypi,
+        program: program.to_os_string(),
+        name,
+        exact,
+        spec,
+        bin,
+        python,
+        args: rest[i + 1..].to_vec(),
+    })
+}
+
+/// `1.2.3`, `2026.1.26`, `1.0.0-beta.1`, `0.6.2`: digits and dots, optionally a pre-release or
+/// local part, and no range operator.
+fn is_exact_version(v: &str) -> bool {
+    let core = v.split(['-', '+']).next().unwrap_or("");
+    !core.is_empty()
+        && core.split('.').count() >= 2
+        && core
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// How long a package manager may take to install one package.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A program beside the runner (npx's npm and node, uvx's uv), else on PATH.
+fn beside(runner: &OsStr, name: &str) -> Result<PathBuf, String> {
+    let found = crate::process::child::resolve_program(&[runner.to_os_string()]).ok();
+    if let Some(dir) = found.as_deref().and_then(Path::parent) {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    crate::process::child::resolve_program(&[OsString::from(name)]).map_err(|_| {
+        format!(
+            "`{name}` (needed to install the package) is not beside {} nor on PATH",
+            runner.to_string_lossy()
+        )
+    })
+}
+
+/// Runs a package manager outside the sandbox, with its output kept for the error message.
+fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let outs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| format!("{what}: {e}"))? {
+            break st;
+        }
+        if start.elapsed() > INSTALL_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "{what} did not finish within {} s; is the registry reachable from here?",
+                INSTALL_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = outs.join().unwrap_or_default();
+    let stderr = errs.join().unwrap_or_default();
+    if !status.success() {
+        let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(format!(
+            "{what} failed ({status}):\n  {}",
+            crate::wire::sanitize::clean(&tail.join("\n  "), crate::wire::sanitize::Clean::TEXT)
+        ));
+    }
+    Ok(stdout)
+}
+
+/// A folder name for a package in the store (`@scope/name` has a slash).
+fn folder(name: &str, version: &str) -> String {
+    format!("{}@{version}", name.replace('/', "+"))
+}
+
+/// A fresh scratch folder in the store, renamed into place once the install is known good.
+fn scratch(store: &Path, eco: Ecosystem) -> Result<PathBuf, String> {
+    let base = store.join(eco.name());
+    std::fs::create_dir_all(&base)
+        .map_err(|e| format!("cannot create the package store {}: {e}", base.display()))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = base.join(format!(".install-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Moves a finished install into place; an existing install of the same version is replaced
+/// only when it differs (a different integrity), so concurrent captures agree.
+fn settle(scratch: &Path, dest: &Path, same: impl Fn(&Path) -> bool) -> Result<(), String> {
+    if dest.exists() {
+        if same(dest) {
+            let _ = std::fs::remove_dir_all(scratch);
+            return Ok(());
+        }
+        let old = dest.with_extension(format!("replaced-{}", std::process::id()));
+        std::fs::rename(dest, &old)
+            .map_err(|e| format!("cannot move the old install {} aside: {e}", dest.display()))?;
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    std::fs::rename(scratch, dest)
+        .map_err(|e| format!("cannot move the install into {}: {e}", dest.display()))
+}
+
+/// Resolves `r` with the user's package manager into the store, and says how to start it.
+pub fn install(r: &Runner, store: &Path) -> Result<Installed, String> {
+    let tmp = scratch(store, r.ecosystem)?;
+    let result = match r.ecosystem {
+        Ecosystem::Npm => install_npm(r, store, &tmp),
+        Ecosystem::Pypi => install_pypi(r, store, &tmp),
+    };
+    if tmp.exists() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn install_npm(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String> {
+    let npm = beside(&r.program, "npm")?;
+    std::fs::write(
+        tmp.join("package.json"),
+        "{\"name\":\"mcpguard-pinned-package\",\"private\":true}\n",
+    )
+    .map_err(|e| format!("cannot write into {}: {e}", tmp.display()))?;
+    run(
+        Command::new(&npm)
+            .arg("install")
+            .arg("--prefix")
+            .arg(tmp)
+            .args([
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--save-exact",
+                "--loglevel=error",
+            ])
+            .arg(&r.spec),
+        &format!("`npm install {}`", r.spec),
+    )?;
+    let (version, integrity) = npm_lock_entry(tmp, &r.name)?;
+    let dest = store.join("npm").join(folder(&r.name, &version));
+    settle(tmp, &dest, |d| {
+        npm_lock_entry(d, &r.name).is_ok_and(|(_, i)| i == integrity)
+    })?;
+    let package = Package {
+        ecosystem: Ecosystem::Npm,
+        name: r.name.clone(),
+        version,
+        integrity,
+        requested: r.spec.clone(),
+        bin: String::new(),
+    };
+    npm_command(r, package, &dest)
+}
+
+/// The version and integrity npm recorded for `name` in an install's lockfile.
+fn npm_lock_entry(dir: &Path, name: &str) -> Result<(String, String), String> {
+    let path = dir.join("package-lock.json");
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let lock: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let entry = lock
+        .pointer(&format!(
+            "/packages/node_modules~1{}",
+            name.replace('~', "~0").replace('/', "~1")
+        ))
+        .ok_or_else(|| format!("{} does not list {name}", path.display()))?;
+    let get = |k: &str| {
+        entry
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} has no {k} for {name}", path.display()))
+    };
+    Ok((get("version")?, get("integrity")?))
+}
+
+/// `node SCRIPT ARGS…` for the package's command.
+fn npm_command(r: &Runner, mut package: Package, dir: &Path) -> Result<Installed, String> {
+    let pkg_dir = dir.join("node_modules").join(&r.name);
+    let manifest_path = pkg_dir.join("package.json");
+    let manifest: Value = std::fs::read(&manifest_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| format!("cannot read {}", manifest_path.display()))?;
+    let installed = manifest
+        .get("version")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if installed != package.version {
+        return Err(format!(
+            "the install in {} holds {}@{installed}, but {} was pinned; run `mcpguard update` to review the new version",
+            dir.display(),
+            r.name,
+            package.label()
+        ));
+    }
+    let unscoped = r.name.rsplit('/').next().unwrap_or(&r.name);
+    let wanted = r.bin.as_deref().or(if package.bin.is_empty() {
+        None
+    } else {
+        Some(package.bin.as_str())
+    });
+    let (bin, rel) = match manifest.get("bin") {
+        Some(Value::String(s)) => (unscoped.to_string(), s.clone()),
+        Some(Value::Object(m)) => {
+            let pick = match wanted {
+                Some(w) => m.get_key_value(w),
+                None if m.len() == 1 => m.iter().next(),
+                None => m.get_key_value(unscoped),
+            };
+            match pick {
+                Some((k, Value::String(v))) => (k.clone(), v.clone()),
+                _ => {
+                    let names: Vec<&str> = m.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "{} has several commands ({}); name one with `npx -p {} COMMAND`",
+                        r.name,
+                        names.join(", "),
+                        r.name
+                    ));
+                }
+            }
+        }
+        _ => {
+            return Err(format!(
+            "{} declares no command (`bin` in its package.json), so npx could not run it either",
+            r.name
+        ))
+        }
+    };
+    package.bin = bin;
+    let script = pkg_dir.join(rel.trim_start_matches("./"));
+    let node = beside(&r.program, "node")?;
+    let mut command = vec![node.into_os_string(), script.into_os_string()];
+    command.extend(r.args.iter().cloned());
+    Ok(Installed {
+        package,
+        command,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// `uv venv DIR` and `uv pip install SPEC` into it.
+fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), String> {
+    let mut venv = Command::new(uv);
+    venv.args(["venv", "--quiet"]);
+    if let Some(p) = &r.python {
+        venv.arg("--python").arg(p);
+    }
+    run(venv.arg(dir), "`uv venv`")?;
+    run(
+        Command::new(uv)
+            .args(["pip", "install", "--quiet", "--python"])
+            .arg(dir.join("bin/python"))
+            .arg(spec),
+        &format!("`uv pip install {spec}`"),
+    )
+    .map(drop)
+}
+
+fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String> {
+    let uv = beside(&r.program, "uv")?;
+    // The scratch install tells which version the spec resolves to. A virtual environment
+    // cannot be moved (its console scripts name its interpreter by absolute path), so the
+    // install is then made again in its final folder, from uv's cache, for exactly that version.
+    uv_install(&uv, r, tmp, &r.spec)?;
+    let (version, integrity) = pypi_record(tmp, &r.name)?;
+    let dest = store
+        .join("pypi")
+        .join(folder(&normalize(&r.name), &version));
+    let current = pypi_record(&dest, &r.name).is_ok_and(|(_, i)| i == integrity);
+    if !current {
+        if dest.exists() {
+            std::fs::remove_dir_all(&dest)
+                .map_err(|e| format!("cannot replace the install {}: {e}", dest.display()))?;
+        }
+        let exact = format!("{}=={version}", r.name);
+        if let Err(e) = uv_install(&uv, r, &dest, &exact) {
+            let _ = std::fs::remove_dir_all(&dest);
+            return Err(e);
+        }
+        let (_, again) = pypi_record(&dest, &r.name)?;
+        if again != integrity {
+            let _ = std::fs::remove_dir_all(&dest);
+            return Err(format!(
+                "installing {exact} twice gave two different packages ({integrity}, then {again}); is the registry or the cache changing under uv?"
+            ));
+        }
+    }
+    let package = Package {
+        ecosystem: Ecosystem::Pypi,
+        name: r.name.clone(),
+        version,
+        integrity,
+        requested: r.spec.clone(),
+        bin: r.bin.clone().unwrap_or_else(|| r.name.clone()),
+    };
+    pypi_command(r, package, &dest)
+}
+
+/// PEP 503 normalization: lowercase, runs of `-`, `_` and `.` as one `-`.
+fn normalize(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// The installed version of `name` in a virtual environment, and the SHA-256 of its RECORD.
+fn pypi_record(venv: &Path, name: &str) -> Result<(String, String), String> {
+    let want = normalize(name);
+    let lib = venv.join("lib");
+    let site = std::fs::read_dir(&lib)
+        .map_err(|e| format!("cannot read {}: {e}", lib.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .ok_or_else(|| format!("{} has no site-packages", venv.display()))?;
+    for entry in std::fs::read_dir(&site)
+        .map_err(|e| format!("cannot read {}: {e}", site.display()))?
+        .filter_map(Result::ok)
+    {
+        let file = entry.file_name();
+        let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".dist-info")) else {
+            continue;
+        };
+        let Some((dist, _)) = stem.rsplit_once('-') else {
+            continue;
+        };
+        if normalize(dist) != want {
+            continue;
+        }
+        let metadata = std::fs::read_to_string(entry.path().join("METADATA"))
+            .map_err(|e| format!("cannot read the metadata of {name}: {e}"))?;
+        let version = metadata
+            .lines()
+            .find_map(|l| l.strip_prefix("Version:"))
+            .map(|v| v.trim().to_string())
+            .ok_or_else(|| format!("the metadata of {name} has no version"))?;
+        let record = std::fs::read_to_string(entry.path().join("RECORD"))
+            .map_err(|e| format!("cannot read the RECORD of {name}: {e}"))?;
+        // The files inside site-packages, with the hashes the installer checked. Entries outside
+        // it (`../../../bin/…`) are console-script wrappers the installer wrote for this
+        // folder, whose first line names its interpreter, so they differ by location.
+        let mut lines: Vec<&str> = record
+            .lines()
+            .filter(|l| !l.starts_with("../") && !l.is_empty())
+            .collect();
+        lines.sort_unstable();
+        let hash = Sha256::digest(lines.join("\n").as_bytes());
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        return Ok((version, format!("record-sha256:{hex}")));
+    }
+    Err(format!(
+        "{name} is not installed in {} (did the package name change?)",
+        venv.display()
+    ))
+}
+
+/// `VENV/bin/python VENV/bin/COMMAND ARGS…`: the console script run by the environment's own
+/// interpreter (so the script's first line is not needed, and the python preset sees the venv).
+fn pypi_command(r: &Runner, package: Package, dir: &Path) -> Result<Installed, String> {
+    let script = dir.join("bin").join(&package.bin);
+    if !script.is_file() {
+        return Err(format!(
+            "{} installs no command {:?}; name the command with `uvx --from {} COMMAND`",
+            package.label(),
+            package.bin,
+            package.name
+        ));
+    }
+    let mut command = vec![
+        dir.join("bin/python").into_os_string(),
+        script.into_os_string(),
+    ];
+    command.extend(r.args.iter().cloned());
+    Ok(Installed {
+        package,
+        command,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// Finds the pinned install for a run and checks it: the command must ask for the pinned
+/// package (the same name; no other exact version; no other range than the one captured), and
+/// the install must still be the pinned version with the pinned integrity.
+pub fn verify(r: &Runner, pin: &Package, store: &Path) -> Result<Installed, String> {
+    let update = "run `mcpguard update` (or capture again) to review the new version";
+    if r.ecosystem != pin.ecosystem || normalize(&r.name) != normalize(&pin.name) {
+        return Err(format!(
+            "the command runs {} package {:?}, but the snapshot pinned {} package {}; {update}",
+            r.ecosystem.name(),
+            r.spec,
+            pin.ecosystem.name(),
+            pin.label()
+        ));
+    }
+    let same_request = r.spec == pin.requested;
+    match &r.exact {
+        Some(v) if *v != pin.version => {
+            return Err(format!(
+                "the command asks for {}, but the snapshot pinned {}; {update}",
+                r.spec,
+                pin.label()
+            ))
+        }
+        Some(_) => {}
+        None if same_request || r.spec == r.name || r.spec == format!("{}@latest", r.name) => {}
+        None => {
+            return Err(format!(
+            "the command asks for {:?}, but the snapshot pinned {} (captured from {:?}); {update}",
+            r.spec,
+            pin.label(),
+            pin.requested
+        ))
+        }
+    }
+    let dir = store.join(pin.ecosystem.name()).join(folder(
+        &match pin.ecosystem {
+            Ecosystem::Npm => pin.name.clone(),
+            Ecosystem::Pypi => normalize(&pin.name),
+        },
+        &pin.version,
+    ));
+    if !dir.is_dir() {
+        return Err(format!(
+            "the pinned package {} is not installed in {} (a new machine, or the store was removed); \
+             capture again or run `mcpguard update` to install and review it",
+            pin.label(),
+            dir.display()
+        ));
+    }
+    let (version, integrity) = match pin.ecosystem {
+        Ecosystem::Npm => npm_lock_entry(&dir, &pin.name)?,
+        Ecosystem::Pypi => pypi_record(&dir, &pin.name)?,
+    };
+    if version != pin.version || integrity != pin.integrity {
+        return Err(format!(
+            "the install in {} holds {} {version} ({integrity}), not the pinned {} ({}); {update}",
+            dir.display(),
+            pin.name,
+            pin.label(),
+            pin.integrity
+        ));
+    }
+    match pin.ecosystem {
+        Ecosystem::Npm => npm_command(r, pin.clone(), &dir),
+        Ecosystem::Pypi => pypi_command(r, pin.clone(), &dir),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    fn runner(s: &str) -> Runner {
+        parse(&argv(s)).unwrap().unwrap()
+    }
+
+    #[test]
+    fn npx_command_lines() {
+        let r = runner("npx -y @modelcontextprotocol/server-memory@2026.1.26 --flag x");
+        assert_eq!(r.ecosystem, Ecosystem::Npm);
+        assert_eq!(r.name, "@modelcontextprotocol/server-memory");
+        assert_eq!(r.exact.as_deref(), Some("2026.1.26"));
+        assert_eq!(r.args, argv("--flag x"));
+        let r = runner("npx --yes some-server");
+        assert_eq!((r.name.as_str(), r.exact.as_deref()), ("some-server", None));
+        let r = runner("npx -y some-server@^1.2");
+        assert_eq!((r.name.as_str(), r.exact.as_deref()), ("some-server", None));
+        assert_eq!(r.spec, "some-server@^1.2");
+        let r = runner("npx -y -p @scope/tools@1.0.0 tool-a arg");
+        assert_eq!(r.name, "@scope/tools");
+        assert_eq!(r.bin.as_deref(), Some("tool-a"));
+        assert_eq!(r.args, argv("arg"));
+        for bad in ["npx ./local", "npx github:x/y", "npx -c 'echo'", "npx -y"] {
+            assert!(parse(&argv(bad)).is_err(), "{bad}");
+        }
+        assert!(parse(&argv("node x.js")).unwrap().is_none());
+    }
+
+    #[test]
+    fn uvx_command_lines() {
+        let r = runner("uvx mcp-server-time==2025.9.25 --local-timezone UTC");
+        assert_eq!(r.ecosystem, Ecosystem::Pypi);
+        assert_eq!(r.name, "mcp-server-time");
+        assert_eq!(r.exact.as_deref(), Some("2025.9.25"));
+        assert_eq!(r.args, argv("--local-timezone UTC"));
+        let r = runner("uvx mcp-server-git@1.0.0");
+        assert_eq!(r.spec, "mcp-server-git==1.0.0");
+        let r = runner("uvx --from mcp-server-fetch>=2025 mcp-server-fetch");
+        assert_eq!(r.name, "mcp-server-fetch");
+        assert_eq!(r.exact, None);
+        assert_eq!(r.bin.as_deref(), Some("mcp-server-fetch"));
+        let r = runner("uvx --python 3.11 pkg");
+        assert_eq!(r.python.as_deref(), Some("3.11"));
+        for bad in ["uvx --with x pkg", "uvx git+https://x/y", "uvx"] {
+            assert!(parse(&argv(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn exact_versions_and_names() {
+        for v in ["1.2.3", "2026.1.26", "1.0.0-beta.1", "0.6"] {
+            assert!(is_exact_version(v), "{v}");
+        }
+        for v in ["^1.2", "latest", ">=1", "1", "1.x", ""] {
+            assert!(!is_exact_version(v), "{v}");
+        }
+        assert_eq!(normalize("Mcp_Server.Time"), "mcp-server-time");
+        assert_eq!(folder("@a/b", "1.0.0"), "@a+b@1.0.0");
+    }
+
+    #[test]
+    fn the_package_record_round_trips() {
+        let p = Package {
+            ecosystem: Ecosystem::Pypi,
+            name: "x".into(),
+            version: "1.0".into(),
+            integrity: "record-sha256:00".into(),
+            requested: "x==1.0".into(),
+            bin: "x".into(),
+        };
+        assert_eq!(Package::from_json(&p.to_json()).unwrap(), p);
+        assert!(Package::from_json(&json!({"ecosystem": "cargo"})).is_err());
+    }
+
+    #[test]
+    fn verify_refuses_another_version_or_range_before_looking_at_the_store() {
+        let pin = Package {
+            ecosystem: Ecosystem::Npm,
+            name: "srv".into(),
+            version: "1.0.0".into(),
+            integrity: "sha512-x".into(),
+            requested: "srv@^1".into(),
+            bin: "srv".into(),
+        };
+        let nowhere = Path::new("/nonexistent-mcpguard-store");
+        let e = verify(&runner("npx -y srv@1.0.1"), &pin, nowhere).unwrap_err();
+        assert!(e.contains("srv@1.0.1") && e.contains("srv@1.0.0"), "{e}");
+        let e = verify(&runner("npx -y srv@^2"), &pin, nowhere).unwrap_err();
+        assert!(e.contains("srv@^2") && e.contains("captured from"), "{e}");
+        let e = verify(&runner("npx -y other"), &pin, nowhere).unwrap_err();
+        assert!(e.contains("other"), "{e}");
+        // The same request, no version, or the pinned version reach the store check.
+        for ok in ["npx -y srv@^1", "npx -y srv", "npx srv@1.0.0"] {
+            let e = verify(&runner(ok), &pin, nowhere).unwrap_err();
+            assert!(e.contains("is not installed"), "{ok}: {e}");
+        }
+    }
+}

@@ -1,0 +1,520 @@
+//! Package runners as server READMEs launch them (`npx -y PKG@V`, `uvx PKG==V`), with published
+//! servers: capture pins the package into mcpguard's store outside the sandbox, and every later
+//! run starts that install under the default sandbox, offline, with no option beyond the data
+//! the server is given (issue 12). npm and uv work from caches that `scripts/install-peers.sh`
+//! filled and are told to stay offline, so nothing here needs a registry; inside the sandbox the
+//! network is closed anyway.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::support::{mcpguard, run_bounded, Peer};
+
+const MEMORY: &str = "@modelcontextprotocol/server-memory";
+const MEMORY_VERSION: &str = "2026.8.31";
+const THINKING: &str = "@modelcontextprotocol/server-sequential-thinking@2026.8.31";
+const TIME: &str = "mcp-server-time==2026.10.19";
+const GIT: &str = "mcp-server-git==2026.10.19";
+
+fn peers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers")
+}
+
+/// A scratch user: its own HOME and package store, npm and uv offline on the filled caches.
+struct User {
+    dir: tempfile::TempDir,
+    /// Variables a host configuration's `env` would set for the server.
+    host_env: Vec<(String, PathBuf)>,
+}
+
+impl User {
+    fn new() -> User {
+        crate::sandbox::require_landlock();
+        let cache = peers().join("runner-cache");
+        assert!(
+            cache.join("npm").is_dir() && cache.join("uv").is_dir(),
+            "{} is missing: run scripts/install-peers.sh",
+            cache.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::write(
+            dir.path().join("policy.toml"),
+            "[sandbox]\nmode = \"require\"\n\n\
+             [writes.tools.read_graph]\nside_effect = \"read\"\n\n\
+             [writes.tools.sequentialthinking]\nside_effect = \"read\"\n\n\
+             [writes.tools.convert_time]\nside_effect = \"read\"\n\n\
+             [writes.tools.git_status]\nside_effect = \"read\"\n",
+        )
+        .unwrap();
+        User {
+            dir,
+            host_env: Vec::new(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let cache = peers().join("runner-cache");
+        let path = format!(
+            "{}:{}",
+            peers().join("uv/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(program);
+        cmd.env("HOME", self.path("home"))
+            .env("PATH", path)
+            .env("MCPGUARD_PACKAGE_DIR", self.path("store"))
+            .env("npm_config_cache", cache.join("npm"))
+            .env("npm_config_offline", "true")
+            .env("npm_config_update_notifier", "false")
+            .env("UV_CACHE_DIR", cache.join("uv"))
+            .env("UV_OFFLINE", "1")
+            .env("UV_NO_PROGRESS", "1");
+        for (k, v) in &self.host_env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn mcpguard(&self) -> Command {
+        self.command(mcpguard())
+    }
+
+    /// Captures `server` into FILE, reviews every tool (every argument a data channel), and
+    /// returns the snapshot's file and digest, and what capture said on stderr.
+    fn capture_and_review(
+        &self,
+        key: &str,
+        opts: &[&str],
+        server: &[&str],
+    ) -> (PathBuf, String, String) {
+        let file = self.path(&format!("{key}.json"));
+        let out = run_bounded(
+            self.mcpguard()
+                .args(["capture", "--server", key, "--out"])
+                .arg(&file)
+                .arg("--policy")
+                .arg(self.path("policy.toml"))
+                .args(opts)
+                .arg("--")
+                .args(server),
+        );
+        assert!(out.status.success(), "capture: {}", show(&out));
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let mut reviews = serde_json::Map::new();
+        for page in doc["servers"][key]["toolPages"].as_array().unwrap() {
+            for tool in page["tools"].as_array().unwrap() {
+                let channels: serde_json::Map<String, Value> = tool["inputSchema"]["properties"]
+                    .as_object()
+                    .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
+                    .unwrap_or_default();
+                reviews.insert(
+                    tool["name"].as_str().unwrap().to_string(),
+                    json!({
+                        "assertions": {"headless": true, "independentCalls": true,
+                            "modelBacked": false, "sideEffects": [], "concurrency": "safe",
+                            "referenceBasedIO": true},
+                        "inputChannels": channels,
+                    }),
+                );
+            }
+        }
+        let from = self.path(&format!("{key}.reviews.json"));
+        std::fs::write(&from, serde_json::to_vec(&Value::Object(reviews)).unwrap()).unwrap();
+        let out = run_bounded(
+            self.mcpguard()
+                .args(["review"])
+                .arg(&file)
+                .args(["--server", key, "--reviewer", "itest@example.com", "--from"])
+                .arg(&from),
+        );
+        assert!(out.status.success(), "review: {}", show(&out));
+        let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        (file, digest, said)
+    }
+
+    /// The proxy for `file`'s server `key`, running `server`.
+    fn guarded(
+        &self,
+        file: &Path,
+        digest: &str,
+        key: &str,
+        opts: &[&str],
+        server: &[&str],
+    ) -> Peer {
+        let mut cmd = self.mcpguard();
+        cmd.arg("--manifest")
+            .arg(file)
+            .args(["--sha256", digest, "--server", key, "--policy"])
+            .arg(self.path("policy.toml"))
+            .args(opts)
+            .arg("--")
+            .args(server);
+        Peer::start_with(&mut cmd)
+    }
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Initializes `peer` and returns the result of one `tools/call`.
+fn call(peer: &mut Peer, tool: &str, arguments: Value) -> Value {
+    let init = peer.initialize();
+    assert!(
+        init.get("result").is_some(),
+        "initialize: {init}\n{}",
+        peer.stderr()
+    );
+    let r = peer.request(
+        1,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    );
+    r.get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("tools/call {tool}: {r}\n{}", peer.stderr()))
+}
+
+/// The pinned install started directly, unsandboxed, the way `npx`/`uvx` would start it once
+/// installed (the direct session to compare with; npx itself insists on the registry's full
+/// package document, which an offline cache filled by `npm install` does not hold).
+fn direct(u: &User, file: &Path, key: &str, args: &[&str]) -> Peer {
+    let p = package_of(file, key);
+    let name = p["name"].as_str().unwrap();
+    let folder = format!(
+        "{}@{}",
+        name.replace('/', "+"),
+        p["version"].as_str().unwrap()
+    );
+    let mut cmd = if p["ecosystem"] == "npm" {
+        let pkg = u
+            .path("store/npm")
+            .join(folder)
+            .join("node_modules")
+            .join(name);
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(pkg.join("package.json")).unwrap()).unwrap();
+        let bin = &manifest["bin"];
+        let rel = bin
+            .as_str()
+            .or_else(|| bin[p["bin"].as_str().unwrap()].as_str())
+            .unwrap();
+        let mut cmd = u.command("node");
+        cmd.arg(pkg.join(rel));
+        cmd
+    } else {
+        u.command(
+            u.path("store/pypi")
+                .join(folder)
+                .join("bin")
+                .join(p["bin"].as_str().unwrap()),
+        )
+    };
+    cmd.args(args);
+    Peer::start_with(&mut cmd)
+}
+
+fn package_of(file: &Path, key: &str) -> Value {
+    let doc: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    doc["servers"][key]["package"].clone()
+}
+
+#[test]
+fn npx_memory_server_is_pinned_and_runs_offline_with_the_host_env() {
+    let u = User::new();
+    let memory_file = u.path("data/memory.jsonl");
+    std::fs::write(
+        &memory_file,
+        "{\"type\":\"entity\",\"name\":\"pinned\",\"entityType\":\"test\",\"observations\":[\"from the host env\"]}\n",
+    )
+    .unwrap();
+    let data = u.path("data").display().to_string();
+    let spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let server = ["npx", "-y", spec.as_str()];
+    let opts = [
+        "--sandbox-write",
+        data.as_str(),
+        "--sandbox-env",
+        "MEMORY_FILE_PATH",
+    ];
+    // The host configuration's `env` reaches mcpguard as its environment.
+    let mut u = u;
+    u.host_env
+        .push(("MEMORY_FILE_PATH".into(), memory_file.clone()));
+    let (file, digest, said) = u.capture_and_review("memory", &opts, &server);
+    for want in [
+        "pinned @modelcontextprotocol/server-memory@2026.8.31",
+        "MEMORY_FILE_PATH",
+    ] {
+        assert!(
+            said.contains(want),
+            "capture does not say {want:?}:\n{said}"
+        );
+    }
+    // The value of a passed variable never appears in mcpguard's own words.
+    assert!(!said.contains(&memory_file.display().to_string()), "{said}");
+    let package = package_of(&file, "memory");
+    assert_eq!(package["ecosystem"], "npm");
+    assert_eq!(package["name"], MEMORY);
+    assert_eq!(package["version"], MEMORY_VERSION);
+    assert!(
+        package["integrity"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha512-"),
+        "{package}"
+    );
+
+    let mut guarded = u.guarded(&file, &digest, "memory", &opts, &server);
+    let through = call(&mut guarded, "read_graph", json!({}));
+    assert_ne!(through["isError"], true, "{through}\n{}", guarded.stderr());
+    assert_eq!(
+        through["structuredContent"]["entities"][0]["observations"][0], "from the host env",
+        "the server did not read the file the host's env named: {through}"
+    );
+    // The same call straight to `npx` (unsandboxed, the way the host would run it without
+    // mcpguard) gives the same result.
+    let mut direct = direct(&u, &file, "memory", &[]);
+    assert_eq!(call(&mut direct, "read_graph", json!({})), through);
+}
+
+#[test]
+fn a_changed_package_version_or_install_is_refused_before_the_server_starts() {
+    let u = User::new();
+    let spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let (file, digest, _) = u.capture_and_review("memory", &[], &["npx", "-y", &spec]);
+    // Another version in the host configuration: refused, naming both.
+    let other = format!("{MEMORY}@2026.1.26");
+    let out = run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+        "--sha256", &digest, "--server", "memory", "--", "npx", "-y", &other,
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    for want in [
+        "refusing to start the server",
+        "@modelcontextprotocol/server-memory@2026.1.26",
+        "@modelcontextprotocol/server-memory@2026.8.31",
+        "mcpguard update",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
+    }
+    assert!(
+        !stderr.contains("Knowledge Graph"),
+        "the server started:\n{stderr}"
+    );
+    // The install changed under the pin (another version's lockfile): refused too.
+    let lock = u
+        .path("store/npm")
+        .join(format!(
+            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
+        ))
+        .join("package-lock.json");
+    let text = std::fs::read_to_string(&lock).unwrap();
+    std::fs::write(
+        &lock,
+        text.replace("\"version\": \"2026.8.31\"", "\"version\": \"2026.9.9\""),
+    )
+    .unwrap();
+    let out = run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+        "--sha256", &digest, "--server", "memory", "--", "npx", "-y", &spec,
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr.contains("holds @modelcontextprotocol/server-memory 2026.9.9")
+            && stderr.contains("not the pinned"),
+        "{stderr}"
+    );
+    // A missing install (a new machine) is refused with what to do.
+    std::fs::remove_dir_all(u.path("store")).unwrap();
+    let out = run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+        "--sha256", &digest, "--server", "memory", "--", "npx", "-y", &spec,
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr.contains("is not installed") && stderr.contains("capture again"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn npx_sequential_thinking_runs_pinned_and_equals_the_direct_session() {
+    let u = User::new();
+    let server = ["npx", "-y", THINKING];
+    let (file, digest, _) = u.capture_and_review("thinking", &[], &server);
+    assert_eq!(
+        package_of(&file, "thinking")["bin"],
+        "mcp-server-sequential-thinking"
+    );
+    let args = json!({"thought": "one", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1});
+    let mut guarded = u.guarded(&file, &digest, "thinking", &[], &server);
+    let through = call(&mut guarded, "sequentialthinking", args.clone());
+    assert_ne!(through["isError"], true, "{through}\n{}", guarded.stderr());
+    let mut direct = direct(&u, &file, "thinking", &[]);
+    assert_eq!(call(&mut direct, "sequentialthinking", args), through);
+}
+
+#[test]
+fn uvx_time_server_is_pinned_and_runs_offline() {
+    let u = User::new();
+    let server = ["uvx", TIME, "--local-timezone", "UTC"];
+    let (file, digest, _) = u.capture_and_review("time", &[], &server);
+    let package = package_of(&file, "time");
+    assert_eq!(package["ecosystem"], "pypi");
+    assert_eq!(package["version"], "2026.10.19");
+    assert!(
+        package["integrity"]
+            .as_str()
+            .unwrap()
+            .starts_with("record-sha256:"),
+        "{package}"
+    );
+    let args = json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"});
+    let mut guarded = u.guarded(&file, &digest, "time", &[], &server);
+    let through = call(&mut guarded, "convert_time", args.clone());
+    assert_ne!(through["isError"], true, "{through}\n{}", guarded.stderr());
+    assert!(through.to_string().contains("21:00"), "{through}");
+    let mut direct = direct(&u, &file, "time", &["--local-timezone", "UTC"]);
+    assert_eq!(call(&mut direct, "convert_time", args), through);
+}
+
+/// The git server from PyPI, given one repository: `--sandbox-write` of that repository is the
+/// only option, both as `uvx` runs it (a console script) and as a venv module (`python -m`).
+#[test]
+fn the_git_server_runs_pinned_with_only_its_repository_granted() {
+    let u = User::new();
+    let repo = u.path("data/repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = run_bounded(u.command("git").arg("-C").arg(&repo).args(args));
+        assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.email=t@example.com",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "first",
+    ]);
+    std::fs::write(repo.join("new.txt"), "untracked\n").unwrap();
+    let repo_s = repo.display().to_string();
+    let opts = ["--sandbox-write", repo_s.as_str()];
+    let args = json!({"repo_path": repo_s});
+
+    let server = ["uvx", GIT, "--repository", repo_s.as_str()];
+    let (file, digest, _) = u.capture_and_review("git", &opts, &server);
+    let mut guarded = u.guarded(&file, &digest, "git", &opts, &server);
+    let through = call(&mut guarded, "git_status", args.clone());
+    assert_ne!(through["isError"], true, "{through}\n{}", guarded.stderr());
+    assert!(through.to_string().contains("new.txt"), "{through}");
+    let mut direct_peer = direct(&u, &file, "git", &["--repository", &repo_s]);
+    assert_eq!(call(&mut direct_peer, "git_status", args.clone()), through);
+
+    // The same install as a module of its virtual environment.
+    let p = package_of(&file, "git");
+    let python = u
+        .path("store/pypi")
+        .join(format!("mcp-server-git@{}", p["version"].as_str().unwrap()))
+        .join("bin/python");
+    let python = python.display().to_string();
+    let module = [
+        python.as_str(),
+        "-m",
+        "mcp_server_git",
+        "--repository",
+        repo_s.as_str(),
+    ];
+    let (file, digest, _) = u.capture_and_review("gitmodule", &opts, &module);
+    let mut guarded = u.guarded(&file, &digest, "gitmodule", &opts, &module);
+    assert_eq!(call(&mut guarded, "git_status", args), through);
+}
+
+/// A new release gets in only through `mcpguard update`: it resolves the package again, pins the
+/// new version, carries the reviews of the tools that did not change, and the proxy then runs
+/// the new install (and refuses the old request).
+#[test]
+fn update_pins_a_new_package_release_and_carries_the_unchanged_reviews() {
+    let u = User::new();
+    let old_spec = format!("{MEMORY}@2026.7.4");
+    let (file, _, _) = u.capture_and_review("memory", &[], &["npx", "-y", &old_spec]);
+    assert_eq!(package_of(&file, "memory")["version"], "2026.7.4");
+    let before: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let new_spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let out = run_bounded(
+        u.mcpguard()
+            .arg("update")
+            .arg(&file)
+            .args(["--server", "memory", "--yes", "--policy"])
+            .arg(u.path("policy.toml"))
+            .args(["--", "npx", "-y", &new_spec]),
+    );
+    assert!(out.status.success(), "update: {}", show(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("package: {old_spec}")) && said.contains(&format!("-> {new_spec}")),
+        "the update does not name the package change:\n{said}"
+    );
+    let after: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(
+        after["servers"]["memory"]["package"]["version"],
+        MEMORY_VERSION
+    );
+    let tools = |doc: &Value| -> std::collections::BTreeMap<String, Value> {
+        doc["servers"]["memory"]["toolPages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["tools"].as_array().unwrap().clone())
+            .map(|t| (t["name"].as_str().unwrap().to_string(), t))
+            .collect()
+    };
+    let (old_tools, new_tools) = (tools(&before), tools(&after));
+    let reviews = &after["servers"]["memory"]["reviews"];
+    let mut carried = 0;
+    for (name, tool) in &new_tools {
+        if old_tools.get(name) == Some(tool) {
+            carried += 1;
+            assert_eq!(
+                reviews[name], before["servers"]["memory"]["reviews"][name],
+                "the review of unchanged {name} was not carried"
+            );
+        } else {
+            assert!(
+                reviews.get(name).is_none(),
+                "changed {name} kept its review"
+            );
+        }
+    }
+    // The two releases list the same tools: every review is carried, and only the package
+    // record (which the digest covers) changed.
+    assert_eq!(carried, new_tools.len(), "reviews carried");
+    let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    // The old request no longer matches the pin; the new one starts the new install.
+    let mut guarded = u.guarded(&file, &digest, "memory", &[], &["npx", "-y", &new_spec]);
+    let init = guarded.initialize();
+    assert!(init.get("result").is_some(), "{init}\n{}", guarded.stderr());
+    let out = run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+        "--sha256", &digest, "--server", "memory", "--", "npx", "-y", &old_spec,
+    ]));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+}
