@@ -239,8 +239,11 @@ fn reviewed_classes_classify_calls_and_authority_stays_a_write() {
         shown.stdout
     );
 
-    // The built-in policy: no table for any of them.
-    let mut p = guarded(&snap, &digest, None, &[]);
+    // The built-in policy: no table for any of them. Only the host is asked (this one cannot
+    // be), so a write is refused at once instead of waiting for `mcpguard approvals`.
+    let host_only = dir.path().join("host-only.toml");
+    std::fs::write(&host_only, "[confirmation]\nchannels = [\"host\"]\n").unwrap();
+    let mut p = guarded(&snap, &digest, Some(&host_only), &[]);
     p.initialize();
     let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
     assert_eq!(refusal(&r), "", "a reviewed read passes: {r}");
@@ -267,7 +270,7 @@ fn reviewed_classes_classify_calls_and_authority_stays_a_write() {
     let policy = dir.path().join("override.toml");
     std::fs::write(
         &policy,
-        "[writes.tools.add]\nside_effect = \"read\"\n[writes.tools.echo]\nside_effect = \"update\"\n",
+        "[writes.tools.add]\nside_effect = \"read\"\n[writes.tools.echo]\nside_effect = \"update\"\n[confirmation]\nchannels = [\"host\"]\n",
     )
     .unwrap();
     let mut p = guarded(&snap, &digest, Some(&policy), &[]);
@@ -280,7 +283,11 @@ fn reviewed_classes_classify_calls_and_authority_stays_a_write() {
 
     // trust_reviews = false: the review's class decides nothing.
     let policy = dir.path().join("distrust.toml");
-    std::fs::write(&policy, "[writes]\ntrust_reviews = false\n").unwrap();
+    std::fs::write(
+        &policy,
+        "[writes]\ntrust_reviews = false\n[confirmation]\nchannels = [\"host\"]\n",
+    )
+    .unwrap();
     let mut p = guarded(&snap, &digest, Some(&policy), &[]);
     p.initialize();
     let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
