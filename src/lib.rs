@@ -12,6 +12,8 @@
 //! - `audit` — the hash-chained audit log.
 //! - `gate` — the IO-free decision core: the session state machine and what it enforces.
 //! - `sandbox` — the server's confinement.
+//! - `approvals` — out-of-band confirmation: the per-user approval sockets behind
+//!   `mcpguard approvals`, and the desktop notification channel.
 //! - `process` — everything that runs or talks to a process: the proxy driver, the child, the
 //!   synchronous client and the capture procedure, diagnostics on stderr.
 //! - `cli` — flags, subcommands, `wrap`, the demo and the documentation generator; the only
