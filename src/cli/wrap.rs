@@ -554,7 +554,7 @@ fn rewrite(
             return Err(format!(
                 "no server in {shown} runs under mcpguard with the snapshot {}; wrap it first (`mcpguard wrap {}`), or pin by hand",
                 only.display(),
-                shell_quote(&shown)
+                shell_quote(shown)
             ));
         }
     } else {
@@ -580,7 +580,7 @@ fn rewrite(
                 Entry::Wrapped { options } => notes.push(match option(options, "sha256") {
                     Some((_, PENDING)) => format!(
                         "already wrapped: {name:?} (not pinned yet: capture, review, then `mcpguard wrap --pin {}`)",
-                        shell_quote(&shown)
+                        shell_quote(shown)
                     ),
                     Some(_) => format!("already wrapped: {name:?}"),
                     None => format!("already wrapped: {name:?} (without a pinned snapshot; left as it is)"),
