@@ -262,8 +262,9 @@ pub enum Command {
     /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is
     /// captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent.
     Wrap {
-        /// The host's configuration file (claude_desktop_config.json, .cursor/mcp.json,
-        /// .vscode/mcp.json or VS Code's settings.json).
+        /// The host's configuration file (claude_desktop_config.json, Claude Code's .mcp.json or
+        /// ~/.claude.json, .cursor/mcp.json, Gemini CLI's settings.json, .vscode/mcp.json, VS
+        /// Code's settings.json, or Codex's config.toml).
         config: PathBuf,
         /// Print the changes as a diff and write nothing.
         #[arg(long)]

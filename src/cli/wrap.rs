@@ -100,7 +100,7 @@ enum Format {
 impl Format {
     fn describe(self) -> &'static str {
         match self {
-            Format::McpServers => "`mcpServers` (Claude Desktop, Cursor)",
+            Format::McpServers => "`mcpServers` (Claude Desktop, Claude Code, Cursor, Gemini CLI)",
             Format::VsCode => "`servers` (VS Code mcp.json)",
             Format::VsCodeSettings => "`mcp.servers` (VS Code settings.json)",
         }
@@ -123,8 +123,8 @@ fn detect(doc: &Value) -> Result<Format, String> {
     }
     match found.as_slice() {
         [] => Err(
-            "it has no `mcpServers` (Claude Desktop, Cursor), `servers` (VS Code mcp.json) \
-                   or `mcp.servers` (VS Code settings.json) object"
+            "it has no `mcpServers` (Claude Desktop, Claude Code, Cursor, Gemini CLI), `servers` \
+                   (VS Code mcp.json) or `mcp.servers` (VS Code settings.json) object"
                 .into(),
         ),
         [one] => Ok(*one),
@@ -145,6 +145,108 @@ fn servers_mut(doc: &mut Value, format: Format) -> Option<&mut Map<String, Value
         Format::VsCode => doc.get_mut("servers")?.as_object_mut(),
         Format::VsCodeSettings => doc.get_mut("mcp")?.get_mut("servers")?.as_object_mut(),
     }
+}
+
+/// Whether the configuration is TOML (Codex's `config.toml`) rather than JSON.
+fn is_toml(config: &Path) -> bool {
+    config.extension().is_some_and(|e| e == "toml")
+}
+
+/// A TOML value as JSON, for the classification every format shares. Dates become their text.
+fn toml_json(v: &toml_edit::Value) -> Value {
+    use toml_edit::Value as T;
+    match v {
+        T::String(s) => Value::String(s.value().clone()),
+        T::Integer(i) => Value::from(*i.value()),
+        T::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(Value::Null, Value::Number),
+        T::Boolean(b) => Value::Bool(*b.value()),
+        T::Datetime(d) => Value::String(d.value().to_string()),
+        T::Array(a) => Value::Array(a.iter().map(toml_json).collect()),
+        T::InlineTable(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), toml_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn toml_item_json(item: &toml_edit::Item) -> Value {
+    match item {
+        toml_edit::Item::Value(v) => toml_json(v),
+        toml_edit::Item::Table(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), toml_item_json(v)))
+                .collect(),
+        ),
+        toml_edit::Item::ArrayOfTables(a) => Value::Array(
+            a.iter()
+                .map(|t| toml_item_json(&toml_edit::Item::Table(t.clone())))
+                .collect(),
+        ),
+        toml_edit::Item::None => Value::Null,
+    }
+}
+
+/// Codex's `[mcp_servers.NAME]` tables as the JSON servers object the other hosts have.
+fn toml_servers(doc: &toml_edit::DocumentMut) -> Result<Map<String, Value>, String> {
+    let Some(item) = doc.get("mcp_servers") else {
+        return Err("it has no [mcp_servers] table (Codex's config.toml)".into());
+    };
+    match toml_item_json(item) {
+        Value::Object(m) => Ok(m),
+        _ => Err("`mcp_servers` is not a table".into()),
+    }
+}
+
+/// Writes the command and arguments of every entry that [`rewrite`] changed back into the TOML
+/// document; everything else in it, comments and layout included, stays as it was.
+fn set_toml_servers(doc: &mut toml_edit::DocumentMut, servers: &Map<String, Value>) {
+    let before = toml_servers(doc).unwrap_or_default();
+    for (name, entry) in servers {
+        let old = before.get(name);
+        for key in ["command", "args"] {
+            let (Some(new), false) = (
+                entry.get(key),
+                old.and_then(|o| o.get(key)) == entry.get(key),
+            ) else {
+                continue;
+            };
+            let value = match new {
+                Value::String(s) => toml_edit::value(s.as_str()),
+                Value::Array(a) => {
+                    let mut arr = toml_edit::Array::new();
+                    for v in a.iter().filter_map(Value::as_str) {
+                        arr.push(v);
+                    }
+                    toml_edit::value(arr)
+                }
+                _ => continue,
+            };
+            doc["mcp_servers"][name.as_str()][key] = value;
+        }
+    }
+}
+
+/// Claude Code's `~/.claude.json` also keeps servers per project (`projects.PATH.mcpServers`,
+/// its "local" scope). `wrap` rewrites the user-scope `mcpServers` only, and says so for each
+/// project that has servers, so that nothing is left unguarded without a word.
+fn unwrapped_claude_code_projects(doc: &Value) -> Vec<String> {
+    let Some(projects) = doc.get("projects").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    projects
+        .iter()
+        .filter_map(|(path, p)| {
+            let servers = p.get("mcpServers")?.as_object()?;
+            (!servers.is_empty()).then(|| {
+                format!(
+                    "left alone: {} local-scope server(s) of Claude Code project {path:?} (projects.{path}.mcpServers: {}); move them to the project's .mcp.json and wrap that file",
+                    servers.len(),
+                    servers.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })
+        })
+        .collect()
 }
 
 /// What one server entry is.
@@ -184,16 +286,21 @@ fn classify(name: &str, v: &Value, ours: &Path) -> Result<Entry, String> {
         }
     };
     let command = obj.get("command");
-    if remote || obj.contains_key("url") {
+    // Gemini CLI names a streamable-HTTP server's address `httpUrl`.
+    if remote || obj.contains_key("url") || obj.contains_key("httpUrl") {
         if command.is_some() {
             return Err(format!(
                 "server {name:?} has both a remote type or url and a command"
             ));
         }
-        let what = obj.get("url").and_then(Value::as_str).map_or_else(
-            || format!("type {}", kind.unwrap_or("?")),
-            |u| u.to_string(),
-        );
+        let what = obj
+            .get("url")
+            .or_else(|| obj.get("httpUrl"))
+            .and_then(Value::as_str)
+            .map_or_else(
+                || format!("type {}", kind.unwrap_or("?")),
+                |u| u.to_string(),
+            );
         return Ok(Entry::Remote(what));
     }
     let command = match command {
@@ -312,26 +419,96 @@ fn set_args(entry: &mut Value, command: &str, args: Vec<String>) {
 pub fn run(args: &WrapArgs<'_>) -> CmdResult {
     let shown = args.config.display().to_string();
     let original = std::fs::read(args.config).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let mut doc = crate::snapshot::strict::parse_strict(&original).map_err(|e| {
-        format!(
-            "{shown} is not plain JSON, so mcpguard will not rewrite it ({e}). \
-             Comments and trailing commas (allowed in VS Code's files) are not understood: \
-             remove them, or edit the file by hand as README.md shows"
-        )
-    })?;
-    let format = detect(&doc)
-        .map_err(|why| format!("refusing to change {shown}: {why}; nothing was changed"))?;
+    let text = String::from_utf8_lossy(&original).into_owned();
+    // Codex keeps its servers in TOML (`[mcp_servers.NAME]`), every other host in JSON. Either
+    // way the entries are rewritten as JSON values by one procedure; TOML gets them back with
+    // its layout and comments kept.
+    let (updated, outcome) = if is_toml(args.config) {
+        let mut tdoc: toml_edit::DocumentMut = text.parse().map_err(|e| {
+            format!("{shown} is not valid TOML, so mcpguard will not rewrite it ({e}); nothing was changed")
+        })?;
+        let mut servers = toml_servers(&tdoc)
+            .map_err(|why| format!("refusing to change {shown}: {why}; nothing was changed"))?;
+        let outcome = rewrite(&mut servers, args, &shown)?;
+        set_toml_servers(&mut tdoc, &servers);
+        (tdoc.to_string(), outcome)
+    } else {
+        let mut doc = crate::snapshot::strict::parse_strict(&original).map_err(|e| {
+            format!(
+                "{shown} is not plain JSON, so mcpguard will not rewrite it ({e}). \
+                 Comments and trailing commas (allowed in VS Code's files) are not understood: \
+                 remove them, or edit the file by hand as README.md shows"
+            )
+        })?;
+        let format = detect(&doc)
+            .map_err(|why| format!("refusing to change {shown}: {why}; nothing was changed"))?;
+        let mut notes = unwrapped_claude_code_projects(&doc);
+        let servers = servers_mut(&mut doc, format).ok_or_else(|| {
+            format!(
+                "refusing to change {shown}: {} is not an object; nothing was changed",
+                format.describe()
+            )
+        })?;
+        let mut outcome = rewrite(servers, args, &shown)?;
+        outcome.notes.append(&mut notes);
+        (serialize_like(&doc, &text), outcome)
+    };
+    let Rewritten {
+        notes,
+        next_steps,
+        unpinned,
+    } = outcome;
+    for n in &notes {
+        eprintln!("{n}");
+    }
+    // `--pin` exits 1 while a wrapped server still cannot start, so that a script notices.
+    let code = u8::from(unpinned > 0);
+    if updated == text {
+        eprintln!("{shown}: nothing to change");
+        return Ok(code);
+    }
+    if args.dry_run {
+        print!(
+            "{}",
+            unified_diff(&text, &updated, &shown, &format!("{shown} (wrapped)"))
+        );
+        eprintln!("dry run: {shown} was not changed");
+        return Ok(code);
+    }
+    let backup = write_with_backup(args.config, &original, updated.as_bytes())?;
+    eprintln!(
+        "{shown}: updated (the original is kept as {})",
+        backup.display()
+    );
+    if !next_steps.is_empty() {
+        eprintln!(
+            "The wrapped servers refuse to start until their snapshots are reviewed and pinned. For each:\n{}\nthen pin the reviewed snapshots and restart the host:\n  mcpguard wrap --pin {}",
+            next_steps.join("\n"),
+            shell_quote(&shown)
+        );
+    }
+    Ok(code)
+}
+
+/// What [`rewrite`] did, for the person.
+struct Rewritten {
+    notes: Vec<String>,
+    next_steps: Vec<String>,
+    /// Wrapped servers still pinning [`PENDING`] after `--pin`.
+    unpinned: usize,
+}
+
+/// Wraps (or, with `--pin`, pins) the entries of one servers object, whatever file it came from.
+fn rewrite(
+    servers: &mut Map<String, Value>,
+    args: &WrapArgs<'_>,
+    shown: &str,
+) -> Result<Rewritten, String> {
     let ours = match args.mcpguard {
         Some(p) => absolute(p, true)?,
         None => std::env::current_exe()
             .map_err(|e| format!("cannot find this executable ({e}); give --mcpguard PATH"))?,
     };
-    let servers = servers_mut(&mut doc, format).ok_or_else(|| {
-        format!(
-            "refusing to change {shown}: {} is not an object; nothing was changed",
-            format.describe()
-        )
-    })?;
     // Classify everything first, so that one entry we do not understand leaves the whole file
     // untouched rather than half wrapped.
     let mut entries = Vec::new();
@@ -377,7 +554,7 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
             return Err(format!(
                 "no server in {shown} runs under mcpguard with the snapshot {}; wrap it first (`mcpguard wrap {}`), or pin by hand",
                 only.display(),
-                shell_quote(&shown)
+                shell_quote(shown)
             ));
         }
     } else {
@@ -403,7 +580,7 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
                 Entry::Wrapped { options } => notes.push(match option(options, "sha256") {
                     Some((_, PENDING)) => format!(
                         "already wrapped: {name:?} (not pinned yet: capture, review, then `mcpguard wrap --pin {}`)",
-                        shell_quote(&shown)
+                        shell_quote(shown)
                     ),
                     Some(_) => format!("already wrapped: {name:?}"),
                     None => format!("already wrapped: {name:?} (without a pinned snapshot; left as it is)"),
@@ -507,38 +684,11 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
             })?;
         }
     }
-    let text = String::from_utf8_lossy(&original);
-    let updated = serialize_like(&doc, &text);
-    for n in &notes {
-        eprintln!("{n}");
-    }
-    // `--pin` exits 1 while a wrapped server still cannot start, so that a script notices.
-    let code = u8::from(unpinned > 0);
-    if updated == text {
-        eprintln!("{shown}: nothing to change");
-        return Ok(code);
-    }
-    if args.dry_run {
-        print!(
-            "{}",
-            unified_diff(&text, &updated, &shown, &format!("{shown} (wrapped)"))
-        );
-        eprintln!("dry run: {shown} was not changed");
-        return Ok(code);
-    }
-    let backup = write_with_backup(args.config, &original, updated.as_bytes())?;
-    eprintln!(
-        "{shown}: updated (the original is kept as {})",
-        backup.display()
-    );
-    if !next_steps.is_empty() {
-        eprintln!(
-            "The wrapped servers refuse to start until their snapshots are reviewed and pinned. For each:\n{}\nthen pin the reviewed snapshots and restart the host:\n  mcpguard wrap --pin {}",
-            next_steps.join("\n"),
-            shell_quote(&shown)
-        );
-    }
-    Ok(code)
+    Ok(Rewritten {
+        notes,
+        next_steps,
+        unpinned,
+    })
 }
 
 /// `--pin`: for each wrapped entry with a snapshot on disk that verifies (reviews complete and

@@ -439,3 +439,181 @@ fn grants_for_one_entry_go_into_its_command_and_the_capture_command_printed() {
         "a variable's value was printed:\n{said}"
     );
 }
+
+/// Codex keeps its servers in `config.toml` (`[mcp_servers.NAME]`): wrapped like the JSON
+/// formats, with every comment, key and table of the file kept, the entry's `env` passed by
+/// name, a remote server left alone; then `--pin` records the digest, and the wrapped entry, run
+/// the way Codex runs it, guards the server.
+#[test]
+fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    let log = dir.path().join("server.log");
+    let original = format!(
+        "# Codex settings\nmodel = \"gpt-5\"\napproval_policy = \"on-request\"\n\n\
+         [mcp_servers.fixture]\n# the local test server\ncommand = {:?}\nargs = [\"--log\", {:?}]\n\
+         env = {{ FIXTURE_MODE = \"plain\" }}\nstartup_timeout_sec = 20\n\n\
+         [mcp_servers.docs]\nurl = \"https://example.test/mcp\"\n\n[profiles.fast]\nmodel = \"gpt-5-mini\"\n",
+        fixture().display().to_string(),
+        log.display().to_string()
+    );
+    std::fs::write(&config, &original).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
+            dir.path().display().to_string()
+        )),
+    )
+    .unwrap();
+    let out = wrap(
+        &config,
+        &[
+            "--snapshot-dir",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("left alone: \"docs\""),
+        "{}",
+        stderr(&out)
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    for kept in [
+        "# Codex settings",
+        "approval_policy = \"on-request\"",
+        "# the local test server",
+        "startup_timeout_sec = 20",
+        "[mcp_servers.docs]\nurl = \"https://example.test/mcp\"",
+        "[profiles.fast]",
+        "env = { FIXTURE_MODE = \"plain\" }",
+    ] {
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+    }
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    let entry = |doc: &toml::Table| {
+        let e = &doc["mcp_servers"]["fixture"];
+        let args: Vec<String> = e["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        (e["command"].as_str().unwrap().to_string(), args)
+    };
+    let (command, args) = entry(&doc);
+    assert_eq!(command, mcpguard().display().to_string());
+    let snap_s = dir
+        .path()
+        .join("fixture.snapshot.json")
+        .display()
+        .to_string();
+    let fixture_s = fixture().display().to_string();
+    let log_s = log.display().to_string();
+    let want: Vec<&str> = vec![
+        "--manifest",
+        &snap_s,
+        "--sha256",
+        "PENDING-REVIEW",
+        "--server",
+        "fixture",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--sandbox-env",
+        "FIXTURE_MODE",
+        "--",
+        &fixture_s,
+        "--log",
+        &log_s,
+    ];
+    assert_eq!(args, want);
+    assert_eq!(backups(dir.path()).len(), 1);
+
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    assert_eq!(snap.display().to_string(), snap_s);
+    let out = wrap(&config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let (command, args) = entry(&doc);
+    assert_eq!(args[3], digest);
+    let mut p = Peer::start_with(
+        Command::new(&command)
+            .args(&args)
+            .env("FIXTURE_MODE", "plain"),
+    );
+    let r = p.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "codex-like", "version": "0"}}),
+    );
+    assert_eq!(r["result"]["serverInfo"]["name"], "mcpguard-fixture", "{r}");
+    p.close_stdin();
+    assert!(p.wait().success());
+}
+
+/// Gemini CLI's `settings.json` (`mcpServers`, remote servers under `httpUrl`) and Claude Code's
+/// `~/.claude.json` (user-scope `mcpServers`, and per-project servers that wrap names but leaves).
+#[test]
+fn gemini_and_claude_code_configurations_are_wrapped() {
+    let dir = tempfile::tempdir().unwrap();
+    let gemini = dir.path().join("settings.json");
+    std::fs::write(
+        &gemini,
+        serde_json::to_string_pretty(&json!({
+            "theme": "Default",
+            "mcpServers": {
+                "time": {"command": "uvx", "args": ["mcp-server-time"], "timeout": 30000, "trust": false},
+                "remote": {"httpUrl": "https://example.test/mcp"}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let snaps = dir.path().join("snaps");
+    let out = wrap(&gemini, &["--snapshot-dir", snaps.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("left alone: \"remote\" is a remote server (https://example.test/mcp)"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = read_json(&gemini);
+    assert_eq!(
+        strings(&doc["mcpServers"]["time"]["args"]),
+        wrapped_args(&snaps, "time", &[], &["uvx", "mcp-server-time"])
+    );
+    assert_eq!(doc["mcpServers"]["time"]["timeout"], 30000);
+
+    let claude = dir.path().join(".claude.json");
+    std::fs::write(
+        &claude,
+        serde_json::to_string_pretty(&json!({
+            "numStartups": 3,
+            "mcpServers": {"memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {}}},
+            "projects": {"/home/you/app": {"allowedTools": [], "mcpServers": {
+                "git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]}}}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let out = wrap(&claude, &["--snapshot-dir", snaps.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "left alone: 1 local-scope server(s) of Claude Code project \"/home/you/app\""
+        ) && stderr(&out).contains("git"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = read_json(&claude);
+    assert_eq!(
+        doc["mcpServers"]["memory"]["command"],
+        mcpguard().display().to_string()
+    );
+    assert_eq!(
+        doc["projects"]["/home/you/app"]["mcpServers"]["git"]["command"],
+        "uvx"
+    );
+}
