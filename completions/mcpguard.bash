@@ -371,7 +371,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__review)
-            opts="-h --server --tool --reviewer --assert --channel --reviewed-at --from --log-format --help"
+            opts="-h --server --tool --reviewer --assert --channel --reviewed-at --from --sign --signed-data --signature --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,6 +402,14 @@ _mcpguard() {
                     return 0
                     ;;
                 --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --signature)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -447,7 +455,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__show)
-            opts="-h --server --tool --report --log-format --help"
+            opts="-h --server --tool --report --policy --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -458,6 +466,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

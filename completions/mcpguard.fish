@@ -78,11 +78,15 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l assert -d '
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l channel -d 'An input channel: an RFC 6901 pointer into the arguments = data|instruction|authority' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l sign -d 'Sign each recorded review with this SSH private key (Ed25519, without a passphrase; SSH signature format, namespace mcpguard-review). The signature covers the Tool object, the server\'s identity and the review, and is stored in the review' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signature -d 'Add a signature made elsewhere (`ssh-keygen -Y sign` over --signed-data) to the existing review of --tool; it is checked before it is recorded' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signed-data -d 'Record nothing: write the bytes that a signature of the existing review of --tool covers to stdout, for `ssh-keygen -Y sign -n mcpguard-review`'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l server -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l tool -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l policy -d 'Check review signatures against this policy\'s review.allowed_signers (default: the built-in policy, which names none)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l report -d 'Print the content-trust report instead: each reviewed tool\'s input-channel map and the value capability of each output location (free_text, constrained_scalar, composite, unknown)'

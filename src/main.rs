@@ -138,16 +138,26 @@ fn run_command(cmd: Command) -> ExitCode {
             channels,
             reviewed_at,
             from,
-        } => commands::review(commands::ReviewArgs {
-            file,
-            server,
-            tool: tool.as_deref(),
-            reviewer: reviewer.as_deref(),
-            asserts,
-            channels,
-            reviewed_at: reviewed_at.as_deref(),
-            from: from.as_deref(),
-        }),
+            sign,
+            signed_data,
+            signature,
+        } => match (tool, signed_data, signature) {
+            (Some(tool), true, _) => mcpguard::cli::signed::print_signed_data(file, server, tool),
+            (Some(tool), _, Some(sig)) => {
+                mcpguard::cli::signed::attach_signature(file, server, tool, sig)
+            }
+            _ => commands::review(commands::ReviewArgs {
+                file,
+                server,
+                tool: tool.as_deref(),
+                reviewer: reviewer.as_deref(),
+                asserts,
+                channels,
+                reviewed_at: reviewed_at.as_deref(),
+                from: from.as_deref(),
+                sign: sign.as_deref(),
+            }),
+        },
         Command::Show {
             file,
             server,
@@ -155,8 +165,20 @@ fn run_command(cmd: Command) -> ExitCode {
             ..
         } => commands::trust_report(file, server.as_deref()),
         Command::Show {
-            file, server, tool, ..
-        } => commands::show(file, server.as_deref(), tool.as_deref()),
+            file,
+            server,
+            tool,
+            policy,
+            ..
+        } => {
+            let signers = match load_policy(policy.as_deref())
+                .and_then(|p| mcpguard::cli::signed::allowed_signers(&p))
+            {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
+            commands::show(file, server.as_deref(), tool.as_deref(), signers.as_ref())
+        }
         Command::Check {
             file,
             sha256,
@@ -180,8 +202,13 @@ fn run_command(cmd: Command) -> ExitCode {
                     Err(code) => return code,
                 }
             };
+            let signers = match mcpguard::cli::signed::allowed_signers(&p) {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
             commands::check(commands::CheckArgs {
                 acceptance: acceptance(&p),
+                signers,
                 file,
                 sha256: sha256.as_deref(),
                 server: server.as_deref(),
@@ -320,6 +347,19 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                 Ok(mut pin) => {
                     for why in pin.apply_policy(|tool| policy.refusal(tool)) {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+                    }
+                    match mcpguard::cli::signed::allowed_signers(&policy) {
+                        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+                        Ok(None) => {}
+                        Ok(Some(signers)) => {
+                            let now = jiff::Timestamp::now();
+                            for why in mcpguard::cli::signed::check_pin(&mut pin, &signers, now) {
+                                diag::emit(
+                                    Level::Warn,
+                                    &format!("not serving a reviewed tool: {why}"),
+                                );
+                            }
+                        }
                     }
                     diag::emit(
                         Level::Info,

@@ -153,6 +153,19 @@ pub enum Command {
         /// A JSON file of {tool: {reviewer?, assertions, inputChannels}} to record at once.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels"])]
         from: Option<PathBuf>,
+        /// Sign each recorded review with this SSH private key (Ed25519, without a passphrase;
+        /// SSH signature format, namespace mcpguard-review). The signature covers the Tool
+        /// object, the server's identity and the review, and is stored in the review.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
+        /// Record nothing: write the bytes that a signature of the existing review of --tool
+        /// covers to stdout, for `ssh-keygen -Y sign -n mcpguard-review`.
+        #[arg(long, requires = "tool", conflicts_with_all = ["from", "asserts", "channels", "sign", "signature", "reviewer"])]
+        signed_data: bool,
+        /// Add a signature made elsewhere (`ssh-keygen -Y sign` over --signed-data) to the
+        /// existing review of --tool; it is checked before it is recorded.
+        #[arg(long, value_name = "SIG", requires = "tool", conflicts_with_all = ["from", "asserts", "channels", "sign", "reviewer"])]
+        signature: Option<PathBuf>,
     },
     /// The reviewer's view: every field the model will see, hidden characters made visible.
     Show {
@@ -166,6 +179,10 @@ pub enum Command {
         /// composite, unknown).
         #[arg(long, conflicts_with = "tool")]
         report: bool,
+        /// Check review signatures against this policy's review.allowed_signers (default: the
+        /// built-in policy, which names none).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// Validate a snapshot offline and, with a server command, against the live server.
     Check {

@@ -63,6 +63,10 @@ pub struct Review {
     pub refused_tools: Vec<String>,
     /// Refuse write tools whose reviewed `inputSchema` is unbounded (the review view's flags).
     pub require_bounded_write_schemas: bool,
+    /// An allowed-signers file (git's `gpg.ssh.allowedSignersFile` format). When set, only
+    /// reviews signed by a key it lists for the reviewer they name are served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_signers: Option<PolicyPath>,
 }
 
 impl Default for Review {
@@ -73,6 +77,7 @@ impl Default for Review {
             forbidden_side_effects: Vec::new(),
             refused_tools: Vec::new(),
             require_bounded_write_schemas: false,
+            allowed_signers: None,
         }
     }
 }

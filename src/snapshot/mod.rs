@@ -1,6 +1,7 @@
 //! The reviewed snapshot and the JSON it is made of: the manifest format (`manifest`), strict
 //! parsing (`strict`), RFC 8785 canonical bytes and digests (`canonical`), the semantic diff
-//! (`diff`), the reviewer's view (`reviewview`) and the content-trust report (`trust`).
+//! (`diff`), the reviewer's view (`reviewview`), the content-trust report (`trust`) and signed reviews
+//! (`signature`).
 //!
 //! Pure: values in, values or text out (the one exception is `manifest`'s atomic file write and
 //! load). It knows nothing of live connections, the gate's state, the policy, processes or the
@@ -10,5 +11,6 @@ pub mod canonical;
 pub mod diff;
 pub mod manifest;
 pub mod reviewview;
+pub mod signature;
 pub mod strict;
 pub mod trust;

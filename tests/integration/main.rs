@@ -18,5 +18,6 @@ mod modern;
 mod relay;
 mod sandbox;
 mod shapes;
+mod signed;
 mod snapshot;
 mod wrap;
