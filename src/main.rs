@@ -220,7 +220,7 @@ fn run_command(cmd: Command) -> ExitCode {
             })
         }
         Command::Diff { old, new } => commands::diff(old, new),
-        Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
+        Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
         Command::Demo => mcpguard::cli::demo::run(),
         Command::DemoServer {
@@ -266,11 +266,10 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 fn load_policy(path: Option<&std::path::Path>) -> Result<policy::Policy, String> {
-    let p = match path {
-        Some(p) => policy::load(p),
-        None => policy::builtin(),
-    }
-    .map_err(|e| e.to_string())?;
+    // The managed floor, when there is one, is read first; the user's file can only tighten it.
+    let p = policy::load_layered(path)
+        .map_err(|e| e.to_string())?
+        .policy;
     for w in p.warnings() {
         diag::emit(Level::Warn, &format!("policy: {w}"));
     }

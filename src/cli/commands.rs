@@ -527,14 +527,21 @@ pub fn diff(old: &Path, new: &Path) -> CmdResult {
     Ok(1)
 }
 
-/// `mcpguard policy check FILE`: exit 0 and the effective policy when valid.
-pub fn policy_check(file: &Path) -> CmdResult {
-    let p = crate::policy::load(file).map_err(|e| e.to_string())?;
-    for w in p.warnings() {
+/// `mcpguard policy check [FILE]`: exit 0 and the effective policy (the managed floor, then
+/// FILE) with where each value came from, when valid.
+pub fn policy_check(file: Option<&Path>) -> CmdResult {
+    let layered = crate::policy::load_layered(file).map_err(|e| e.to_string())?;
+    for w in layered.policy.warnings() {
         eprintln!("warning: {w}");
     }
-    print!("{}", p.effective_toml());
-    eprintln!("{}: ok", file.display());
+    print!("{}", layered.effective_toml());
+    let name = file.map_or("the built-in default policy".to_string(), |f| {
+        f.display().to_string()
+    });
+    match &layered.floor {
+        Some(floor) => eprintln!("{name}: ok over the managed floor {floor}"),
+        None => eprintln!("{name}: ok"),
+    }
     Ok(0)
 }
 

@@ -293,8 +293,10 @@ fn absolute_path(s: &str) -> Result<PathBuf, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
-    /// Validate a policy file and print the effective policy (every default filled in).
-    Check { file: PathBuf },
+    /// Validate a policy file and print the effective policy (every default filled in), layered
+    /// over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY), with the
+    /// file and line each value came from. Without FILE: the floor alone, or the built-in default.
+    Check { file: Option<PathBuf> },
 }
 
 #[derive(Debug, Subcommand)]

@@ -500,11 +500,10 @@ fn pin_entries(
             ));
             continue;
         }
-        let policy = match option(options, "policy") {
-            Some((_, p)) => crate::policy::load(Path::new(p)),
-            None => crate::policy::builtin(),
-        }
-        .map_err(|e| format!("server {name:?}: {e}"))?;
+        let policy =
+            crate::policy::load_layered(option(options, "policy").map(|(_, p)| Path::new(p)))
+                .map(|l| l.policy)
+                .map_err(|e| format!("server {name:?}: {e}"))?;
         let acceptance = crate::snapshot::manifest::Acceptance {
             allow_model_backed: policy.review.allow_model_backed,
             forbidden_side_effects: policy.review.forbidden_side_effects.clone(),

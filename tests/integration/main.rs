@@ -8,6 +8,7 @@ mod confirm;
 mod demo;
 mod docs;
 mod escape;
+mod floor;
 mod gate;
 mod gate_interop;
 mod hosts;
