@@ -302,20 +302,64 @@ fn open_audit(
     server: &str,
     digest: Option<String>,
 ) -> Result<Option<std::sync::Arc<mcpguard::audit::AuditLog>>, String> {
+    use mcpguard::audit::system::{self, Kind, Target};
+    let ctx = policy::PathContext::from_process(None);
+    // `--audit-log` always writes a file; `audit.path` does when the file sink is chosen.
     let path = match (&args.audit_log, &p.audit.path) {
-        (Some(path), _) => path.clone(),
-        (None, Some(pp)) => pp
-            .expand(&policy::PathContext::from_process(None))
-            .map_err(|e| format!("policy audit.path: {e}"))?,
-        (None, None) => return Ok(None),
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(pp)) if p.audit.sink.contains(&policy::AuditSink::File) => Some(
+            pp.expand(&ctx)
+                .map_err(|e| format!("policy audit.path: {e}"))?,
+        ),
+        _ => None,
     };
+    let socket = |key: &str, given: &Option<policy::PolicyPath>, default: &str| {
+        given
+            .as_ref()
+            .map_or(Ok(std::path::PathBuf::from(default)), |pp| {
+                pp.expand(&ctx)
+                    .map_err(|e| format!("policy audit.{key}: {e}"))
+            })
+    };
+    let mut targets = Vec::new();
+    for sink in &p.audit.sink {
+        let (kind, path) = match sink {
+            policy::AuditSink::File => continue,
+            policy::AuditSink::Journal => (
+                Kind::Journal,
+                socket(
+                    "journal_socket",
+                    &p.audit.journal_socket,
+                    system::JOURNAL_SOCKET,
+                )?,
+            ),
+            policy::AuditSink::Syslog => (
+                Kind::Syslog,
+                socket(
+                    "syslog_socket",
+                    &p.audit.syslog_socket,
+                    system::SYSLOG_SOCKET,
+                )?,
+            ),
+        };
+        targets.push(Target::new(kind, &path).map_err(|e| {
+            format!(
+                "cannot create a socket for the audit sink {}: {e}",
+                path.display()
+            )
+        })?);
+    }
     let payload = match p.audit.payload {
         policy::AuditPayload::Digests => mcpguard::audit::Payload::Digests,
         policy::AuditPayload::Full => mcpguard::audit::Payload::Full,
     };
-    let log = mcpguard::audit::AuditLog::open(&path, server, digest, payload)
-        .map_err(|e| e.to_string())?;
-    Ok(Some(std::sync::Arc::new(log)))
+    let log = match path {
+        Some(path) => mcpguard::audit::AuditLog::open(&path, server, digest, payload)
+            .map_err(|e| e.to_string())?,
+        None if targets.is_empty() => return Ok(None),
+        None => mcpguard::audit::AuditLog::system_only(server, digest, payload),
+    };
+    Ok(Some(std::sync::Arc::new(log.with_system(targets))))
 }
 
 fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
@@ -402,9 +446,17 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     if let Some(log) = &audit {
         use mcpguard::audit::EventKind;
         use mcpguard::gate::session::AuditNote;
-        proxy::record_note(log, &AuditNote::new(EventKind::Start));
-        if matches!(mode, Mode::Pinned(_)) {
-            proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
+        // The first records prove every sink works before the server is spawned: a sink that
+        // refuses them would refuse every decision, so the server is not started at all.
+        let mut ok = proxy::record_note(log, &AuditNote::new(EventKind::Start));
+        if ok && matches!(mode, Mode::Pinned(_)) {
+            ok = proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
+        }
+        if !ok {
+            return fail(&format!(
+                "refusing to start the server: the audit record could not be written to {} (see above); every decision must be recorded (fail closed)",
+                log.describe()
+            ));
         }
     }
     if args.dry_run {

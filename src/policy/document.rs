@@ -366,13 +366,47 @@ impl Default for Limits {
 }
 
 /// `[audit]`: where decisions are recorded and how much of each call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Audit {
     /// The audit log; `None` writes none (`--audit-log` on the command line overrides this).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PolicyPath>,
     pub payload: AuditPayload,
+    /// Where records go: the file (`path` or `--audit-log`), the systemd journal, the local
+    /// syslog socket; several at once. Every sink gets every record, chained the same way.
+    pub sink: Vec<AuditSink>,
+    /// The journal's native socket (for tests and unusual systems); `None` is
+    /// `/run/systemd/journal/socket`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_socket: Option<PolicyPath>,
+    /// The local syslog socket (for tests and unusual systems); `None` is `/dev/log`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syslog_socket: Option<PolicyPath>,
+}
+
+impl Default for Audit {
+    fn default() -> Self {
+        Audit {
+            path: None,
+            payload: AuditPayload::default(),
+            sink: vec![AuditSink::File],
+            journal_socket: None,
+            syslog_socket: None,
+        }
+    }
+}
+
+/// One of `audit.sink`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditSink {
+    /// The hash-chained JSON-lines file (`audit.path` or `--audit-log`).
+    File,
+    /// The systemd journal, through its native protocol, with structured fields.
+    Journal,
+    /// The local syslog socket, as RFC 5424.
+    Syslog,
 }
 
 /// `audit.payload`.

@@ -21,4 +21,5 @@ mod sandbox;
 mod shapes;
 mod signed;
 mod snapshot;
+mod syslog;
 mod wrap;
