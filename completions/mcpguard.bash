@@ -37,6 +37,9 @@ _mcpguard() {
             mcpguard,hash)
                 cmd="mcpguard__subcmd__hash"
                 ;;
+            mcpguard,lock)
+                cmd="mcpguard__subcmd__lock"
+                ;;
             mcpguard,policy)
                 cmd="mcpguard__subcmd__policy"
                 ;;
@@ -55,6 +58,9 @@ _mcpguard() {
             mcpguard__subcmd__audit,verify)
                 cmd="mcpguard__subcmd__audit__subcmd__verify"
                 ;;
+            mcpguard__subcmd__lock,check)
+                cmd="mcpguard__subcmd__lock__subcmd__check"
+                ;;
             mcpguard__subcmd__policy,check)
                 cmd="mcpguard__subcmd__policy__subcmd__check"
                 ;;
@@ -65,7 +71,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --allow-unpinned --dry-run --help --version canonicalize hash capture review show check diff policy audit lock demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +340,50 @@ _mcpguard() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpguard__subcmd__lock)
+            opts="-h --log-format --help check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpguard__subcmd__lock__subcmd__check)
+            opts="-h --format --timeout --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json junit" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpguard__subcmd__policy)
             opts="-h --log-format --help check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -485,7 +535,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__wrap)
-            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --log-format --help"
+            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --from-lock --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -500,6 +550,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from-lock)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -48,6 +48,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "check" -d 'Validate 
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "diff" -d 'The semantic difference between two snapshots (exit 1 when they differ)'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "policy" -d 'Work with local policy files'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "audit" -d 'Work with audit logs'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "lock" -d 'Work with a team\'s lock file (mcpguard.lock): servers, launch commands, reviewed snapshots and their digests, package pins'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo" -d 'Show the whole story on a bundled example server, with no set-up: capture, review, a guarded call, an unreviewed tool refused, a write held for the person\'s approval, the sandbox, a rug pull caught before dispatch, and the audit log verified'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "wrap" -d 'Rewrite a host\'s MCP configuration (Claude Desktop, Cursor, VS Code) so that every local server runs under mcpguard. A wrapped server refuses to start until its snapshot is captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "sandbox-check" -d 'Show the kernel\'s Landlock ABI, what the policy\'s sandbox asks and what this kernel will enforce; with a command, run it under that sandbox (stdio inherited, its exit status becomes mcpguard\'s). Exit 1 when sandbox.mode = "require" would refuse to start'
@@ -119,12 +120,24 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and not __fish_
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Run every server of the lock live under the sandbox and compare it with its reviewed snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current, 1 when some drifted, 2 when some failed or the lock file is unusable'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l format -d 'The report on stdout: text lines, one JSON object, or JUnit XML for CI' -r -f -a "text\t''
+json\t''
+junit\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l timeout -d 'How long to wait for each answer of a server' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l from-lock -d 'Instead of wrapping: write an entry for every server of this lock file, pinned to the lock\'s snapshot and digest (entries of the same name are replaced, others kept)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l dry-run -d 'Print the changes as a diff and write nothing'

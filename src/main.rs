@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mcpguard::cli::commands;
-use mcpguard::cli::flags::{AuditCommand, Cli, Command, LiveArgs, PolicyCommand};
+use mcpguard::cli::flags::{AuditCommand, Cli, Command, LiveArgs, LockCommand, PolicyCommand};
 use mcpguard::gate::session::Mode;
 use mcpguard::policy;
 use mcpguard::process::capture::Limits;
@@ -222,6 +222,38 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::Diff { old, new } => commands::diff(old, new),
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
+        Command::Lock(LockCommand::Check {
+            file,
+            format,
+            timeout,
+        }) => {
+            let policy = |p: Option<&std::path::Path>| load_policy(p);
+            let sandbox = |p: &policy::Policy,
+                           file: Option<&std::path::Path>,
+                           command: &[std::ffi::OsString],
+                           grants: &mcpguard::cli::flags::SandboxGrants| {
+                let missing = std::cell::RefCell::new(None);
+                sandbox_for(p, file, command, grants, |e| {
+                    *missing.borrow_mut() = Some(e.to_string());
+                    ExitCode::from(1)
+                })
+                .map_err(|_| {
+                    missing.take().map_or_else(
+                        || "the sandbox refused to start the server (the reason is on stderr above)".to_string(),
+                        |why| format!("the server cannot start: {why}"),
+                    )
+                })
+            };
+            mcpguard::cli::lock::check(
+                file.as_deref(),
+                *format,
+                &mcpguard::cli::lock::Env {
+                    policy: &policy,
+                    sandbox: &sandbox,
+                    timeout: *timeout,
+                },
+            )
+        }
         Command::Demo => mcpguard::cli::demo::run(),
         Command::DemoServer {
             notes,
@@ -242,6 +274,7 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard,
             policy,
             pin,
+            from_lock,
         } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
@@ -249,6 +282,7 @@ fn run_command(cmd: Command) -> ExitCode {
             mcpguard: mcpguard.as_deref(),
             policy: policy.as_deref(),
             pin: *pin,
+            from_lock: from_lock.as_deref(),
         }),
     };
     match result {

@@ -210,6 +210,10 @@ pub enum Command {
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Work with a team's lock file (mcpguard.lock): servers, launch commands, reviewed
+    /// snapshots and their digests, package pins.
+    #[command(subcommand)]
+    Lock(LockCommand),
     /// Show the whole story on a bundled example server, with no set-up: capture, review, a
     /// guarded call, an unreviewed tool refused, a write held for the person's approval, the
     /// sandbox, a rug pull caught before dispatch, and the audit log verified.
@@ -247,6 +251,10 @@ pub enum Command {
         /// Instead of wrapping: pin the digest of each wrapped server's reviewed snapshot.
         #[arg(long, conflicts_with_all = ["snapshot_dir", "mcpguard", "policy"])]
         pin: bool,
+        /// Instead of wrapping: write an entry for every server of this lock file, pinned to the
+        /// lock's snapshot and digest (entries of the same name are replaced, others kept).
+        #[arg(long, value_name = "LOCK", conflicts_with_all = ["snapshot_dir", "pin", "policy"])]
+        from_lock: Option<PathBuf>,
     },
     /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
     /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
@@ -297,6 +305,31 @@ pub enum PolicyCommand {
     /// over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY), with the
     /// file and line each value came from. Without FILE: the floor alone, or the built-in default.
     Check { file: Option<PathBuf> },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Run every server of the lock live under the sandbox and compare it with its reviewed
+    /// snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current,
+    /// 1 when some drifted, 2 when some failed or the lock file is unusable.
+    Check {
+        /// The lock file (default: mcpguard.lock in the current directory).
+        file: Option<PathBuf>,
+        /// The report on stdout: text lines, one JSON object, or JUnit XML for CI.
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
+        /// How long to wait for each answer of a server.
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
+}
+
+/// The report formats of `lock check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Junit,
 }
 
 #[derive(Debug, Subcommand)]

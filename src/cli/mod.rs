@@ -1,5 +1,5 @@
 //! The command line: every flag (`flags`), the snapshot subcommands (`commands`), `mcpguard wrap`
-//! (`wrap`), signed reviews (`signed`), the guided demo and its built-in server (`demo`) and the generated man pages and
+//! (`wrap`), signed reviews (`signed`), the team lock file (`lock`), the guided demo and its built-in server (`demo`) and the generated man pages and
 //! completions (`docgen`).
 //!
 //! The top of the house: the only folder that may know every other one. Nothing below imports it.
@@ -8,5 +8,6 @@ pub mod commands;
 pub mod demo;
 pub mod docgen;
 pub mod flags;
+pub mod lock;
 pub mod signed;
 pub mod wrap;

@@ -179,7 +179,9 @@ impl Policy {
         let mut out =
             String::from("# The effective mcpguard policy: every key, defaults filled in.\n");
         if self.audit.path.is_none() {
-            out.push_str("# audit.path is not set: no audit log file unless --audit-log names one.\n");
+            out.push_str(
+                "# audit.path is not set: no audit log file unless --audit-log names one.\n",
+            );
         }
         out.push('\n');
         match toml::to_string_pretty(self) {

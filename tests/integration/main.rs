@@ -15,6 +15,7 @@ mod hosts;
 mod interop;
 mod layering;
 mod lifecycle;
+mod lock;
 mod modern;
 mod relay;
 mod sandbox;
