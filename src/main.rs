@@ -404,8 +404,21 @@ fn run_proxy(args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let policy = match load_policy(args.policy.as_deref()) {
-        Ok(p) => p,
+    let policy = match policy::load_layered(args.policy.as_deref()) {
+        Ok(layered) => {
+            if let Err(why) = layered.check_overrides(
+                args.audit_log.as_deref(),
+                args.max_message_bytes,
+                &args.grants.read,
+                &args.grants.write,
+            ) {
+                return fail(&format!("refusing to start the server: {why}"));
+            }
+            for w in layered.policy.warnings() {
+                diag::emit(Level::Warn, &format!("policy: {w}"));
+            }
+            layered.policy
+        }
         Err(e) => return fail(&format!("refusing to start the server: {e}")),
     };
     // The snapshot is verified before the server is spawned: a mismatch never starts it.

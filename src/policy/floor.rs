@@ -45,9 +45,70 @@ pub struct Layered {
     pub floor: Option<String>,
     /// Dotted key → `FILE:LINE` of each value a file wrote (keys not listed are defaults).
     pub origins: BTreeMap<String, String>,
+    /// Dotted key → `FILE:LINE` of each key the floor writes.
+    pub floor_keys: BTreeMap<String, String>,
 }
 
 impl Layered {
+    /// Where the floor sets `key` (`FILE:LINE`), if it does.
+    pub fn floor_sets(&self, key: &str) -> Option<&str> {
+        self.floor_keys.get(key).map(String::as_str)
+    }
+
+    /// Checks the command line's per-run overrides against the floor: `--audit-log` may not
+    /// replace a log the floor names, `--max-message-bytes` may not exceed the floor's bound, and
+    /// `--sandbox-read`/`--sandbox-write` may not grant beyond a list the floor sets (only paths
+    /// it lists, as written, are accepted).
+    pub fn check_overrides(
+        &self,
+        audit_log: Option<&Path>,
+        max_message_bytes: Option<u64>,
+        read: &[PathBuf],
+        write: &[PathBuf],
+    ) -> Result<(), String> {
+        let refuse = |flag: &str, key: &str, at: &str| {
+            format!("{flag} cannot loosen {key}, which the managed policy floor sets at {at}; run without {flag}, or ask the administrator to change the floor")
+        };
+        if let (Some(_), Some(at)) = (audit_log, self.floor_sets("audit.path")) {
+            return Err(refuse("--audit-log", "audit.path", at));
+        }
+        if let (Some(n), Some(at)) = (
+            max_message_bytes,
+            self.floor_sets("limits.max_message_bytes"),
+        ) {
+            if usize::try_from(n).map_or(true, |n| n > self.policy.limits.max_message_bytes) {
+                return Err(refuse(
+                    "--max-message-bytes",
+                    "limits.max_message_bytes",
+                    at,
+                ));
+            }
+        }
+        let listed =
+            |list: &[PolicyPath], p: &Path| list.iter().any(|l| Path::new(&l.to_string()) == p);
+        for (flag, key, grants, list) in [
+            (
+                "--sandbox-read",
+                "sandbox.read",
+                read,
+                &self.policy.sandbox.read,
+            ),
+            (
+                "--sandbox-write",
+                "sandbox.read_write",
+                write,
+                &self.policy.sandbox.read_write,
+            ),
+        ] {
+            if let Some(at) = self.floor_sets(key) {
+                if let Some(p) = grants.iter().find(|p| !listed(list, p)) {
+                    return Err(format!("{} ({})", refuse(flag, key, at), p.display()));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `policy check`'s view: the effective policy, then where each value came from.
     pub fn effective_toml(&self) -> String {
         let mut out = self.policy.effective_toml();
@@ -114,6 +175,7 @@ pub fn layer(
                 policy,
                 floor: None,
                 origins,
+                floor_keys: BTreeMap::new(),
             });
         }
         Some(f) => f,
@@ -121,11 +183,13 @@ pub fn layer(
     // Each file must be a valid policy on its own, so its errors point into it.
     parse(f_text, f_origin)?;
     record_origins(f_text, f_origin, &mut origins);
+    let floor_keys = origins.clone();
     let Some((u_text, u_origin)) = user else {
         return Ok(Layered {
             policy: parse(f_text, f_origin)?,
             floor: Some(f_origin.to_string()),
             origins,
+            floor_keys,
         });
     };
     parse(u_text, u_origin)?;
@@ -166,6 +230,7 @@ pub fn layer(
         policy,
         floor: Some(f_origin.to_string()),
         origins,
+        floor_keys,
     })
 }
 
@@ -529,5 +594,37 @@ mod tests {
             true.into(),
             false.into()
         ));
+    }
+
+    #[test]
+    fn command_line_overrides_cannot_loosen_the_floor() {
+        let floor = "[audit]\npath = \"/var/log/mcpguard.jsonl\"\n[limits]\nmax_message_bytes = 65536\n[sandbox]\nread_write = [\"/srv/shared\"]\n";
+        let user = "[audit]\npath = \"/var/log/mcpguard.jsonl\"\n";
+        let l = layer(Some((floor, "floor.toml")), Some((user, "user.toml"))).unwrap();
+        let e = l
+            .check_overrides(Some(Path::new("/tmp/mine")), None, &[], &[])
+            .unwrap_err();
+        assert!(
+            e.starts_with("--audit-log cannot loosen audit.path, which the managed policy floor sets at floor.toml:2"),
+            "{e}"
+        );
+        let e = l.check_overrides(None, Some(70_000), &[], &[]).unwrap_err();
+        assert!(e.contains("limits.max_message_bytes"), "{e}");
+        assert!(l.check_overrides(None, Some(4096), &[], &[]).is_ok());
+        let e = l
+            .check_overrides(None, None, &[], &[PathBuf::from("/home")])
+            .unwrap_err();
+        assert!(
+            e.contains("--sandbox-write cannot loosen sandbox.read_write")
+                && e.ends_with("(/home)"),
+            "{e}"
+        );
+        let ok = l.check_overrides(
+            None,
+            None,
+            &[PathBuf::from("/anything")],
+            &[PathBuf::from("/srv/shared")],
+        );
+        assert!(ok.is_ok(), "the floor sets no read list: {ok:?}");
     }
 }

@@ -211,3 +211,34 @@ fn a_named_floor_that_cannot_be_read_refuses_to_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("{}:2:", bad.display())), "{err}");
 }
+
+#[test]
+fn command_line_flags_cannot_loosen_the_floor_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let floor = dir.path().join("floor.toml");
+    let log = dir.path().join("managed.jsonl");
+    std::fs::write(
+        &floor,
+        format!("[audit]\npath = {:?}\n", log.display().to_string()),
+    )
+    .unwrap();
+    let started = dir.path().join("started");
+    let out = Command::new(mcpguard())
+        .arg("--audit-log")
+        .arg(dir.path().join("mine.jsonl"))
+        .args(["--allow-unpinned", "--", "/bin/sh", "-c"])
+        .arg(format!("touch {}", started.display()))
+        .env("MCPGUARD_SYSTEM_POLICY", &floor)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "--audit-log cannot loosen audit.path, which the managed policy floor sets at {}:2",
+            floor.display()
+        )),
+        "{err}"
+    );
+    assert!(!started.exists() && !log.exists(), "nothing ran");
+}
