@@ -16,7 +16,8 @@ use crate::policy::{PathContext, Policy};
 use crate::snapshot::manifest::{self, Manifest};
 use crate::snapshot::signature::{self, AllowedSigners, Verdict};
 
-use super::commands::CmdResult;
+/// The subcommands' result, as `commands::CmdResult` (not imported: `commands` uses this file).
+type CmdResult = Result<u8, String>;
 
 /// Reads the policy's `review.allowed_signers`, if it names one. A file that cannot be read or
 /// parsed is an error: a policy that asks for signed reviews never silently accepts unsigned ones.
