@@ -8,7 +8,7 @@
 //! command = ["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.1.14", "/srv/docs"]
 //! snapshot = "snapshots/files.snapshot.json"   # relative to this file
 //! sha256 = "…"                                 # `mcpguard hash` of the reviewed snapshot
-//! package = "npm:@modelcontextprotocol/server-filesystem@2026.1.14"
+//! package = "npm:@modelcontextprotocol/server-filesystem@2026.1.14"   # must be in `command`
 //! policy = "team-policy.toml"                  # optional, relative to this file
 //! sandbox_read = ["/srv/docs"]                 # optional grants, as --sandbox-read
 //! ```
@@ -174,8 +174,32 @@ pub struct Env<'a> {
     pub timeout: Duration,
 }
 
+/// Whether the command runs the pinned package version. `npm:` and `pypi:` pins are checked
+/// (the exact `NAME@VERSION` or `NAME==VERSION` must be an argument, as `npx`, `uvx` and `pipx
+/// run` take it), because a launcher given a bare name runs whatever version is newest on the
+/// day; other schemes are recorded for the reader and not checked.
+fn pin_named(pin: &str, command: &[String]) -> Result<(), String> {
+    match pin.split_once(':') {
+        Some(("npm" | "pypi", spec)) => {
+            if command.iter().skip(1).any(|a| a == spec) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the command does not name the pinned package {spec:?} as an argument, so the launcher may run another version; write the exact version into the command"
+                ))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Checks one server of the lock.
 fn check_one(lock: &Lockfile, key: &str, s: &LockedServer, env: &Env<'_>) -> Status {
+    if let Some(pin) = &s.package {
+        if let Err(why) = pin_named(pin, &s.command) {
+            return Status::Failed(why);
+        }
+    }
     let snap = lock.resolve(&s.snapshot);
     let policy_file = s.policy.as_ref().map(|p| lock.resolve(p));
     let policy = match (env.policy)(policy_file.as_deref()) {
@@ -467,6 +491,33 @@ fn render_junit(path: &Path, outcomes: &[Outcome]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn package_pins_must_be_in_the_command() {
+        let cmd = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let npx = cmd(&[
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-everything@2026.1.26",
+        ]);
+        assert!(pin_named(
+            "npm:@modelcontextprotocol/server-everything@2026.1.26",
+            &npx
+        )
+        .is_ok());
+        let e = pin_named(
+            "npm:@modelcontextprotocol/server-everything@2026.1.27",
+            &npx,
+        )
+        .unwrap_err();
+        assert!(e.contains("does not name the pinned package"), "{e}");
+        let floating = cmd(&["uvx", "mcp-server-time"]);
+        assert!(pin_named("pypi:mcp-server-time==2026.10.19", &floating).is_err());
+        assert!(
+            pin_named("cargo:anything@1", &floating).is_ok(),
+            "other schemes are recorded only"
+        );
+    }
 
     #[test]
     fn junit_escapes_everything_a_diff_can_hold() {

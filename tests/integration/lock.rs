@@ -153,6 +153,19 @@ fn lock_check_reports_current_then_drifted_then_failed() {
         stdout(&o)
     );
 
+    // A package pin the command does not name: the launcher could run another version.
+    let floating = server(
+        "fixture",
+        &fixture_cmd(&[]),
+        "fixture.snapshot.json",
+        &digest,
+    )
+    .replace("cargo:mcpguard-fixture@1.0.0", "npm:@example/fixture@1.0.0");
+    std::fs::write(&lock, format!("version = 1\n\n{floating}")).unwrap();
+    let o = lock_check(&lock, "text");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("fixture: FAILED: the command does not name the pinned package \"@example/fixture@1.0.0\""), "{}", stdout(&o));
+
     // An unusable lock file names its line.
     std::fs::write(&lock, "version = 1\n[servers.x]\ncommand = [\"a\"]\nsnapshot = \"s\"\nsha256 = \"0\"\nmystery = 1\n").unwrap();
     let o = lock_check(&lock, "text");
