@@ -146,6 +146,15 @@ impl Policy {
         if self.audit.payload == AuditPayload::Full {
             w.push("audit.payload = \"full\": argument and result values, which may include secrets, are written to the audit log".to_string());
         }
+        if self.audit.path.is_some() && !self.audit.sink.contains(&AuditSink::File) {
+            w.push("audit.path is set but audit.sink has no \"file\": the file is not written (only --audit-log would write one)".to_string());
+        }
+        if self.audit.sink.is_empty() {
+            w.push(
+                "audit.sink = []: no decision is recorded anywhere unless --audit-log names a file"
+                    .to_string(),
+            );
+        }
         for tool in &self.review.refused_tools {
             if self.writes.tools.contains_key(tool) {
                 w.push(format!("tool {tool:?} is in review.refused_tools, so its [writes.tools] classification has no effect"));
