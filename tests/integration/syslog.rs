@@ -2,8 +2,9 @@
 //! `scripts/install-peers.sh` when missing) started by the test on a private socket receives
 //! every record as RFC 5424 with the chain fields in its structured data, the same chain the file
 //! sink writes; when the daemon goes away, the next call fails closed and never reaches the
-//! server. The journal's native protocol is checked on a private datagram socket the test reads
-//! (this machine runs no journald), field by field.
+//! server. The journal's native protocol is checked field by field on a private datagram socket
+//! the test reads, and end to end with a real systemd-journald the test starts in a mount
+//! namespace of its own (where systemd is installed), read back with journalctl.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -382,6 +383,153 @@ fn the_journal_sink_sends_structured_fields_over_the_native_protocol() {
         .unwrap()
         .starts_with("mcpguard call_allowed tool=echo outcome=forwarded"));
     assert!(get(allowed, "MCPGUARD_ARGS_SHA256").is_some());
+    p.close_stdin();
+    p.wait();
+}
+
+/// A private systemd-journald: started in a mount namespace of its own whose `/run` is a folder
+/// of the test (so its socket and its volatile journal files are reachable from outside) and
+/// whose `/var/log/journal` is a tmpfs (so nothing of the machine's journal is touched).
+struct Journald {
+    child: Child,
+    socket: PathBuf,
+    files: PathBuf,
+}
+
+impl Journald {
+    fn start(dir: &Path) -> Option<Journald> {
+        let daemon = [
+            "/lib/systemd/systemd-journald",
+            "/usr/lib/systemd/systemd-journald",
+        ]
+        .into_iter()
+        .find(|p| Path::new(p).exists())?;
+        let run = dir.join("run");
+        std::fs::create_dir_all(run.join("systemd/journal")).unwrap();
+        std::fs::create_dir_all(run.join("log/journal")).unwrap();
+        let script = format!(
+            "mount --bind {run} /run && {{ [ ! -d /var/log/journal ] || mount -t tmpfs tmpfs /var/log/journal; }} && exec {daemon}",
+            run = run.display()
+        );
+        let child = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("unshare");
+        let socket = run.join("systemd/journal/socket");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "systemd-journald did not create {} (the test needs root for its mount namespace)",
+                socket.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Journald {
+            child,
+            socket,
+            files: run.join("log/journal"),
+        })
+    }
+
+    /// The records journalctl reads back from the private journal.
+    fn entries(&self, want: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = Command::new("journalctl")
+                .arg("-D")
+                .arg(&self.files)
+                .args(["-o", "json", "--no-pager", "SYSLOG_IDENTIFIER=mcpguard"])
+                .output()
+                .expect("journalctl");
+            let entries: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            if entries.len() >= want {
+                return entries;
+            }
+            assert!(Instant::now() < deadline, "journald has only {entries:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Journald {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_real_journald_stores_the_structured_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(journal) = Journald::start(d) else {
+        eprintln!("systemd-journald is not installed here: the journal sink is checked by the_journal_sink_sends_structured_fields_over_the_native_protocol only");
+        return;
+    };
+    let (snap, digest) = reviewed_snapshot(d, &[]);
+    let policy = d.join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[audit]\nsink = [\"journal\"]\njournal_socket = {:?}\n",
+            journal.socket.display().to_string()
+        )),
+    )
+    .unwrap();
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy.display().to_string()],
+        &[],
+    );
+    p.initialize();
+    let r = p.request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "to the journal"}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["text"], "to the journal",
+        "{r}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let entries = loop {
+        let e = journal.entries(1);
+        if e.iter().any(|e| e["MCPGUARD_EVENT"] == "call_allowed") {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "no call_allowed entry: {e:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let call = entries
+        .iter()
+        .find(|e| e["MCPGUARD_EVENT"] == "call_allowed")
+        .unwrap();
+    assert_eq!(call["MCPGUARD_TOOL"], "echo", "{call}");
+    assert_eq!(call["MCPGUARD_OUTCOME"], "forwarded");
+    assert_eq!(call["PRIORITY"], "6");
+    assert_eq!(
+        call["_TRANSPORT"], "journal",
+        "sent over the native protocol"
+    );
+    let record: Value = serde_json::from_str(call["MCPGUARD_RECORD"].as_str().unwrap()).unwrap();
+    assert_eq!(record["hash"], call["MCPGUARD_HASH"]);
+    assert!(
+        !call.to_string().contains("to the journal"),
+        "no argument value in the journal"
+    );
+    // The chain links from the first entry on.
+    let mut prev = "0".repeat(64);
+    for e in &entries {
+        assert_eq!(e["MCPGUARD_PREV"].as_str(), Some(prev.as_str()), "{e}");
+        prev = e["MCPGUARD_HASH"].as_str().unwrap().to_string();
+    }
     p.close_stdin();
     p.wait();
 }
