@@ -335,7 +335,7 @@ pub fn verify(review: &Value, data: &[u8]) -> Verdict {
     match key.verify(NAMESPACE, data, &sig) {
         Ok(()) => Verdict::Valid { fingerprint },
         Err(_) => Verdict::Invalid(format!(
-            "the signature by {fingerprint} does not verify over this tool, identity and review: the Tool object or the review changed after it was signed"
+            "the signature by {fingerprint} does not verify over this tool, identity and review: the Tool object, the server's identity or the review changed after it was signed; review the tool again (`mcpguard show`) and sign the new review"
         )),
     }
 }
