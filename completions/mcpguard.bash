@@ -58,6 +58,9 @@ _mcpguard() {
             mcpguard__subcmd__audit,verify)
                 cmd="mcpguard__subcmd__audit__subcmd__verify"
                 ;;
+            mcpguard__subcmd__lock,add)
+                cmd="mcpguard__subcmd__lock__subcmd__add"
+                ;;
             mcpguard__subcmd__lock,check)
                 cmd="mcpguard__subcmd__lock__subcmd__check"
                 ;;
@@ -341,12 +344,54 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__lock)
-            opts="-h --log-format --help check"
+            opts="-h --log-format --help add check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpguard__subcmd__lock__subcmd__add)
+            opts="-h --snapshot --lock --package --policy --sandbox-read --sandbox-write --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --snapshot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --package)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

@@ -120,10 +120,20 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and not __fish_
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand audit; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Run every server of the lock live under the sandbox and compare it with its reviewed snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current, 1 when some drifted, 2 when some failed or the lock file is unusable'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -f -a "add" -d 'Add a server to the lock file, or replace its entry: the launch command, the reviewed snapshot and its digest (computed now), and optionally the package pin, the policy and sandbox grants. The file is rewritten (comments are not kept); run `lock check` after'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -f -a "check" -d 'Run every server of the lock live under the sandbox and compare it with its reviewed snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current, 1 when some drifted, 2 when some failed or the lock file is unusable'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l snapshot -d 'The reviewed snapshot of this server' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l lock -d 'The lock file (default: mcpguard.lock in the current directory; created if missing)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l package -d 'The package and version the command runs: npm:NAME@VERSION or pypi:NAME==VERSION (then the command must name it exactly), or any other SCHEME:TEXT to record' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l policy -d 'The policy this server runs under' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l format -d 'The report on stdout: text lines, one JSON object, or JUnit XML for CI' -r -f -a "text\t''
 json\t''
 junit\t''"

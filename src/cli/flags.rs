@@ -309,6 +309,31 @@ pub enum PolicyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum LockCommand {
+    /// Add a server to the lock file, or replace its entry: the launch command, the reviewed
+    /// snapshot and its digest (computed now), and optionally the package pin, the policy and
+    /// sandbox grants. The file is rewritten (comments are not kept); run `lock check` after.
+    Add {
+        /// The server key (the snapshot's server key; the host configuration names it).
+        key: String,
+        /// The reviewed snapshot of this server.
+        #[arg(long, value_name = "FILE")]
+        snapshot: PathBuf,
+        /// The lock file (default: mcpguard.lock in the current directory; created if missing).
+        #[arg(long, value_name = "FILE")]
+        lock: Option<PathBuf>,
+        /// The package and version the command runs: npm:NAME@VERSION or pypi:NAME==VERSION
+        /// (then the command must name it exactly), or any other SCHEME:TEXT to record.
+        #[arg(long, value_name = "PIN")]
+        package: Option<String>,
+        /// The policy this server runs under.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        grants: SandboxGrants,
+        /// The server's launch command, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+        command: Vec<String>,
+    },
     /// Run every server of the lock live under the sandbox and compare it with its reviewed
     /// snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current,
     /// 1 when some drifted, 2 when some failed or the lock file is unusable.

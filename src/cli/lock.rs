@@ -139,6 +139,103 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Options of `mcpguard lock add`.
+pub struct AddArgs<'a> {
+    pub key: &'a str,
+    pub snapshot: &'a Path,
+    pub lock: Option<&'a Path>,
+    pub package: Option<&'a str>,
+    pub policy: Option<&'a Path>,
+    pub read: &'a [PathBuf],
+    pub write: &'a [PathBuf],
+    pub command: &'a [String],
+}
+
+/// A path as the lock should record it: relative to the lock's folder when it lies beneath it
+/// (so the repository can be cloned anywhere), absolute otherwise.
+fn relative_to(dir: &Path, p: &Path) -> Result<String, String> {
+    let abs = std::path::absolute(p).map_err(|e| format!("cannot resolve {}: {e}", p.display()))?;
+    Ok(abs
+        .strip_prefix(dir)
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| abs.display().to_string()))
+}
+
+/// `mcpguard lock add KEY --snapshot FILE [--lock FILE] [--package PIN] [--policy FILE] -- CMD`
+pub fn add(args: &AddArgs<'_>) -> CmdResult {
+    let path = args.lock.unwrap_or(Path::new(DEFAULT_LOCK));
+    let m = manifest::load(args.snapshot)?;
+    m.server(args.key).map_err(|p| {
+        format!(
+            "{}: {p}; the lock's key must be the snapshot's server key",
+            args.snapshot.display()
+        )
+    })?;
+    if let Some(pin) = args.package {
+        pin_named(pin, args.command)?;
+    }
+    let mut doc: toml::Table = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            // The existing file must be a lock this mcpguard reads, or it is left alone.
+            Lockfile::load(path)?;
+            text.parse()
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut t = toml::Table::new();
+            t.insert("version".into(), toml::Value::Integer(1));
+            t
+        }
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let dir = std::path::absolute(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut entry = toml::Table::new();
+    let strings =
+        |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
+    entry.insert("command".into(), strings(args.command.to_vec()));
+    entry.insert(
+        "snapshot".into(),
+        toml::Value::String(relative_to(&dir, args.snapshot)?),
+    );
+    entry.insert("sha256".into(), toml::Value::String(m.digest.clone()));
+    if let Some(pin) = args.package {
+        entry.insert("package".into(), toml::Value::String(pin.to_string()));
+    }
+    if let Some(p) = args.policy {
+        entry.insert("policy".into(), toml::Value::String(relative_to(&dir, p)?));
+    }
+    let paths = |v: &[PathBuf]| strings(v.iter().map(|p| p.display().to_string()).collect());
+    if !args.read.is_empty() {
+        entry.insert("sandbox_read".into(), paths(args.read));
+    }
+    if !args.write.is_empty() {
+        entry.insert("sandbox_write".into(), paths(args.write));
+    }
+    let servers = doc
+        .entry("servers")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `servers` is not a table", path.display()))?;
+    let replaced = servers
+        .insert(args.key.to_string(), toml::Value::Table(entry))
+        .is_some();
+    let text = toml::to_string(&doc).map_err(|e| format!("cannot write the lock: {e}"))?;
+    manifest::write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!(
+        "{} server {:?} in {} (sha256 {}); check it with `mcpguard lock check {}`",
+        if replaced { "updated" } else { "added" },
+        args.key,
+        path.display(),
+        m.digest,
+        path.display()
+    );
+    Ok(0)
+}
+
 /// The outcome for one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {

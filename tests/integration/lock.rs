@@ -345,3 +345,60 @@ fn wrap_from_lock_writes_a_pinned_host_entry_that_runs() {
     p.close_stdin();
     p.wait();
 }
+
+#[test]
+fn lock_add_writes_an_entry_that_lock_check_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (snap, digest) = reviewed_snapshot(d, &[]);
+    let lock = d.join("mcpguard.lock");
+    let add = |key: &str, extra: &[&str]| {
+        Command::new(mcpguard())
+            .args(["lock", "add", key, "--snapshot"])
+            .arg(&snap)
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--policy")
+            .arg(reads_policy())
+            .args(extra)
+            .arg("--")
+            .arg(fixture())
+            .output()
+            .unwrap()
+    };
+    let o = add("fixture", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with(&format!(
+        "added server \"fixture\" in {} (sha256 {digest})",
+        lock.display()
+    )));
+    let written: toml::Table = std::fs::read_to_string(&lock).unwrap().parse().unwrap();
+    assert_eq!(written["version"].as_integer(), Some(1));
+    let entry = &written["servers"]["fixture"];
+    assert_eq!(
+        entry["snapshot"].as_str(),
+        Some("fixture.snapshot.json"),
+        "relative to the lock's folder"
+    );
+    assert_eq!(entry["sha256"].as_str(), Some(digest.as_str()));
+    assert_eq!(
+        entry["command"].as_array().unwrap()[0].as_str(),
+        Some(fixture().display().to_string().as_str())
+    );
+    let o = lock_check(&lock, "text");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+
+    // Adding again replaces the entry; a key the snapshot lacks, or a pin the command does not
+    // name, is refused and leaves the file as it was.
+    let o = add("fixture", &[]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("updated server \"fixture\""));
+    let before = std::fs::read(&lock).unwrap();
+    let o = add("other", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("the lock's key must be the snapshot's server key"));
+    let o = add("fixture", &["--package", "npm:@example/fixture@2.0.0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not name the pinned package"));
+    assert_eq!(std::fs::read(&lock).unwrap(), before);
+}
