@@ -153,6 +153,9 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     // A duplicate of stdout, so that the sink owns its descriptor and never closes fd 1.
     let stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
     let to_host = Sink::new(stdout, false, budget, "to-host")?;
+    // The session prefixes its own request ids with this; a withheld batch must tell them from
+    // the host's (`Sinks::withhold`).
+    let nonce = nonce();
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
@@ -174,7 +177,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             },
             ..Config::new(opts.mode.clone())
         },
-        &nonce(),
+        &nonce,
     )));
 
     // Readers. The server reader counts what it reads, so the exit path can tell a reader
@@ -187,6 +190,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         events: events.clone(),
         audit: opts.audit.clone(),
         withheld: withheld.clone(),
+        own_prefix: format!("mcpguard-{nonce}-"),
     };
     {
         let core = core.clone();
@@ -501,6 +505,8 @@ struct Sinks {
     audit: Option<Arc<AuditLog>>,
     /// Ids (as JSON) of host requests refused because their audit record failed.
     withheld: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// The prefix of mcpguard's own request ids (the session's `own_prefix`).
+    own_prefix: String,
 }
 
 impl Sinks {
@@ -561,10 +567,21 @@ impl Sinks {
             let Ok(m) = message::parse(line) else {
                 continue;
             };
+            let own = matches!(&m.id, Some(message::Id::Str(s)) if s.starts_with(&self.own_prefix));
             let id = match (m.kind, &m.id) {
+                // mcpguard's own request (a walk): nobody on the host side waits for it, and
+                // the session answers its own waiters when the walk times out.
+                (Kind::Request, Some(_)) if towards_server && own => continue,
                 (Kind::Request, Some(id)) if towards_server => {
                     withheld.insert(id.to_json());
                     id
+                }
+                // The gate's later answer to a request already refused here: the host has its
+                // one response.
+                (Kind::Response | Kind::ErrorResponse, Some(id))
+                    if !towards_server && withheld.remove(&id.to_json()) =>
+                {
+                    continue
                 }
                 (Kind::Response | Kind::ErrorResponse, Some(id)) if !towards_server => id,
                 // Notifications, the host's answers to server requests and mcpguard's own
@@ -573,9 +590,8 @@ impl Sinks {
                 _ => continue,
             };
             let reply = serde_json::json!({"jsonrpc": "2.0", "id": id.to_json_value(), "error": {"code": crate::protocol::codes::AUDIT_FAILED, "message": why}});
-            let mut bytes = reply.to_string().into_bytes();
-            bytes.push(b'\n');
-            replies.push(Bytes::from(bytes));
+            // Lines are handed to the sink without their terminator; it writes one per line.
+            replies.push(Bytes::from(reply.to_string().into_bytes()));
         }
         diag::emit(
             Level::Error,

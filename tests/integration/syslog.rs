@@ -125,7 +125,7 @@ fn rsyslog_receives_every_chained_record_and_a_dead_daemon_fails_calls_closed() 
     std::fs::write(
         &policy,
         reads_policy_with(&format!(
-            "[audit]\nsink = [\"file\", \"syslog\"]\nsyslog_socket = {:?}\n",
+            "[audit]\nsink = [\"file\", \"syslog\"]\nsyslog_socket = {:?}\n[limits]\ncall_timeout = \"2s\"\n",
             daemon.socket.display().to_string()
         )),
     )
@@ -207,10 +207,24 @@ fn rsyslog_receives_every_chained_record_and_a_dead_daemon_fails_calls_closed() 
             .contains("could not write the audit record"),
         "{r}"
     );
+    // The gate still counts the withheld call as in flight; when its timeout fires, the host,
+    // which already has its one answer, gets no second response for the same id.
+    let second = p.recv_timeout(Duration::from_secs(4));
+    assert!(
+        second.is_none(),
+        "a second response: {:?}",
+        second.map(|b| String::from_utf8_lossy(&b).into_owned())
+    );
     let err = p.wait_stderr("withheld");
     assert!(
         err.contains("writing the audit record to the audit log"),
         "{err}"
+    );
+    assert!(
+        err.matches("whose audit record could not be written")
+            .count()
+            >= 2,
+        "the timeout's own answer was withheld too: {err}"
     );
     assert!(err.contains("the syslog sink ("), "{err}");
     p.close_stdin();
