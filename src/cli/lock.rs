@@ -261,15 +261,18 @@ use crate::cli::flags::ReportFormat as Format;
 /// its `policy` file) and a prepared sandbox for its command.
 pub struct Env<'a> {
     pub policy: &'a dyn Fn(Option<&Path>) -> Result<Policy, String>,
-    #[allow(clippy::type_complexity)]
-    pub sandbox: &'a dyn Fn(
-        &Policy,
-        Option<&Path>,
-        &[OsString],
-        &crate::cli::flags::SandboxGrants,
-    ) -> Result<Option<crate::sandbox::Setup>, String>,
+    pub sandbox: &'a PrepareSandbox,
     pub timeout: Duration,
 }
+
+/// Prepares the sandbox of a server: its policy, the policy's file, the command and the grants;
+/// `Ok(None)` when the policy turns the sandbox off, `Err` with why the server cannot start.
+pub type PrepareSandbox = dyn Fn(
+    &Policy,
+    Option<&Path>,
+    &[OsString],
+    &crate::cli::flags::SandboxGrants,
+) -> Result<Option<crate::sandbox::Setup>, String>;
 
 /// Whether the command runs the pinned package version. `npm:` and `pypi:` pins are checked
 /// (the exact `NAME@VERSION` or `NAME==VERSION` must be an argument, as `npx`, `uvx` and `pipx
