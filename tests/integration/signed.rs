@@ -486,3 +486,56 @@ fn signing_refuses_keys_it_cannot_use_and_signers_files_it_cannot_honour() {
         "{err}"
     );
 }
+
+#[test]
+fn reviews_from_a_file_are_signed_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let alice = keygen(d, "alice");
+    let snap = capture(d);
+    let assertions = json!({"headless": true, "independentCalls": true, "modelBacked": false,
+                            "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true});
+    let reviews = d.join("reviews.json");
+    std::fs::write(
+        &reviews,
+        json!({
+            "echo": {"assertions": assertions, "inputChannels": {"/text": "data"}},
+            "fail": {"assertions": assertions, "inputChannels": {}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = run(Command::new(mcpguard())
+        .arg("review")
+        .arg(&snap)
+        .args([
+            "--server",
+            "fixture",
+            "--reviewer",
+            "alice@example.test",
+            "--from",
+        ])
+        .arg(&reviews)
+        .arg("--sign")
+        .arg(&alice));
+    ok(&out, "review --from --sign");
+    let signers = d.join("allowed_signers");
+    std::fs::write(&signers, format!("alice@example.test {}\n", public(&alice))).unwrap();
+    let policy = d.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[review]\nallowed_signers = {:?}\n",
+            signers.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = run(Command::new(mcpguard())
+        .arg("check")
+        .arg(&snap)
+        .arg("--policy")
+        .arg(&policy));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("verifies; allowed by").count(), 2, "{err}");
+}
