@@ -45,6 +45,15 @@ fn sandbox_for(
     missing: impl FnOnce(mcpguard::process::child::SpawnError) -> ExitCode,
 ) -> Result<Option<mcpguard::sandbox::Setup>, ExitCode> {
     use mcpguard::sandbox;
+    // The per-run grants are held to the managed floor here too (capture, check, lock check),
+    // not only in the proxy. The policy loaded before, so loading it again succeeds.
+    if !grants.read.is_empty() || !grants.write.is_empty() {
+        if let Ok(layered) = policy::load_layered(policy_file) {
+            layered
+                .check_overrides(None, None, &grants.read, &grants.write)
+                .map_err(|why| fail(&format!("refusing to start the server: {why}")))?;
+        }
+    }
     if policy.sandbox.mode == policy::SandboxMode::Off {
         return Ok(None);
     }

@@ -242,3 +242,30 @@ fn command_line_flags_cannot_loosen_the_floor_either() {
     );
     assert!(!started.exists() && !log.exists(), "nothing ran");
 }
+
+#[test]
+fn grants_beyond_the_floors_lists_are_refused_for_capture_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let floor = dir.path().join("floor.toml");
+    std::fs::write(&floor, "[sandbox]\nread_write = []\n").unwrap();
+    let out = Command::new(mcpguard())
+        .args(["capture", "--server", "fixture", "--out"])
+        .arg(dir.path().join("s.json"))
+        .arg("--sandbox-write")
+        .arg(dir.path())
+        .arg("--")
+        .arg(crate::support::fixture())
+        .env("MCPGUARD_SYSTEM_POLICY", &floor)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "--sandbox-write cannot loosen sandbox.read_write, which the managed policy floor sets at {}:2",
+            floor.display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.path().join("s.json").exists());
+}
