@@ -40,6 +40,9 @@ _mcpguard() {
             mcpguard,hash)
                 cmd="mcpguard__subcmd__hash"
                 ;;
+            mcpguard,lock)
+                cmd="mcpguard__subcmd__lock"
+                ;;
             mcpguard,policy)
                 cmd="mcpguard__subcmd__policy"
                 ;;
@@ -73,6 +76,12 @@ _mcpguard() {
             mcpguard__subcmd__audit,verify)
                 cmd="mcpguard__subcmd__audit__subcmd__verify"
                 ;;
+            mcpguard__subcmd__lock,add)
+                cmd="mcpguard__subcmd__lock__subcmd__add"
+                ;;
+            mcpguard__subcmd__lock,check)
+                cmd="mcpguard__subcmd__lock__subcmd__check"
+                ;;
             mcpguard__subcmd__policy,check)
                 cmd="mcpguard__subcmd__policy__subcmd__check"
                 ;;
@@ -83,7 +92,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit approvals demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit approvals lock demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -458,6 +467,96 @@ _mcpguard() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpguard__subcmd__lock)
+            opts="-h --log-format --help add check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpguard__subcmd__lock__subcmd__add)
+            opts="-h --snapshot --lock --package --policy --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --snapshot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --package)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpguard__subcmd__lock__subcmd__check)
+            opts="-h --format --timeout --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text json junit" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpguard__subcmd__policy)
             opts="-h --log-format --help check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -495,7 +594,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__review)
-            opts="-h --server --tool --reviewer --assert --channel --side-effect --reviewed-at --from --log-format --help"
+            opts="-h --server --tool --reviewer --assert --channel --side-effect --reviewed-at --from --sign --signed-data --signature --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,6 +629,14 @@ _mcpguard() {
                     return 0
                     ;;
                 --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --signature)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -579,7 +686,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__show)
-            opts="-h --server --tool --report --log-format --help"
+            opts="-h --server --tool --report --policy --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,6 +697,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -667,7 +778,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__wrap)
-            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --from-lock --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -698,6 +809,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from-lock)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -51,6 +51,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "diff" -d 'The semant
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "policy" -d 'Work with local policy files'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "audit" -d 'Work with audit logs'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "approvals" -d 'List and answer the writes your running mcpguard processes hold for a person\'s approval (the terminal confirmation channel; see `[confirmation] channels`)'
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "lock" -d 'Work with a team\'s lock file (mcpguard.lock): servers, launch commands, reviewed snapshots and their digests, package pins'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "demo" -d 'Show the whole story on a bundled example server, with no set-up: capture, review, a guarded call, an unreviewed tool refused, a write held for the person\'s approval, the sandbox, a rug pull caught before dispatch, and the audit log verified'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "wrap" -d 'Rewrite a host\'s MCP configuration (Claude Desktop, Cursor, VS Code) so that every local server runs under mcpguard. A wrapped server refuses to start until its snapshot is captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -a "sandbox-check" -d 'Show the kernel\'s Landlock ABI, what the policy\'s sandbox asks and what this kernel will enforce; with a command, run it under that sandbox (stdio inherited, its exit status becomes mcpguard\'s). Exit 1 when sandbox.mode = "require" would refuse to start'
@@ -86,8 +87,11 @@ update\t''
 delete\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at once' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l sign -d 'Sign each recorded review with this SSH private key (Ed25519, without a passphrase; SSH signature format, namespace mcpguard-review). The signature covers the Tool object, the server\'s identity and the review, and is stored in the review' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signature -d 'Add a signature made elsewhere (`ssh-keygen -Y sign` over --signed-data) to the existing review of --tool; it is checked before it is recorded' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signed-data -d 'Record nothing: write the bytes that a signature of the existing review of --tool covers to stdout, for `ssh-keygen -Y sign -n mcpguard-review`'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l server -d 'Which server of the snapshot the command runs (needed when there are several)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l config -d 'A host configuration written by `mcpguard wrap`: pin the new digest into the entry that uses FILE, atomically and with a backup, as `wrap --pin` does' -r -F
@@ -106,6 +110,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l yes -d 'Nev
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l server -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l tool -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l policy -d 'Check review signatures against this policy\'s review.allowed_signers (default: the built-in policy, which names none)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand show" -l report -d 'Print the content-trust report instead: each reviewed tool\'s input-channel map and the value capability of each output location (free_text, constrained_scalar, composite, unknown)'
@@ -128,7 +133,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand diff" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Validate a policy file and print the effective policy (every default filled in)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Validate a policy file and print the effective policy (every default filled in), layered over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY), with the file and line each value came from. Without FILE: the floor alone, or the built-in default'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
@@ -162,6 +167,28 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from watch" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -f -a "add" -d 'Add a server to the lock file, or replace its entry: the launch command, the reviewed snapshot and its digest (computed now), and optionally the package pin, the policy and sandbox grants. The file is rewritten (comments are not kept); run `lock check` after'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and not __fish_seen_subcommand_from add check" -f -a "check" -d 'Run every server of the lock live under the sandbox and compare it with its reviewed snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current, 1 when some drifted, 2 when some failed or the lock file is unusable'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l snapshot -d 'The reviewed snapshot of this server' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l lock -d 'The lock file (default: mcpguard.lock in the current directory; created if missing)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l package -d 'The package and version the command runs: npm:NAME@VERSION or pypi:NAME==VERSION (then the command must name it exactly), or any other SCHEME:TEXT to record' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l policy -d 'The policy this server runs under' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l format -d 'The report on stdout: text lines, one JSON object, or JUnit XML for CI' -r -f -a "text\t''
+json\t''
+junit\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l timeout -d 'How long to wait for each answer of a server' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
+json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 'Print help'
@@ -172,6 +199,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l from-lock -d 'Instead of wrapping: write an entry for every server of this lock file, pinned to the lock\'s snapshot and digest (entries of the same name are replaced, others kept)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l dry-run -d 'Print the changes as a diff and write nothing'

@@ -112,6 +112,25 @@ uvicorn==0.54.0
 webencodings==0.6.1
 '
 
+# Debian packages the tests of signed reviews and of the system-log audit sinks run:
+# ssh-keygen (openssh-client) signs and verifies reviews the other way round from mcpguard, and
+# rsyslogd (rsyslog) receives the syslog sink's records on a private socket the test starts.
+# Installed only when missing, and only where apt-get exists and we are root; elsewhere the
+# message says what to install.
+DEBIAN_PACKAGES=()
+command -v ssh-keygen >/dev/null 2>&1 || DEBIAN_PACKAGES+=(openssh-client)
+[[ -x /usr/sbin/rsyslogd ]] || command -v rsyslogd >/dev/null 2>&1 || DEBIAN_PACKAGES+=(rsyslog)
+if ((${#DEBIAN_PACKAGES[@]})); then
+    if command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
+        log "installing Debian packages: ${DEBIAN_PACKAGES[*]}"
+        apt-get update -qq >&2 || die "apt-get update failed"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${DEBIAN_PACKAGES[@]}" >&2 || die "apt-get install ${DEBIAN_PACKAGES[*]} failed"
+    else
+        die "missing ${DEBIAN_PACKAGES[*]}: install them (Debian: apt-get install ${DEBIAN_PACKAGES[*]})"
+    fi
+fi
+
 PYTHON=${PYTHON:-python3}
 NODE=${NODE:-node}
 command -v "$PYTHON" >/dev/null 2>&1 || die "'$PYTHON' not found (set PYTHON=/path/to/python3.10+)"

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mcpguard::cli::commands;
-use mcpguard::cli::flags::{AuditCommand, Cli, Command, LiveArgs, PolicyCommand};
+use mcpguard::cli::flags::{AuditCommand, Cli, Command, LiveArgs, LockCommand, PolicyCommand};
 use mcpguard::gate::session::Mode;
 use mcpguard::policy;
 use mcpguard::process::capture::Limits;
@@ -46,6 +46,15 @@ fn sandbox_for(
     missing: impl FnOnce(mcpguard::process::child::SpawnError) -> ExitCode,
 ) -> Result<Option<mcpguard::sandbox::Setup>, ExitCode> {
     use mcpguard::sandbox;
+    // The per-run grants are held to the managed floor here too (capture, check, lock check),
+    // not only in the proxy. The policy loaded before, so loading it again succeeds.
+    if !grants.read.is_empty() || !grants.write.is_empty() || !grants.env.is_empty() {
+        if let Ok(layered) = policy::load_layered(policy_file) {
+            layered
+                .check_overrides(None, None, &grants.read, &grants.write, &grants.env)
+                .map_err(|why| fail(&format!("refusing to start the server: {why}")))?;
+        }
+    }
     if policy.sandbox.mode == policy::SandboxMode::Off {
         return Ok(None);
     }
@@ -175,7 +184,13 @@ fn run_command(cmd: Command) -> ExitCode {
             side_effect,
             reviewed_at,
             from,
+            sign,
+            signed_data,
+            signature,
         } if from.is_none()
+            && sign.is_none()
+            && !*signed_data
+            && signature.is_none()
             && asserts.is_empty()
             && channels.is_empty()
             && side_effect.is_none()
@@ -200,17 +215,27 @@ fn run_command(cmd: Command) -> ExitCode {
             side_effect,
             reviewed_at,
             from,
-        } => commands::review(commands::ReviewArgs {
-            file,
-            server,
-            tool: tool.as_deref(),
-            reviewer: reviewer.as_deref(),
-            asserts,
-            channels,
-            side_effect: side_effect.as_deref(),
-            reviewed_at: reviewed_at.as_deref(),
-            from: from.as_deref(),
-        }),
+            sign,
+            signed_data,
+            signature,
+        } => match (tool, signed_data, signature) {
+            (Some(tool), true, _) => mcpguard::cli::signed::print_signed_data(file, server, tool),
+            (Some(tool), _, Some(sig)) => {
+                mcpguard::cli::signed::attach_signature(file, server, tool, sig)
+            }
+            _ => commands::review(commands::ReviewArgs {
+                file,
+                server,
+                tool: tool.as_deref(),
+                reviewer: reviewer.as_deref(),
+                asserts,
+                channels,
+                side_effect: side_effect.as_deref(),
+                reviewed_at: reviewed_at.as_deref(),
+                from: from.as_deref(),
+                sign: sign.as_deref(),
+            }),
+        },
         Command::Show {
             file,
             server,
@@ -218,8 +243,20 @@ fn run_command(cmd: Command) -> ExitCode {
             ..
         } => commands::trust_report(file, server.as_deref()),
         Command::Show {
-            file, server, tool, ..
-        } => commands::show(file, server.as_deref(), tool.as_deref()),
+            file,
+            server,
+            tool,
+            policy,
+            ..
+        } => {
+            let signers = match load_policy(policy.as_deref())
+                .and_then(|p| mcpguard::cli::signed::allowed_signers(&p))
+            {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
+            commands::show(file, server.as_deref(), tool.as_deref(), signers.as_ref())
+        }
         Command::Check {
             file,
             sha256,
@@ -254,8 +291,13 @@ fn run_command(cmd: Command) -> ExitCode {
                     Err(code) => return code,
                 }
             };
+            let signers = match mcpguard::cli::signed::allowed_signers(&p) {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
             commands::check(commands::CheckArgs {
                 acceptance: acceptance(&p),
+                signers,
                 file,
                 sha256: sha256.as_deref(),
                 server: server.as_deref(),
@@ -313,9 +355,59 @@ fn run_command(cmd: Command) -> ExitCode {
             })
         }
         Command::Diff { old, new } => commands::diff(old, new),
-        Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file),
+        Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
         Command::Approvals(a) => mcpguard::cli::approvals::run(a),
+        Command::Lock(LockCommand::Add {
+            key,
+            snapshot,
+            lock,
+            package,
+            policy,
+            grants,
+            command,
+        }) => mcpguard::cli::lock::add(&mcpguard::cli::lock::AddArgs {
+            key,
+            snapshot,
+            lock: lock.as_deref(),
+            package: package.as_deref(),
+            policy: policy.as_deref(),
+            read: &grants.read,
+            write: &grants.write,
+            command,
+        }),
+        Command::Lock(LockCommand::Check {
+            file,
+            format,
+            timeout,
+        }) => {
+            let policy = |p: Option<&std::path::Path>| load_policy(p);
+            let sandbox = |p: &policy::Policy,
+                           file: Option<&std::path::Path>,
+                           command: &[std::ffi::OsString],
+                           grants: &mcpguard::cli::flags::SandboxGrants| {
+                let missing = std::cell::RefCell::new(None);
+                sandbox_for(p, file, command, grants, |e| {
+                    *missing.borrow_mut() = Some(e.to_string());
+                    ExitCode::from(1)
+                })
+                .map_err(|_| {
+                    missing.take().map_or_else(
+                        || "the sandbox refused to start the server (the reason is on stderr above)".to_string(),
+                        |why| format!("the server cannot start: {why}"),
+                    )
+                })
+            };
+            mcpguard::cli::lock::check(
+                file.as_deref(),
+                *format,
+                &mcpguard::cli::lock::Env {
+                    policy: &policy,
+                    sandbox: &sandbox,
+                    timeout: *timeout,
+                },
+            )
+        }
         Command::Demo => mcpguard::cli::demo::run(),
         Command::DemoServer {
             notes,
@@ -339,6 +431,7 @@ fn run_command(cmd: Command) -> ExitCode {
             pin,
             entry,
             grants,
+            from_lock,
         } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
@@ -349,6 +442,7 @@ fn run_command(cmd: Command) -> ExitCode {
             entry: entry.as_deref(),
             grants,
             only: None,
+            from_lock: from_lock.as_deref(),
         }),
     };
     match result {
@@ -366,11 +460,10 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 fn load_policy(path: Option<&std::path::Path>) -> Result<policy::Policy, String> {
-    let p = match path {
-        Some(p) => policy::load(p),
-        None => policy::builtin(),
-    }
-    .map_err(|e| e.to_string())?;
+    // The managed floor, when there is one, is read first; the user's file can only tighten it.
+    let p = policy::load_layered(path)
+        .map_err(|e| e.to_string())?
+        .policy;
     for w in p.warnings() {
         diag::emit(Level::Warn, &format!("policy: {w}"));
     }
@@ -403,20 +496,64 @@ fn open_audit(
     server: &str,
     digest: Option<String>,
 ) -> Result<Option<std::sync::Arc<mcpguard::audit::AuditLog>>, String> {
+    use mcpguard::audit::system::{self, Kind, Target};
+    let ctx = policy::PathContext::from_process(None);
+    // `--audit-log` always writes a file; `audit.path` does when the file sink is chosen.
     let path = match (&args.audit_log, &p.audit.path) {
-        (Some(path), _) => path.clone(),
-        (None, Some(pp)) => pp
-            .expand(&policy::PathContext::from_process(None))
-            .map_err(|e| format!("policy audit.path: {e}"))?,
-        (None, None) => return Ok(None),
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(pp)) if p.audit.sink.contains(&policy::AuditSink::File) => Some(
+            pp.expand(&ctx)
+                .map_err(|e| format!("policy audit.path: {e}"))?,
+        ),
+        _ => None,
     };
+    let socket = |key: &str, given: &Option<policy::PolicyPath>, default: &str| {
+        given
+            .as_ref()
+            .map_or(Ok(std::path::PathBuf::from(default)), |pp| {
+                pp.expand(&ctx)
+                    .map_err(|e| format!("policy audit.{key}: {e}"))
+            })
+    };
+    let mut targets = Vec::new();
+    for sink in &p.audit.sink {
+        let (kind, path) = match sink {
+            policy::AuditSink::File => continue,
+            policy::AuditSink::Journal => (
+                Kind::Journal,
+                socket(
+                    "journal_socket",
+                    &p.audit.journal_socket,
+                    system::JOURNAL_SOCKET,
+                )?,
+            ),
+            policy::AuditSink::Syslog => (
+                Kind::Syslog,
+                socket(
+                    "syslog_socket",
+                    &p.audit.syslog_socket,
+                    system::SYSLOG_SOCKET,
+                )?,
+            ),
+        };
+        targets.push(Target::new(kind, &path).map_err(|e| {
+            format!(
+                "cannot create a socket for the audit sink {}: {e}",
+                path.display()
+            )
+        })?);
+    }
     let payload = match p.audit.payload {
         policy::AuditPayload::Digests => mcpguard::audit::Payload::Digests,
         policy::AuditPayload::Full => mcpguard::audit::Payload::Full,
     };
-    let log = mcpguard::audit::AuditLog::open(&path, server, digest, payload)
-        .map_err(|e| e.to_string())?;
-    Ok(Some(std::sync::Arc::new(log)))
+    let log = match path {
+        Some(path) => mcpguard::audit::AuditLog::open(&path, server, digest, payload)
+            .map_err(|e| e.to_string())?,
+        None if targets.is_empty() => return Ok(None),
+        None => mcpguard::audit::AuditLog::system_only(server, digest, payload),
+    };
+    Ok(Some(std::sync::Arc::new(log.with_system(targets))))
 }
 
 fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
@@ -427,8 +564,22 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let policy = match load_policy(args.policy.as_deref()) {
-        Ok(p) => p,
+    let policy = match policy::load_layered(args.policy.as_deref()) {
+        Ok(layered) => {
+            if let Err(why) = layered.check_overrides(
+                args.audit_log.as_deref(),
+                args.max_message_bytes,
+                &args.grants.read,
+                &args.grants.write,
+                &args.grants.env,
+            ) {
+                return fail(&format!("refusing to start the server: {why}"));
+            }
+            for w in layered.policy.warnings() {
+                diag::emit(Level::Warn, &format!("policy: {w}"));
+            }
+            layered.policy
+        }
         Err(e) => return fail(&format!("refusing to start the server: {e}")),
     };
     // The snapshot is verified before the server is spawned: a mismatch never starts it.
@@ -452,6 +603,19 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                     }
                     for why in pin.apply_policy(|t| policy.refusal(&t.name, t.side_effect)) {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+                    }
+                    match mcpguard::cli::signed::allowed_signers(&policy) {
+                        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+                        Ok(None) => {}
+                        Ok(Some(signers)) => {
+                            let now = jiff::Timestamp::now();
+                            for why in mcpguard::cli::signed::check_pin(&mut pin, &signers, now) {
+                                diag::emit(
+                                    Level::Warn,
+                                    &format!("not serving a reviewed tool: {why}"),
+                                );
+                            }
+                        }
                     }
                     diag::emit(
                         Level::Info,
@@ -495,9 +659,17 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     if let Some(log) = &audit {
         use mcpguard::audit::EventKind;
         use mcpguard::gate::session::AuditNote;
-        proxy::record_note(log, &AuditNote::new(EventKind::Start));
-        if matches!(mode, Mode::Pinned(_)) {
-            proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
+        // The first records prove every sink works before the server is spawned: a sink that
+        // refuses them would refuse every decision, so the server is not started at all.
+        let mut ok = proxy::record_note(log, &AuditNote::new(EventKind::Start));
+        if ok && matches!(mode, Mode::Pinned(_)) {
+            ok = proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
+        }
+        if !ok {
+            return fail(&format!(
+                "refusing to start the server: the audit record could not be written to {} (see above); every decision must be recorded (fail closed)",
+                log.describe()
+            ));
         }
     }
     if args.dry_run {

@@ -58,6 +58,8 @@ install -D -m 0644 completions/_mcpguard "$root/usr/share/zsh/vendor-completions
 install -D -m 0644 completions/mcpguard.fish "$root/usr/share/fish/vendor_completions.d/mcpguard.fish"
 install -d "$root/usr/share/mcpguard/policies"
 install -m 0644 policies/*.toml "$root/usr/share/mcpguard/policies/"
+# The managed floor's directory, empty: administrators put policy.toml there (docs/teams.md).
+install -d -m 0755 "$root/etc/mcpguard"
 install -D -m 0644 packaging/deb/copyright "$root/usr/share/doc/mcpguard/copyright"
 gzip -9nc packaging/deb/changelog > "$root/usr/share/doc/mcpguard/changelog.Debian.gz"
 install -m 0644 README.md "$root/usr/share/doc/mcpguard/README.md"

@@ -42,4 +42,5 @@ for p in "${policies[@]}"; do
   "$bin" policy check "$p" >/dev/null 2>&1 || fail "the installed $(basename "$p") does not load"
 done
 [ -e "$scratch/usr/share/mcpguard/policies/default.toml" ] || fail "default.toml is missing"
+[ -d "$scratch/etc/mcpguard" ] || fail "etc/mcpguard, the managed policy floor's directory, is missing"
 echo "package ok: ${#policies[@]} policies, 3 man pages, 3 completions"

@@ -64,15 +64,19 @@ pub enum OpenError {
 
 /// The appending writer of one audit log file. See the module documentation for the format.
 pub struct AuditLog {
-    path: PathBuf,
+    /// The file sink's path; `None` when records go to the system log only.
+    path: Option<PathBuf>,
     payload: Payload,
     server: String,
+    /// The system-log sinks each record is also sent to, after the file (`audit.sink`).
+    system: Vec<super::system::Target>,
     state: Mutex<State>,
 }
 
 /// Everything that changes with each record, behind the mutex.
 struct State {
-    file: File,
+    /// The file sink; without one the chain lives in memory, starting from the genesis.
+    file: Option<File>,
     snapshot: Option<String>,
     head: ChainHead,
     /// The file length right after this writer's last write (or the open). A different length at
@@ -165,11 +169,12 @@ impl AuditLog {
             (head, end)
         };
         Ok(AuditLog {
-            path: path.to_owned(),
+            path: Some(path.to_owned()),
             payload,
             server: server.into(),
+            system: Vec::new(),
             state: Mutex::new(State {
-                file,
+                file: Some(file),
                 snapshot,
                 head,
                 end,
@@ -177,9 +182,47 @@ impl AuditLog {
         })
     }
 
-    /// The file this log appends to.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// A log with no file sink: records go to the system-log sinks only (add them with
+    /// [`AuditLog::with_system`]), chained in memory from the genesis.
+    pub fn system_only(
+        server: impl Into<String>,
+        snapshot: Option<String>,
+        payload: Payload,
+    ) -> AuditLog {
+        AuditLog {
+            path: None,
+            payload,
+            server: server.into(),
+            system: Vec::new(),
+            state: Mutex::new(State {
+                file: None,
+                snapshot,
+                head: ChainHead::genesis(),
+                end: 0,
+            }),
+        }
+    }
+
+    /// Adds system-log sinks: every record is sent to each of them after the file sink.
+    pub fn with_system(mut self, targets: Vec<super::system::Target>) -> AuditLog {
+        self.system.extend(targets);
+        self
+    }
+
+    /// The file this log appends to, if it has a file sink.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Names the sinks, for messages: `the audit log FILE`, `the journal sink (…)`.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .path
+            .iter()
+            .map(|p| format!("the audit log {}", p.display()))
+            .collect();
+        parts.extend(self.system.iter().map(|t| t.describe()));
+        parts.join(", ")
     }
 
     /// Whether argument and result values are written.
@@ -213,14 +256,26 @@ impl AuditLog {
         let fields = event.fields(self.payload == Payload::Full);
         let mut state = self.lock_state();
         let state = &mut *state;
-        let guard = lock_file(&state.file)?;
+        let Some(file) = &state.file else {
+            // No file sink: the chain is this process's own, kept in memory.
+            let seq =
+                state.head.seq.checked_add(1).ok_or_else(|| {
+                    io::Error::other("the audit chain's seq cannot grow any further")
+                })?;
+            let time = format!("{:.6}", Timestamp::now());
+            let (record, line, hash) =
+                self.build_record(seq, &time, event.kind, &state.snapshot, fields, &state.head)?;
+            state.head = ChainHead { seq, hash };
+            return self.send_system(&record, &line);
+        };
+        let guard = lock_file(file)?;
         let len = guard.metadata()?.len();
         if len < state.end {
             return Err(io::Error::other(format!(
-                "the audit log {} shrank from {} to {len} bytes while mcpguard was writing it: it \
+                "{} shrank from {} to {len} bytes while mcpguard was writing it: it \
                  was cut or rotated underneath; records are not appended to a cut chain (restart \
                  mcpguard to start a new log after rotating)",
-                self.path.display(),
+                self.describe(),
                 state.end
             )));
         }
@@ -231,8 +286,8 @@ impl AuditLog {
                 TailError::Damaged(problem) => io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!(
-                        "the last line of the audit log {} is damaged ({problem}); not appending",
-                        self.path.display()
+                        "the last line of {} is damaged ({problem}); not appending",
+                        self.describe()
                     ),
                 ),
             })?;
@@ -243,15 +298,15 @@ impl AuditLog {
         })?;
         let time = format!("{:.6}", Timestamp::now());
         let build = |fields: Map<String, Value>| {
-            self.build_line(seq, &time, event.kind, &state.snapshot, fields, &state.head)
+            self.build_record(seq, &time, event.kind, &state.snapshot, fields, &state.head)
         };
-        let (mut line, mut hash) = build(fields)?;
+        let (mut record, mut line, mut hash) = build(fields)?;
         if line.len() > MAX_RECORD_BYTES {
             // Only payload values can make a record this long. A line verify would refuse is worse
             // than a record without its values, so they are dropped and the drop is recorded.
             let mut fields = event.fields(false);
             fields.insert("payloadOmitted".into(), Value::from("record too long"));
-            (line, hash) = build(fields)?;
+            (record, line, hash) = build(fields)?;
         }
         let mut writer: &File = &guard;
         if let Err(err) = writer.write_all(line.as_bytes()) {
@@ -266,17 +321,31 @@ impl AuditLog {
         writer.flush()?;
         state.end = len + line.len() as u64;
         state.head = ChainHead { seq, hash };
+        drop(guard);
+        self.send_system(&record, &line)
+    }
+
+    /// Sends a record, already in the file (when there is one) and chained, to every system-log
+    /// sink. The first failure is returned, so the decision the record is about does not take
+    /// effect; a sink that missed a record shows the gap as a `prev` that matches no `hash`.
+    fn send_system(&self, record: &Map<String, Value>, line: &str) -> io::Result<()> {
+        for target in &self.system {
+            target.send(record, line)?;
+        }
         Ok(())
     }
 
     /// Forces the records written so far to the disk (`fdatasync`), so that they also survive a
     /// power loss or kernel crash. Process exit alone never needs this.
     pub fn sync(&self) -> io::Result<()> {
-        self.lock_state().file.sync_data()
+        match &self.lock_state().file {
+            Some(f) => f.sync_data(),
+            None => Ok(()),
+        }
     }
 
-    /// Serializes one record and returns the line (with its `\n`) and the record's hash.
-    fn build_line(
+    /// Builds one record and returns it, its line (with its `\n`) and its hash.
+    fn build_record(
         &self,
         seq: u64,
         time: &str,
@@ -284,7 +353,7 @@ impl AuditLog {
         snapshot: &Option<String>,
         fields: Map<String, Value>,
         head: &ChainHead,
-    ) -> io::Result<(String, String)> {
+    ) -> io::Result<(Map<String, Value>, String, String)> {
         let mut record = Map::new();
         record.insert("seq".into(), Value::from(seq));
         record.insert("time".into(), Value::from(time));
@@ -303,7 +372,10 @@ impl AuditLog {
         }
         let mut line = serde_json::to_string(&record).map_err(io::Error::other)?;
         line.push('\n');
-        Ok((line, hash))
+        let Value::Object(record) = record else {
+            return Err(io::Error::other("an audit record is not an object"));
+        };
+        Ok((record, line, hash))
     }
 
     /// Locks the state; a poisoned mutex is still usable because the state is only changed after

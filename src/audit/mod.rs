@@ -36,6 +36,15 @@
 //! [`AuditLog::sync`]. Records never go to stdout, which carries JSON-RPC: [`AuditLog::open`]
 //! refuses anything but a regular file, and refuses the file that stdout is writing to.
 //!
+//! # System-log sinks
+//!
+//! `audit.sink` may add the systemd journal and the local syslog socket ([`system`]). Each record
+//! is chained and hashed once, written to the file (when there is a file sink), then sent to each
+//! system-log sink with the same `seq`, `prev` and `hash`, so the chain covers every record in
+//! every sink. [`AuditLog::record`] returns an error when any sink failed, and the proxy then does
+//! not let the decision take effect (fail closed). Without a file sink the chain is kept in memory
+//! and starts from the genesis at each start.
+//!
 //! # Several writers
 //!
 //! Threads share one [`AuditLog`] (it locks a mutex). Several processes may append to the same
@@ -77,6 +86,7 @@ const TAIL_CHUNK: usize = 8 * 1024;
 
 pub mod event;
 mod log;
+pub mod system;
 mod verify;
 
 pub use event::*;

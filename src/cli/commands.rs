@@ -174,6 +174,8 @@ pub struct ReviewArgs<'a> {
     pub side_effect: Option<&'a str>,
     pub reviewed_at: Option<&'a str>,
     pub from: Option<&'a Path>,
+    /// Sign each recorded review with this SSH private key (`--sign`).
+    pub sign: Option<&'a Path>,
 }
 
 /// `mcpguard review FILE --server KEY (--tool NAME --reviewer ID --assert K=V... --channel P=C... | --from FILE)`
@@ -265,6 +267,9 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
             problems.join("\n  ")
         ));
     }
+    if let Some(key) = args.sign {
+        super::signed::sign_reviews(&m, args.server, key, &mut new_reviews)?;
+    }
     let reviews = m.doc["servers"][args.server]
         .as_object_mut()
         .map(|e| e.entry("reviews").or_insert_with(|| json!({})))
@@ -341,6 +346,8 @@ pub struct CheckArgs<'a> {
     pub max_message_bytes: usize,
     pub limits: Limits,
     pub acceptance: Acceptance,
+    /// The policy's `review.allowed_signers`, when it names one.
+    pub signers: Option<crate::snapshot::signature::AllowedSigners>,
     /// The sandbox a live check runs the server in (`None`: off, or no command).
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
@@ -360,6 +367,15 @@ pub fn check(args: CheckArgs<'_>) -> CmdResult {
     }
     for p in manifest::validate(&m, Timestamp::now(), &args.acceptance) {
         failures.push(p.to_string());
+    }
+    for line in super::signed::review_lines(&m, args.signers.as_ref(), Timestamp::now()) {
+        match line {
+            Ok(note) => eprintln!("note: {note}"),
+            // Without an allowed-signers file a bad signature is reported, not fatal: the
+            // policy did not ask for signed reviews, and the gate would serve the tool.
+            Err(bad) if args.signers.is_none() => eprintln!("warning: {bad}"),
+            Err(bad) => failures.push(format!("{bad}; this tool would not be served")),
+        }
     }
     let servers: Vec<String> = m
         .servers()
@@ -457,8 +473,13 @@ pub fn live_drift(key: &str, pinned: &Value, live: &Value) -> String {
     crate::snapshot::diff::render(&changes)
 }
 
-/// `mcpguard show FILE [--server KEY] [--tool NAME]`
-pub fn show(file: &Path, server: Option<&str>, tool: Option<&str>) -> CmdResult {
+/// `mcpguard show FILE [--server KEY] [--tool NAME] [--policy FILE]`
+pub fn show(
+    file: &Path,
+    server: Option<&str>,
+    tool: Option<&str>,
+    signers: Option<&crate::snapshot::signature::AllowedSigners>,
+) -> CmdResult {
     let m = manifest::load(file)?;
     let mut out = String::new();
     out.push_str(&format!(
@@ -497,6 +518,19 @@ pub fn show(file: &Path, server: Option<&str>, tool: Option<&str>) -> CmdResult 
             return Err(format!("no tool {name:?} in {}", file.display()));
         }
     }
+    let mut signatures = String::new();
+    for line in super::signed::review_lines(&m, signers, Timestamp::now()) {
+        let text = line.unwrap_or_else(|bad| bad);
+        let wanted = |field: &str, want: Option<&str>| {
+            want.is_none_or(|w| text.contains(&format!("{field} {w:?}")))
+        };
+        if wanted("server", server) && wanted("tool", tool) {
+            signatures.push_str(&format!("  {text}\n"));
+        }
+    }
+    if !signatures.is_empty() {
+        out.push_str(&format!("\nreview signatures:\n{signatures}"));
+    }
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())
@@ -517,14 +551,21 @@ pub fn diff(old: &Path, new: &Path) -> CmdResult {
     Ok(1)
 }
 
-/// `mcpguard policy check FILE`: exit 0 and the effective policy when valid.
-pub fn policy_check(file: &Path) -> CmdResult {
-    let p = crate::policy::load(file).map_err(|e| e.to_string())?;
-    for w in p.warnings() {
+/// `mcpguard policy check [FILE]`: exit 0 and the effective policy (the managed floor, then
+/// FILE) with where each value came from, when valid.
+pub fn policy_check(file: Option<&Path>) -> CmdResult {
+    let layered = crate::policy::load_layered(file).map_err(|e| e.to_string())?;
+    for w in layered.policy.warnings() {
         eprintln!("warning: {w}");
     }
-    print!("{}", p.effective_toml());
-    eprintln!("{}: ok", file.display());
+    print!("{}", layered.effective_toml());
+    let name = file.map_or("the built-in default policy".to_string(), |f| {
+        f.display().to_string()
+    });
+    match &layered.floor {
+        Some(floor) => eprintln!("{name}: ok over the managed floor {floor}"),
+        None => eprintln!("{name}: ok"),
+    }
     Ok(0)
 }
 

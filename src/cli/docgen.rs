@@ -197,17 +197,29 @@ Level of the diagnostics on standard error: \fBerror\fR, \fBwarn\fR (the proxy's
 refusals and warnings only, so a healthy start prints nothing a host would record as an error),
 \fBinfo\fR (the subcommands' default; for the proxy, what is enforced, the sandbox's summary, the
 negotiated versions) or \fBdebug\fR.
+.TP
+\fBMCPGUARD_SYSTEM_POLICY\fR
+The managed policy floor to read instead of \fI/etc/mcpguard/policy.toml\fR (for tests and
+packagers); a file it names must exist. See \fBmcpguard\-policy\fR(5), THE MANAGED FLOOR.
 .SH EXIT STATUS
 As a proxy, the server's exit status (or its signal). 3 when the host closed the connection and the
 server did not exit within \fB\-\-grace\fR, so that mcpguard ended it itself (SIGTERM, then SIGKILL):
 mcpguard then exits 3 rather than die of the signal it sent. 1 when mcpguard refuses to start the
 server (a snapshot that does not verify, an unacceptable policy) or fails; 2 when no server command
 is given. The subcommands exit 0 on success and 1 on failure; \fBdiff\fR exits 1 when the snapshots
-differ.
+differ. \fBlock check\fR exits 0 when every locked server is current, 1 when any drifted, 2 when
+any failed or the lock file is unusable.
 .SH FILES
 .TP
 \fI/usr/share/mcpguard/policies/*.toml\fR
 The shipped policies (the built\-in default is \fBdefault.toml\fR).
+.TP
+\fI/etc/mcpguard/policy.toml\fR
+The managed policy floor, read first by every run when it exists; a user's \fB\-\-policy\fR can
+only tighten the keys it sets.
+.TP
+\fImcpguard.lock\fR
+A team's lock file (\fBlock check\fR, \fBlock add\fR, \fBwrap \-\-from\-lock\fR).
 .SH SEE ALSO
 \fBmcpguard\-policy\fR(5), \fBmcpguard\-manifest\fR(5)
 "#;

@@ -163,6 +163,19 @@ pub enum Command {
         /// once.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels", "side_effect"])]
         from: Option<PathBuf>,
+        /// Sign each recorded review with this SSH private key (Ed25519, without a passphrase;
+        /// SSH signature format, namespace mcpguard-review). The signature covers the Tool
+        /// object, the server's identity and the review, and is stored in the review.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
+        /// Record nothing: write the bytes that a signature of the existing review of --tool
+        /// covers to stdout, for `ssh-keygen -Y sign -n mcpguard-review`.
+        #[arg(long, requires = "tool", conflicts_with_all = ["from", "asserts", "channels", "sign", "signature", "reviewer"])]
+        signed_data: bool,
+        /// Add a signature made elsewhere (`ssh-keygen -Y sign` over --signed-data) to the
+        /// existing review of --tool; it is checked before it is recorded.
+        #[arg(long, value_name = "SIG", requires = "tool", conflicts_with_all = ["from", "asserts", "channels", "sign", "reviewer"])]
+        signature: Option<PathBuf>,
     },
     /// Capture a reviewed server again and write a new snapshot in which every tool that did not
     /// change (RFC 8785-identical) keeps its review and every changed or new tool is
@@ -210,6 +223,10 @@ pub enum Command {
         /// composite, unknown).
         #[arg(long, conflicts_with = "tool")]
         report: bool,
+        /// Check review signatures against this policy's review.allowed_signers (default: the
+        /// built-in policy, which names none).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// Validate a snapshot offline and, with a server command, against the live server.
     Check {
@@ -241,6 +258,10 @@ pub enum Command {
     /// (the terminal confirmation channel; see `[confirmation] channels`).
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Work with a team's lock file (mcpguard.lock): servers, launch commands, reviewed
+    /// snapshots and their digests, package pins.
+    #[command(subcommand)]
+    Lock(LockCommand),
     /// Show the whole story on a bundled example server, with no set-up: capture, review, a
     /// guarded call, an unreviewed tool refused, a write held for the person's approval, the
     /// sandbox, a rug pull caught before dispatch, and the audit log verified.
@@ -291,6 +312,10 @@ pub enum Command {
         /// (--sandbox-env) without being asked for.
         #[command(flatten)]
         grants: SandboxGrants,
+        /// Instead of wrapping: write an entry for every server of this lock file, pinned to the
+        /// lock's snapshot and digest (entries of the same name are replaced, others kept).
+        #[arg(long, value_name = "LOCK", conflicts_with_all = ["snapshot_dir", "pin", "policy"])]
+        from_lock: Option<PathBuf>,
     },
     /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
     /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status
@@ -359,8 +384,60 @@ fn absolute_path(s: &str) -> Result<PathBuf, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
-    /// Validate a policy file and print the effective policy (every default filled in).
-    Check { file: PathBuf },
+    /// Validate a policy file and print the effective policy (every default filled in), layered
+    /// over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY), with the
+    /// file and line each value came from. Without FILE: the floor alone, or the built-in default.
+    Check { file: Option<PathBuf> },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Add a server to the lock file, or replace its entry: the launch command, the reviewed
+    /// snapshot and its digest (computed now), and optionally the package pin, the policy and
+    /// sandbox grants. The file is rewritten (comments are not kept); run `lock check` after.
+    Add {
+        /// The server key (the snapshot's server key; the host configuration names it).
+        key: String,
+        /// The reviewed snapshot of this server.
+        #[arg(long, value_name = "FILE")]
+        snapshot: PathBuf,
+        /// The lock file (default: mcpguard.lock in the current directory; created if missing).
+        #[arg(long, value_name = "FILE")]
+        lock: Option<PathBuf>,
+        /// The package and version the command runs: npm:NAME@VERSION or pypi:NAME==VERSION
+        /// (then the command must name it exactly), or any other SCHEME:TEXT to record.
+        #[arg(long, value_name = "PIN")]
+        package: Option<String>,
+        /// The policy this server runs under.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        grants: SandboxGrants,
+        /// The server's launch command, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+        command: Vec<String>,
+    },
+    /// Run every server of the lock live under the sandbox and compare it with its reviewed
+    /// snapshot: current, drifted (with the difference) or failed. Exit 0 when all are current,
+    /// 1 when some drifted, 2 when some failed or the lock file is unusable.
+    Check {
+        /// The lock file (default: mcpguard.lock in the current directory).
+        file: Option<PathBuf>,
+        /// The report on stdout: text lines, one JSON object, or JUnit XML for CI.
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
+        /// How long to wait for each answer of a server.
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
+}
+
+/// The report formats of `lock check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Junit,
 }
 
 #[derive(Debug, Subcommand)]

@@ -221,6 +221,7 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
             only: Some(args.file),
             entry: None,
             grants: &crate::cli::flags::SandboxGrants::default(),
+            from_lock: None,
         })?;
         if code != 0 {
             return Err(format!(

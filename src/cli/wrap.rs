@@ -43,6 +43,8 @@ pub struct WrapArgs<'a> {
     /// With `pin`: pin only the wrapped servers whose `--manifest` is this snapshot (the one
     /// `mcpguard update --config` just wrote); it is an error when none is.
     pub only: Option<&'a Path>,
+    /// `--from-lock`: write an entry per server of this lock file.
+    pub from_lock: Option<&'a Path>,
 }
 
 /// When the host configuration still pins [`PENDING`], the message mcpguard refuses to start
@@ -548,7 +550,9 @@ fn rewrite(
     let mut notes = Vec::new();
     let mut next_steps = Vec::new();
     let mut unpinned = 0;
-    if args.pin {
+    if let Some(lock) = args.from_lock {
+        from_lock(servers, lock, &ours, &mut notes)?;
+    } else if args.pin {
         unpinned = pin_entries(servers, &entries, &mut notes, args.only)?;
         if let (Some(only), true) = (args.only, notes.is_empty()) {
             return Err(format!(
@@ -691,6 +695,66 @@ fn rewrite(
     })
 }
 
+/// `--from-lock`: an entry per server of the lock, pinned to the lock's snapshot and digest, so
+/// that every machine of a team runs what the team reviewed. Entries of other names are kept.
+fn from_lock(
+    servers: &mut Map<String, Value>,
+    lock_path: &Path,
+    ours: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    let lock = super::lock::Lockfile::load(lock_path)?;
+    for (key, s) in &lock.servers {
+        let mut args = vec![
+            "--manifest".to_string(),
+            lock.resolve(&s.snapshot).display().to_string(),
+            "--sha256".to_string(),
+            s.sha256.clone(),
+            "--server".to_string(),
+            key.clone(),
+        ];
+        if let Some(p) = &s.policy {
+            args.push("--policy".into());
+            args.push(lock.resolve(p).display().to_string());
+        }
+        for r in &s.sandbox_read {
+            args.push("--sandbox-read".into());
+            args.push(r.display().to_string());
+        }
+        for w in &s.sandbox_write {
+            args.push("--sandbox-write".into());
+            args.push(w.display().to_string());
+        }
+        args.push("--".into());
+        args.extend(s.command.iter().cloned());
+        let replaced = servers.contains_key(key);
+        let entry = servers
+            .entry(key.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        if let Some(obj) = entry.as_object_mut() {
+            // A remote entry of the same name becomes the locked local one.
+            for k in ["url", "type", "headers"] {
+                obj.remove(k);
+            }
+            // `set_args` puts `args` after an existing `command`.
+            obj.entry("command")
+                .or_insert_with(|| Value::String(String::new()));
+        }
+        set_args(entry, &ours.display().to_string(), args);
+        notes.push(format!(
+            "{}: {key:?} from {} (snapshot {}, sha256 {})",
+            if replaced { "replaced" } else { "added" },
+            lock_path.display(),
+            lock.resolve(&s.snapshot).display(),
+            s.sha256
+        ));
+    }
+    Ok(())
+}
+
 /// `--pin`: for each wrapped entry with a snapshot on disk that verifies (reviews complete and
 /// acceptable to the entry's policy, at least one tool reviewed), records its digest. Returns how
 /// many wrapped servers still pin [`PENDING`].
@@ -738,11 +802,10 @@ fn pin_entries(
             ));
             continue;
         }
-        let policy = match option(options, "policy") {
-            Some((_, p)) => crate::policy::load(Path::new(p)),
-            None => crate::policy::builtin(),
-        }
-        .map_err(|e| format!("server {name:?}: {e}"))?;
+        let policy =
+            crate::policy::load_layered(option(options, "policy").map(|(_, p)| Path::new(p)))
+                .map(|l| l.policy)
+                .map_err(|e| format!("server {name:?}: {e}"))?;
         let acceptance = crate::snapshot::manifest::Acceptance {
             allow_model_backed: policy.review.allow_model_backed,
             forbidden_side_effects: policy.review.forbidden_side_effects.clone(),

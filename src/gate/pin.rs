@@ -66,6 +66,9 @@ pub struct Pin {
     pub unreviewed: Vec<String>,
     /// Reviewed tools the local policy refuses (never served).
     pub refused_by_policy: Vec<String>,
+    /// Reviewed tools whose review's signature is not acceptable under `review.allowed_signers`
+    /// (never served), each with the reason, which names the reviewer.
+    pub refused_reviews: Vec<(String, String)>,
     /// What a 2026-07-28 snapshot pins beyond the above; `None` for a legacy snapshot.
     pub modern: Option<crate::gate::modern::ModernPin>,
 }
@@ -88,6 +91,29 @@ impl Pin {
                 None => self.tools.push(t),
             }
         }
+        reasons
+    }
+
+    /// Removes the reviewed tools whose review `check` does not accept (a signature that is
+    /// missing, does not verify, or is by a key not allowed for the reviewer); returns why, per
+    /// tool. Like the policy, this can only take tools away.
+    pub fn refuse_reviews(
+        &mut self,
+        check: impl Fn(&Pin, &ReviewedTool) -> Result<(), String>,
+    ) -> Vec<String> {
+        let mut reasons = Vec::new();
+        let tools = std::mem::take(&mut self.tools);
+        let mut kept = Vec::new();
+        for t in tools {
+            match check(self, &t) {
+                Err(why) => {
+                    reasons.push(format!("tool {:?}: {why}", t.name));
+                    self.refused_reviews.push((t.name, why));
+                }
+                Ok(()) => kept.push(t),
+            }
+        }
+        self.tools = kept;
         reasons
     }
 
@@ -208,6 +234,7 @@ pub fn pin_from_manifest(
         tools,
         unreviewed,
         refused_by_policy: Vec::new(),
+        refused_reviews: Vec::new(),
         modern,
     })
 }

@@ -177,6 +177,15 @@ impl Policy {
         if self.audit.payload == AuditPayload::Full {
             w.push("audit.payload = \"full\": argument and result values, which may include secrets, are written to the audit log".to_string());
         }
+        if self.audit.path.is_some() && !self.audit.sink.contains(&AuditSink::File) {
+            w.push("audit.path is set but audit.sink has no \"file\": the file is not written (only --audit-log would write one)".to_string());
+        }
+        if self.audit.sink.is_empty() {
+            w.push(
+                "audit.sink = []: no decision is recorded anywhere unless --audit-log names a file"
+                    .to_string(),
+            );
+        }
         for tool in &self.review.refused_tools {
             if self.writes.tools.contains_key(tool) {
                 w.push(format!("tool {tool:?} is in review.refused_tools, so its [writes.tools] classification has no effect"));
@@ -210,7 +219,9 @@ impl Policy {
         let mut out =
             String::from("# The effective mcpguard policy: every key, defaults filled in.\n");
         if self.audit.path.is_none() {
-            out.push_str("# audit.path is not set: no audit log unless --audit-log names one.\n");
+            out.push_str(
+                "# audit.path is not set: no audit log file unless --audit-log names one.\n",
+            );
         }
         out.push('\n');
         match toml::to_string_pretty(self) {

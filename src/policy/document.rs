@@ -63,6 +63,10 @@ pub struct Review {
     pub refused_tools: Vec<String>,
     /// Refuse write tools whose reviewed `inputSchema` is unbounded (the review view's flags).
     pub require_bounded_write_schemas: bool,
+    /// An allowed-signers file (git's `gpg.ssh.allowedSignersFile` format). When set, only
+    /// reviews signed by a key it lists for the reviewer they name are served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_signers: Option<PolicyPath>,
 }
 
 impl Default for Review {
@@ -73,6 +77,7 @@ impl Default for Review {
             forbidden_side_effects: Vec::new(),
             refused_tools: Vec::new(),
             require_bounded_write_schemas: false,
+            allowed_signers: None,
         }
     }
 }
@@ -445,13 +450,47 @@ impl Default for Limits {
 }
 
 /// `[audit]`: where decisions are recorded and how much of each call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Audit {
     /// The audit log; `None` writes none (`--audit-log` on the command line overrides this).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PolicyPath>,
     pub payload: AuditPayload,
+    /// Where records go: the file (`path` or `--audit-log`), the systemd journal, the local
+    /// syslog socket; several at once. Every sink gets every record, chained the same way.
+    pub sink: Vec<AuditSink>,
+    /// The journal's native socket (for tests and unusual systems); `None` is
+    /// `/run/systemd/journal/socket`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_socket: Option<PolicyPath>,
+    /// The local syslog socket (for tests and unusual systems); `None` is `/dev/log`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syslog_socket: Option<PolicyPath>,
+}
+
+impl Default for Audit {
+    fn default() -> Self {
+        Audit {
+            path: None,
+            payload: AuditPayload::default(),
+            sink: vec![AuditSink::File],
+            journal_socket: None,
+            syslog_socket: None,
+        }
+    }
+}
+
+/// One of `audit.sink`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditSink {
+    /// The hash-chained JSON-lines file (`audit.path` or `--audit-log`).
+    File,
+    /// The systemd journal, through its native protocol, with structured fields.
+    Journal,
+    /// The local syslog socket, as RFC 5424.
+    Syslog,
 }
 
 /// `audit.payload`.

@@ -16,18 +16,23 @@
 //!   the sandbox is required.
 //! - Parsing is strict: every table rejects unknown keys (a misspelt key that silently kept its
 //!   default would be a hole), and every error names `FILE:LINE:COLUMN`.
-//! - Nothing here performs IO except [`load`], which reads the one file it is given, and
-//!   [`PathContext::from_process`], which reads this process's environment; resolving paths and
+//! - A managed floor (`/etc/mcpguard/policy.toml`, `floor`) is read first; a user's policy can only
+//!   tighten the keys it writes.
+//! - Nothing here performs IO except [`load`], which reads the one file it is given,
+//!   [`load_layered`], which reads the floor and the user's file, [`floor_path`] and
+//!   [`PathContext::from_process`], which read this process's environment; resolving paths and
 //!   classifying calls are pure functions of their arguments.
 
 mod check;
 mod classify;
 mod document;
+mod floor;
 mod load;
 mod sandbox;
 
 pub use classify::*;
 pub use document::*;
+pub use floor::*;
 pub use load::*;
 pub use sandbox::*;
 

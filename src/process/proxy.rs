@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use nix::sys::signal::Signal;
 
 use crate::approvals;
@@ -167,6 +167,9 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     if desktop.is_some() {
         out_of_band.push(Channel::Desktop);
     }
+    // The session prefixes its own request ids with this; a withheld batch must tell them from
+    // the host's (`Sinks::withhold`).
+    let nonce = nonce();
     let core = Arc::new(Mutex::new(Session::new(
         Config {
             max_message_bytes: opts.max_message_bytes,
@@ -190,14 +193,17 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             },
             ..Config::new(opts.mode.clone())
         },
-        &nonce(),
+        &nonce,
     )));
 
+    let withheld = Arc::new(Mutex::new(std::collections::HashSet::new()));
     let sinks = |events: &mpsc::Sender<Event>| Sinks {
         host: to_host.clone(),
         server: to_server.clone(),
         events: events.clone(),
         audit: opts.audit.clone(),
+        withheld: withheld.clone(),
+        own_prefix: format!("mcpguard-{nonce}-"),
     };
     // Kept until the proxy returns; dropping it removes the socket file.
     let _approvals = match approvals {
@@ -701,6 +707,10 @@ struct Sinks {
     server: Arc<Sink>,
     events: mpsc::Sender<Event>,
     audit: Option<Arc<AuditLog>>,
+    /// Ids (as JSON) of host requests refused because their audit record failed.
+    withheld: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// The prefix of mcpguard's own request ids (the session's `own_prefix`).
+    own_prefix: String,
 }
 
 impl Sinks {
@@ -709,13 +719,20 @@ impl Sinks {
     fn dispatch(&self, out: &mut Vec<Out>, route: Route) {
         let mut to_host = Vec::new();
         let mut to_server = Vec::new();
+        let mut audit_failed = false;
         for o in out.drain(..) {
             match o {
                 Out::Host(b) => to_host.push(b),
                 Out::Server(b) => to_server.push(b),
                 Out::Diag(level, msg) => diag::emit(level, &msg),
-                Out::Audit(note) => self.record(&note),
+                Out::Audit(note) => audit_failed |= !self.record(&note),
             }
+        }
+        if audit_failed {
+            // Fail closed: a decision whose record could not be written does not take effect.
+            (to_host, to_server) = self.withhold(to_host, to_server);
+        } else if !to_host.is_empty() {
+            to_host = self.drop_answered(to_host);
         }
         if self.host.send(to_host, route == Route::FromServer).is_err() {
             let _ = self.events.send(Event::HostGone);
@@ -724,16 +741,105 @@ impl Sinks {
         let _ = self.server.send(to_server, route == Route::FromHost);
     }
 
-    fn record(&self, note: &AuditNote) {
-        if let Some(log) = &self.audit {
-            record_note(log, note);
+    /// Records one note; false when it could not be written to every sink.
+    fn record(&self, note: &AuditNote) -> bool {
+        match &self.audit {
+            Some(log) => record_note(log, note),
+            None => true,
         }
+    }
+
+    /// Replaces the effects of a batch whose audit record failed: nothing goes to the server; a
+    /// request the host sent is answered with an error naming the failure, and so is every
+    /// response for the host (a result whose forwarding could not be recorded is not
+    /// forwarded). The ids of the withheld requests are remembered, so that the gate's own later
+    /// answer for them (a timeout) does not reach the host as a second response.
+    fn withhold(&self, to_host: Vec<Bytes>, to_server: Vec<Bytes>) -> (Vec<Bytes>, Vec<Bytes>) {
+        use crate::wire::message::{self, Kind};
+        let why = "refused: mcpguard could not write the audit record of this decision, so it did not take effect (fail closed); see mcpguard's stderr, and fix the audit sink or change audit.sink in the policy";
+        let mut replies = Vec::new();
+        let mut withheld = self
+            .withheld
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = to_server.len() + to_host.len();
+        let lines = to_server
+            .iter()
+            .map(|l| (true, l))
+            .chain(to_host.iter().map(|l| (false, l)));
+        for (towards_server, line) in lines {
+            let Ok(m) = message::parse(line) else {
+                continue;
+            };
+            let own = matches!(&m.id, Some(message::Id::Str(s)) if s.starts_with(&self.own_prefix));
+            let id = match (m.kind, &m.id) {
+                // mcpguard's own request (a walk): nobody on the host side waits for it, and
+                // the session answers its own waiters when the walk times out.
+                (Kind::Request, Some(_)) if towards_server && own => continue,
+                (Kind::Request, Some(id)) if towards_server => {
+                    withheld.insert(id.to_json());
+                    id
+                }
+                // The gate's later answer to a request already refused here: the host has its
+                // one response.
+                (Kind::Response | Kind::ErrorResponse, Some(id))
+                    if !towards_server && withheld.remove(&id.to_json()) =>
+                {
+                    continue
+                }
+                (Kind::Response | Kind::ErrorResponse, Some(id)) if !towards_server => id,
+                // Notifications, the host's answers to server requests and mcpguard's own
+                // requests to the host are withheld without a reply: the waiting side times out,
+                // which is closed.
+                _ => continue,
+            };
+            let reply = serde_json::json!({"jsonrpc": "2.0", "id": id.to_json_value(), "error": {"code": crate::protocol::codes::AUDIT_FAILED, "message": why}});
+            // Lines are handed to the sink without their terminator; it writes one per line.
+            replies.push(Bytes::from(reply.to_string().into_bytes()));
+        }
+        diag::emit(
+            Level::Error,
+            &format!(
+                "withheld {count} message(s) whose audit record could not be written (fail closed)"
+            ),
+        );
+        (replies, Vec::new())
+    }
+
+    /// Drops responses for requests already answered by [`Sinks::withhold`].
+    fn drop_answered(&self, to_host: Vec<Bytes>) -> Vec<Bytes> {
+        let mut withheld = self
+            .withheld
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if withheld.is_empty() {
+            return to_host;
+        }
+        to_host
+            .into_iter()
+            .filter(|line| {
+                let Ok(m) = crate::wire::message::parse(line) else {
+                    return true;
+                };
+                let response = matches!(
+                    m.kind,
+                    crate::wire::message::Kind::Response | crate::wire::message::Kind::ErrorResponse
+                );
+                match (response, &m.id) {
+                    (true, Some(id)) if withheld.remove(&id.to_json()) => {
+                        diag::emit(Level::Info, "dropped the gate's later answer to a request already refused for a failed audit record");
+                        false
+                    }
+                    _ => true,
+                }
+            })
+            .collect()
     }
 }
 
-/// Writes one audit note. A failed write is reported on stderr every time: the audit log is the
-/// evidence, so its loss must never be silent.
-pub fn record_note(log: &AuditLog, note: &AuditNote) {
+/// Writes one audit note; false when a sink failed. A failed write is reported on stderr every
+/// time: the audit log is the evidence, so its loss must never be silent.
+pub fn record_note(log: &AuditLog, note: &AuditNote) -> bool {
     let mut ev = match (note.kind, &note.detail) {
         // Raw server error text has a record field of its own (with a larger bound).
         (EventKind::ErrorTextRaw, Some(text)) => AuditEvent::error_text_raw(text.as_str()),
@@ -754,11 +860,15 @@ pub fn record_note(log: &AuditLog, note: &AuditNote) {
     if let (Some(d), false) = (&note.detail, note.kind == EventKind::ErrorTextRaw) {
         ev = ev.detail(d.as_str());
     }
-    if let Err(e) = log.record(ev) {
-        diag::emit(
-            Level::Error,
-            &format!("writing the audit log {} failed: {e}", log.path().display()),
-        );
+    match log.record(ev) {
+        Ok(()) => true,
+        Err(e) => {
+            diag::emit(
+                Level::Error,
+                &format!("writing the audit record to {} failed: {e}", log.describe()),
+            );
+            false
+        }
     }
 }
 

@@ -93,6 +93,9 @@ pub mod codes {
     pub const PIN_MISMATCH: i64 = -31006;
     /// The live catalogue could not be verified.
     pub const VERIFICATION_FAILED: i64 = -31007;
+    /// The audit record of the decision could not be written, so the decision did not take
+    /// effect (fail closed).
+    pub const AUDIT_FAILED: i64 = -31008;
 }
 
 /// The deepest nesting of arrays and objects that any JSON parser of mcpguard accepts

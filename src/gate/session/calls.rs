@@ -92,6 +92,12 @@ impl Session {
             Mode::Pinned(pin) => pin.clone(),
         };
         let Some(tool) = pin.tool(&name) else {
+            if let Some((_, why)) = pin.refused_reviews.iter().find(|(n, _)| *n == name) {
+                let m =
+                    format!("refused tools/call of {name:?}: its review is not accepted: {why}");
+                refuse_to_host(Some(&id), message::INVALID_PARAMS, &m, out);
+                return;
+            }
             let why = if pin.refused_by_policy.contains(&name) {
                 "the local policy refuses it (see review.refused_tools and writes.default in the policy)"
             } else if pin.unreviewed.contains(&name) {
