@@ -336,6 +336,13 @@ fn rule(path: &[String]) -> Rule {
         }
         ["confirmation", "mode"] => Rule::Ordered(&["deny", "elicit", "allow"]),
         ["confirmation", "timeout"] => Rule::Larger,
+        // Fewer channels are fewer ways to approve (a floor may take out the terminal, which an
+        // agent's own shell could reach); standing approvals let calls through unasked.
+        ["confirmation", "channels"] => Rule::Within,
+        ["confirmation", "allow_identical" | "allow_tool_for_session"] => {
+            Rule::Bool { loose: true }
+        }
+        ["confirmation", "identical_for"] => Rule::Larger,
         ["errors", "max_length"] => Rule::Larger,
         ["errors", "text"] => Rule::Ordered(&["redacted", "sanitized"]),
         ["output", "mode"] => Rule::Ordered(&["structured-only", "as-sent"]),
@@ -599,6 +606,26 @@ mod tests {
             rule(&["arguments".into(), "closed".into()]),
             true.into(),
             true.into()
+        ));
+        let channels = || rule(&["confirmation".into(), "channels".into()]);
+        let list = |names: &[&str]| {
+            Value::Array(names.iter().map(|n| Value::String(n.to_string())).collect())
+        };
+        assert!(f(
+            channels(),
+            list(&["host", "desktop"]),
+            list(&["desktop", "host"])
+        ));
+        assert!(!f(channels(), list(&["host"]), list(&["host", "terminal"])));
+        assert!(!f(
+            rule(&["confirmation".into(), "allow_tool_for_session".into()]),
+            false.into(),
+            true.into()
+        ));
+        assert!(!f(
+            rule(&["confirmation".into(), "identical_for".into()]),
+            "5m".into(),
+            "10m".into()
         ));
         assert!(!f(
             rule(&["arguments".into(), "closed".into()]),
