@@ -1,7 +1,7 @@
 //! Package runners as server READMEs launch them (`npx -y PKG@V`, `uvx PKG==V`), with published
 //! servers: capture pins the package into mcpguard's store outside the sandbox, and every later
-//! run starts that install under the default sandbox, offline, with no option beyond the data
-//! the server is given (issue 12). npm and uv work from caches that `scripts/install-peers.sh`
+//! run starts that install under the default sandbox and the built-in policy (no policy file),
+//! offline, with no option beyond the data the server is given (issue 12). npm and uv work from caches that `scripts/install-peers.sh`
 //! filled and are told to stay offline, so nothing here needs a registry; inside the sandbox the
 //! network is closed anyway.
 
@@ -17,6 +17,14 @@ const MEMORY_VERSION: &str = "2026.8.31";
 const THINKING: &str = "@modelcontextprotocol/server-sequential-thinking@2026.8.31";
 const TIME: &str = "mcp-server-time==2026.10.19";
 const GIT: &str = "mcp-server-git==2026.10.19";
+
+/// The tools the tests call, which the reviews record as reads.
+const READS: [&str; 4] = [
+    "read_graph",
+    "sequentialthinking",
+    "convert_time",
+    "git_status",
+];
 
 fn peers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers")
@@ -41,15 +49,6 @@ impl User {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("home")).unwrap();
         std::fs::create_dir(dir.path().join("data")).unwrap();
-        std::fs::write(
-            dir.path().join("policy.toml"),
-            "[sandbox]\nmode = \"require\"\n\n\
-             [writes.tools.read_graph]\nside_effect = \"read\"\n\n\
-             [writes.tools.sequentialthinking]\nside_effect = \"read\"\n\n\
-             [writes.tools.convert_time]\nside_effect = \"read\"\n\n\
-             [writes.tools.git_status]\nside_effect = \"read\"\n",
-        )
-        .unwrap();
         User {
             dir,
             host_env: Vec::new(),
@@ -100,8 +99,6 @@ impl User {
             self.mcpguard()
                 .args(["capture", "--server", key, "--out"])
                 .arg(&file)
-                .arg("--policy")
-                .arg(self.path("policy.toml"))
                 .args(opts)
                 .arg("--")
                 .args(server),
@@ -116,9 +113,18 @@ impl User {
                     .as_object()
                     .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
                     .unwrap_or_default();
+                // The reviewer says which tools only read (the review's operation class), so
+                // that no policy file is needed to call them without a confirmation.
+                let name = tool["name"].as_str().unwrap();
+                let class = if READS.contains(&name) {
+                    "read"
+                } else {
+                    "update"
+                };
                 reviews.insert(
-                    tool["name"].as_str().unwrap().to_string(),
+                    name.to_string(),
                     json!({
+                        "sideEffect": class,
                         "assertions": {"headless": true, "independentCalls": true,
                             "modelBacked": false, "sideEffects": [], "concurrency": "safe",
                             "referenceBasedIO": true},
@@ -153,8 +159,7 @@ impl User {
         let mut cmd = self.mcpguard();
         cmd.arg("--manifest")
             .arg(file)
-            .args(["--sha256", digest, "--server", key, "--policy"])
-            .arg(self.path("policy.toml"))
+            .args(["--sha256", digest, "--server", key])
             .args(opts)
             .arg("--")
             .args(server);
@@ -464,8 +469,7 @@ fn update_pins_a_new_package_release_and_carries_the_unchanged_reviews() {
         u.mcpguard()
             .arg("update")
             .arg(&file)
-            .args(["--server", "memory", "--yes", "--policy"])
-            .arg(u.path("policy.toml"))
+            .args(["--server", "memory", "--yes"])
             .args(["--", "npx", "-y", &new_spec]),
     );
     assert!(out.status.success(), "update: {}", show(&out));
