@@ -25,12 +25,12 @@ const MARK: &str = "hello-through-mcpguard";
 /// One request the stand-in received: its path and JSON body.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
-/// A Gemini API stand-in on 127.0.0.1 (`GOOGLE_GEMINI_BASE_URL`); returns its base URL and what
-/// it received. `streamGenerateContent` is the conversation: a call of the declared function
-/// whose name ends in `echo` while no function response is in the contents, then text echoing
-/// that response. Any other `generateContent` is one of Gemini CLI's own side questions (the
-/// model router's classifier, the next-speaker check): answered with JSON that fits them.
-fn gemini_stand_in() -> (String, Seen) {
+/// What a stand-in answers to one request: status, content type and body.
+type Answer = (u16, &'static str, String);
+
+/// A model API stand-in on 127.0.0.1: every request is recorded and answered by `answer` from
+/// its path and JSON body. Returns its base URL and what it received.
+fn stand_in(answer: fn(&str, &Value) -> Answer) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen: Seen = Arc::default();
@@ -38,14 +38,16 @@ fn gemini_stand_in() -> (String, Seen) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let log = log.clone();
-            std::thread::spawn(move || answer_gemini(stream, &log));
+            std::thread::spawn(move || serve_one(stream, &log, answer));
         }
     });
     (url, seen)
 }
 
-/// Reads one HTTP request and answers it (then closes: `connection: close`).
-fn answer_gemini(mut stream: TcpStream, seen: &Seen) {
+/// Reads one HTTP request and answers it, then closes the connection (`connection: close`), so
+/// that the hosts' keep-alive clients open a new one for the next request and the reading stays
+/// one request per connection.
+fn serve_one(mut stream: TcpStream, seen: &Seen, answer: fn(&str, &Value) -> Answer) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -68,6 +70,34 @@ fn answer_gemini(mut stream: TcpStream, seen: &Seen) {
     let _ = reader.read_exact(&mut body);
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     seen.lock().unwrap().push((path.clone(), req.clone()));
+    let (status, kind, payload) = answer(&path, &req);
+    let reason = if status == 200 { "OK" } else { "Not Found" };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
+        payload.len()
+    );
+}
+
+/// Server-sent events, one `event:`/`data:` pair per value (the value's `type` names the event).
+fn sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap_or("message")
+            )
+        })
+        .collect()
+}
+
+/// A Gemini API stand-in (`GOOGLE_GEMINI_BASE_URL`). `streamGenerateContent` is the
+/// conversation: a call of the declared function whose name ends in `echo` while no function
+/// response is in the contents, then text echoing that response. Any other `generateContent` is
+/// one of Gemini CLI's own side questions (the model router's classifier, the next-speaker
+/// check): answered with JSON that fits them.
+fn gemini_answer(path: &str, req: &Value) -> Answer {
     let part = if path.contains(":streamGenerateContent") {
         let response = req["contents"]
             .as_array()
@@ -97,16 +127,11 @@ fn answer_gemini(mut stream: TcpStream, seen: &Seen) {
         "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
     });
-    let (kind, payload) = if path.contains(":streamGenerateContent") {
-        ("text/event-stream", format!("data: {answer}\r\n\r\n"))
+    if path.contains(":streamGenerateContent") {
+        (200, "text/event-stream", format!("data: {answer}\r\n\r\n"))
     } else {
-        ("application/json", answer.to_string())
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
-        payload.len()
-    );
+        (200, "application/json", answer.to_string())
+    }
 }
 
 /// Gemini CLI with its own HOME (settings in `.gemini/settings.json`, as its documentation
@@ -151,7 +176,7 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
         "privacy": {"usageStatisticsEnabled": false},
     });
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
-    let (url, seen) = gemini_stand_in();
+    let (url, seen) = stand_in(gemini_answer);
 
     let out = run_bounded(&mut gemini(&home, &work, &url, &["mcp", "list"]));
     let listed =
@@ -186,11 +211,297 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
         "the tool result reaches the answer: {answer}"
     );
 
-    let received: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
+    let received = received(&log);
+    let init = received
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize");
+    assert_eq!(
+        init["params"]["protocolVersion"], "2025-11-25",
+        "the server runs the pinned version"
+    );
+    assert!(
+        received.iter().any(|m| m["method"] == "tools/call"
+            && m["params"]["name"] == "echo"
+            && m["params"]["arguments"]["text"] == MARK),
+        "the call reached the server through mcpguard: {received:?}"
+    );
+}
+
+/// The ids the Claude stand-in gives its two tool uses, so that the results coming back can be
+/// told apart.
+const SEARCH_ID: &str = "toolu_search";
+const ECHO_ID: &str = "toolu_echo";
+
+/// Whether `name` is Claude Code's name of an MCP tool `echo` (`mcp__SERVER__echo`).
+fn is_mcp_echo(name: &str) -> bool {
+    name.starts_with("mcp__") && name.ends_with("__echo")
+}
+
+/// Every string in `v`, depth first.
+fn strings(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s],
+        Value::Array(a) => a.iter().flat_map(strings).collect(),
+        Value::Object(o) => o.values().flat_map(strings).collect(),
+        _ => vec![],
+    }
+}
+
+/// An Anthropic Messages API stand-in (`ANTHROPIC_BASE_URL`). Claude Code defers MCP tools by
+/// default: its first request only names them in a system reminder and offers `ToolSearch` to
+/// load their schemas. So the stand-in does what a model does: it loads the deferred
+/// `mcp__…__echo` with `ToolSearch`, calls it once its schema is among the request's tools, and
+/// then answers with text that echoes the result. Answers stream (SSE) when asked to, as the
+/// real API does.
+fn claude_answer(path: &str, req: &Value) -> Answer {
+    if path.starts_with("/v1/messages/count_tokens") {
+        return (
+            200,
+            "application/json",
+            json!({"input_tokens": 1}).to_string(),
+        );
+    }
+    if !path.starts_with("/v1/messages") {
+        let error =
+            json!({"type": "error", "error": {"type": "not_found_error", "message": "stand-in"}});
+        return (404, "application/json", error.to_string());
+    }
+    let blocks: Vec<&Value> = req["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .collect();
+    let result_of = |id: &str| {
+        blocks
+            .iter()
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+    };
+    let loaded = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .find(|n| is_mcp_echo(n));
+    let deferred = strings(&req["messages"])
+        .into_iter()
+        .flat_map(|s| s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')))
+        .find(|w| is_mcp_echo(w));
+    let tool_use = |id: &str, name: &str, input: Value| {
+        (
+            json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+            "tool_use",
+        )
+    };
+    let text = |t: String| {
+        (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": t}),
+            "end_turn",
+        )
+    };
+    let (start, delta, stop) = match (result_of(ECHO_ID), loaded, deferred) {
+        (Some(r), _, _) => text(format!("FINAL: {}", r["content"])),
+        (None, Some(name), _) => tool_use(ECHO_ID, name, json!({"text": MARK})),
+        (None, None, Some(name)) if result_of(SEARCH_ID).is_none() => tool_use(
+            SEARCH_ID,
+            "ToolSearch",
+            json!({"query": format!("select:{name}")}),
+        ),
+        _ => text("FINAL: no echo tool reached the model".into()),
+    };
+    let message = json!({"id": "msg_stand_in", "type": "message", "role": "assistant",
+        "model": req["model"], "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 1}});
+    if req["stream"] != true {
+        let mut block = start.clone();
+        match delta["type"].as_str() {
+            Some("text_delta") => block["text"] = delta["text"].clone(),
+            _ => {
+                block["input"] =
+                    serde_json::from_str(delta["partial_json"].as_str().unwrap()).unwrap()
+            }
+        }
+        let mut whole = message;
+        whole["content"] = json!([block]);
+        whole["stop_reason"] = json!(stop);
+        return (200, "application/json", whole.to_string());
+    }
+    let events = [
+        json!({"type": "message_start", "message": message}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    (200, "text/event-stream", sse(&events))
+}
+
+/// Claude Code (its native binary) with its own HOME, the stand-in as its API, and the
+/// traffic that is not the conversation (telemetry, error reports, update checks) turned off
+/// with its documented switch. The variables that would point it at another configuration or
+/// credential are removed, so that only this HOME is read.
+fn claude(home: &Path, work: &Path, url: &str, args: &[&str]) -> Command {
+    let claude = argv(&peers()["claude"]);
+    let mut cmd = Command::new(&claude[0]);
+    cmd.args(&claude[1..])
+        .args(args)
+        .current_dir(work)
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    for var in [
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CONFIG_DIR",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "MCPGUARD_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The `error` entries of Claude Code's MCP logs of the server `fixture`
+/// (`~/.cache/claude-cli-nodejs/<project>/mcp-logs-fixture/*.jsonl`), where it records every
+/// line a server writes to stderr as an error.
+fn claude_mcp_errors(home: &Path) -> Vec<String> {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.parent().and_then(|p| p.file_name()) == Some("mcp-logs-fixture".as_ref())
+            {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                found.extend(
+                    text.lines()
+                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                        .filter_map(|e| e["error"].as_str().map(str::to_string)),
+                );
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&home.join(".cache/claude-cli-nodejs"), &mut found);
+    found
+}
+
+/// The JSON lines the fixture server logged (every message it received).
+fn received(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+        .collect()
+}
+
+/// Claude Code, configured with its own `claude mcp add-json --scope user` (which writes
+/// `~/.claude.json`), runs mcpguard over a default snapshot: `claude mcp list` reports it
+/// connected, and `claude -p` loads the deferred `echo` tool, calls it through mcpguard, and the
+/// result reaches the final answer. `--allowedTools mcp__fixture__echo` is the permission: it
+/// lets exactly that tool run without Claude Code's own question (`-p` has nobody to ask), and
+/// `echo` is a read that mcpguard lets through without asking either. Claude Code records a
+/// server's stderr as errors in its MCP logs, so a healthy start at mcpguard's default level must
+/// leave no `mcpguard:` line there; with `MCPGUARD_LOG=info` the lines do appear, which shows
+/// that the check can fail.
+#[test]
+fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reaches_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let args = guarded_argv(
+        &snap,
+        &digest,
+        &[],
+        &["--log".into(), log.display().to_string()],
+    );
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let (url, seen) = stand_in(claude_answer);
+
+    let server = json!({"type": "stdio", "command": mcpguard(), "args": args}).to_string();
+    let out = run_bounded(&mut claude(
+        &home,
+        &work,
+        &url,
+        &["mcp", "add-json", "--scope", "user", "fixture", &server],
+    ));
+    assert!(
+        out.status.success(),
+        "claude mcp add-json: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = run_bounded(claude(&home, &work, &url, &["mcp", "list"]).env("MCPGUARD_LOG", "info"));
+    let listed =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("fixture:") && l.ends_with("Connected")),
+        "claude mcp list: {listed}"
+    );
+    let errors = claude_mcp_errors(&home);
+    assert!(
+        errors.iter().any(|e| e.contains("mcpguard: info:")),
+        "with MCPGUARD_LOG=info, Claude Code records mcpguard's start-up lines: {errors:?}"
+    );
+    std::fs::remove_dir_all(home.join(".cache/claude-cli-nodejs")).unwrap();
+
+    let out = run_bounded(&mut claude(
+        &home,
+        &work,
+        &url,
+        &[
+            "-p",
+            "Echo a greeting with the echo tool.",
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "mcp__fixture__echo",
+        ],
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "claude -p: {stdout}\n{stderr}");
+    let result: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("claude -p printed no JSON ({e}): {stdout}\n{stderr}"));
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert!(
+        answer.starts_with("FINAL: ") && answer.contains(MARK),
+        "the tool result reaches the answer: {result}\nrequests: {:?}",
+        seen.lock().unwrap()
+    );
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+
+    let requests = seen.lock().unwrap().clone();
+    let schema = requests
+        .iter()
+        .flat_map(|(_, r)| r["tools"].as_array().cloned().unwrap_or_default())
+        .find(|t| t["name"] == "mcp__fixture__echo")
+        .map(|t| t["input_schema"].clone())
+        .expect("ToolSearch loaded the echo tool into the request's tools");
+    assert_eq!(
+        schema["properties"]["text"]["type"], "string",
+        "the reviewed schema reached the model: {schema}"
+    );
+
+    let errors = claude_mcp_errors(&home);
+    assert!(
+        !errors.iter().any(|e| e.contains("mcpguard:")),
+        "a healthy start is quiet at the default level: {errors:?}"
+    );
+
+    let received = received(&log);
     let init = received
         .iter()
         .find(|m| m["method"] == "initialize")
