@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
@@ -516,4 +516,250 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
             && m["params"]["arguments"]["text"] == MARK),
         "the call reached the server through mcpguard: {received:?}"
     );
+}
+
+/// The call id the Codex stand-in gives its function call.
+const CALL_ID: &str = "call_stand_in";
+
+/// The tool the Codex stand-in calls and its arguments: `write_note` when the person's prompt
+/// asks for a note, `echo` otherwise.
+fn codex_call(req: &Value) -> (&'static str, Value) {
+    let wants_note = req["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["role"] == "user")
+        .flat_map(|i| strings(&i["content"]))
+        .any(|s| s.contains("Write a note"));
+    if wants_note {
+        (
+            "write_note",
+            json!({"path": "notes/today.txt", "body": MARK}),
+        )
+    } else {
+        ("echo", json!({"text": MARK}))
+    }
+}
+
+/// An OpenAI Responses API stand-in (a custom `model_providers` entry with
+/// `wire_api = "responses"`). Codex 0.171 offers each MCP server's tools as a `namespace` tool
+/// (`mcp__SERVER`) holding one function per tool, so the stand-in answers the first request with
+/// a `function_call` of the wanted tool in that namespace, and the request that carries the
+/// call's output with a message echoing it. The stream is the Responses API's server-sent events
+/// (`response.created`, `response.output_item.done`, `response.completed`).
+fn codex_answer(path: &str, req: &Value) -> Answer {
+    if !path.ends_with("/responses") {
+        let error = json!({"error": {"message": "stand-in", "type": "not_found"}});
+        return (404, "application/json", error.to_string());
+    }
+    let (tool, args) = codex_call(req);
+    let output = req["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == CALL_ID);
+    let namespace = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| {
+            t["type"] == "namespace" && t["name"].as_str().is_some_and(|n| n.starts_with("mcp__"))
+        })
+        .find(|t| {
+            t["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|f| f["name"] == tool)
+        })
+        .and_then(|t| t["name"].as_str());
+    let message = |text: String| {
+        json!({"type": "message", "role": "assistant", "id": "msg_stand_in",
+               "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    };
+    let item = match (output, namespace) {
+        (Some(o), _) => message(format!("FINAL: {}", o["output"])),
+        (None, Some(ns)) => {
+            json!({"type": "function_call", "id": "fc_stand_in", "call_id": CALL_ID,
+                                   "namespace": ns, "name": tool, "arguments": args.to_string()})
+        }
+        (None, None) => message(format!("FINAL: no MCP tool {tool} was offered")),
+    };
+    let events = [
+        json!({"type": "response.created", "response": {"id": "resp_stand_in"}}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.completed", "response": {"id": "resp_stand_in",
+               "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}}),
+    ];
+    (200, "text/event-stream", sse(&events))
+}
+
+/// `$CODEX_HOME/config.toml` as Codex documents it: the stand-in as a custom model provider
+/// (its key read from an environment variable that holds a dummy), and mcpguard as the stdio MCP
+/// server `fixture`. `approval` is the server's `default_tools_approval_mode`, left out when
+/// `None` (Codex's default, `auto`).
+fn codex_config(url: &str, args: &[String], approval: Option<&str>) -> String {
+    let mut fixture = toml::Table::new();
+    fixture.insert("command".into(), mcpguard().display().to_string().into());
+    fixture.insert("args".into(), args.to_vec().into());
+    if let Some(mode) = approval {
+        fixture.insert("default_tools_approval_mode".into(), mode.into());
+    }
+    let mut provider = toml::Table::new();
+    provider.insert("name".into(), "stand-in".into());
+    provider.insert("base_url".into(), format!("{url}/v1").into());
+    provider.insert("wire_api".into(), "responses".into());
+    provider.insert("env_key".into(), "MCPGUARD_STAND_IN_KEY".into());
+    let mut config = toml::Table::new();
+    config.insert("model".into(), "stand-in".into());
+    config.insert("model_provider".into(), "stand-in".into());
+    config.insert("check_for_update_on_startup".into(), false.into());
+    config.insert(
+        "model_providers".into(),
+        toml::Table::from_iter([("stand-in".to_string(), provider.into())]).into(),
+    );
+    config.insert(
+        "mcp_servers".into(),
+        toml::Table::from_iter([("fixture".to_string(), fixture.into())]).into(),
+    );
+    toml::to_string(&config).unwrap()
+}
+
+/// `codex exec` (through its npm launcher, which finds the native binary) with its own HOME and
+/// `CODEX_HOME`, outside a Git repository (`--skip-git-repo-check`). The variables that would
+/// point it at OpenAI's own provider are removed.
+fn codex_exec(home: &Path, work: &Path, prompt: &str) -> Command {
+    let codex = argv(&peers()["codex"]);
+    let mut cmd = Command::new(&codex[0]);
+    cmd.args(&codex[1..])
+        .args(["exec", "--skip-git-repo-check", prompt])
+        .current_dir(work)
+        .env("HOME", home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("MCPGUARD_STAND_IN_KEY", "stand-in");
+    for var in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "MCPGUARD_LOG"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// A guarded fixture for Codex in a fresh temporary directory: the directory, HOME, the
+/// working directory, the fixture's log and mcpguard's arguments.
+fn codex_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let args = guarded_argv(
+        &snap,
+        &digest,
+        &[],
+        &["--log".into(), log.display().to_string()],
+    );
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    (dir, home, work, log, args)
+}
+
+/// Codex, configured in `$CODEX_HOME/config.toml` with the guarded server's tools approved by
+/// Codex itself (mcpguard decides), connects to a default snapshot; `codex exec` calls the
+/// reviewed `echo` through mcpguard and the result reaches its final message.
+#[test]
+fn codex_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_answer() {
+    let (_dir, home, work, log, args) = codex_setup();
+    let (url, seen) = stand_in(codex_answer);
+    std::fs::write(
+        home.join(".codex/config.toml"),
+        codex_config(&url, &args, Some("approve")),
+    )
+    .unwrap();
+
+    let out = run_bounded(&mut codex_exec(
+        &home,
+        &work,
+        "Echo a greeting with the echo tool.",
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "codex exec: {stdout}\n{stderr}");
+    let answer = stdout
+        .lines()
+        .find(|l| l.starts_with("FINAL: "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no final answer; stdout: {stdout}\nstderr: {stderr}\nrequests: {:?}",
+                seen.lock().unwrap()
+            )
+        });
+    assert!(
+        answer.contains(MARK),
+        "the tool result reaches the answer: {answer}"
+    );
+
+    let received = received(&log);
+    let init = received
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize");
+    assert_eq!(
+        init["params"]["protocolVersion"], "2025-11-25",
+        "the server runs the pinned version"
+    );
+    assert!(
+        received.iter().any(|m| m["method"] == "tools/call"
+            && m["params"]["name"] == "echo"
+            && m["params"]["arguments"]["text"] == MARK),
+        "the call reached the server through mcpguard: {received:?}"
+    );
+}
+
+/// Codex has a tool approval of its own in front of mcpguard's question. Left at its default
+/// (`auto`), it stops a destructive MCP tool before mcpguard sees the call (`codex exec` runs
+/// with approval policy `never`, so it refuses instead of asking; in the terminal it asks, and
+/// then mcpguard asks again). With `default_tools_approval_mode = "approve"` on the guarded
+/// server, as the README says, Codex leaves the decision to mcpguard, whose question is the only
+/// one: `codex exec` answers every elicitation with a decline, so mcpguard refuses the write and
+/// the server never receives it either way.
+#[test]
+fn codex_asks_once_when_its_own_approval_is_left_to_mcpguard() {
+    for approval in [None, Some("approve")] {
+        let (_dir, home, work, log, args) = codex_setup();
+        let (url, _seen) = stand_in(codex_answer);
+        std::fs::write(
+            home.join(".codex/config.toml"),
+            codex_config(&url, &args, approval),
+        )
+        .unwrap();
+
+        let out = run_bounded(&mut codex_exec(&home, &work, "Write a note for today."));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "codex exec: {stdout}\n{stderr}");
+        let answer = stdout
+            .lines()
+            .find(|l| l.starts_with("FINAL: "))
+            .unwrap_or_else(|| panic!("no final answer; stdout: {stdout}\nstderr: {stderr}"));
+        let mcpguard_asked = answer.contains("consent_required") && answer.contains("declined");
+        match approval {
+            None => assert!(
+                !mcpguard_asked && answer.contains("approval"),
+                "Codex's own approval stops the call before mcpguard: {answer}"
+            ),
+            Some(_) => assert!(
+                mcpguard_asked,
+                "mcpguard asked and Codex exec declined: {answer}\n{stderr}"
+            ),
+        }
+        let received = received(&log);
+        assert!(
+            received.iter().any(|m| m["method"] == "initialize"),
+            "Codex started the guarded server: {received:?}"
+        );
+        assert!(
+            !received
+                .iter()
+                .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
+            "the server never receives the declined write: {received:?}"
+        );
+    }
 }
