@@ -228,14 +228,27 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
     );
 }
 
+/// The tool a stand-in calls and its arguments, from the person's prompt (`texts`, the user
+/// messages): the guarded write `write_note` when it asks for a note, the read `echo` otherwise.
+fn wanted_call(texts: &[&str]) -> (&'static str, Value) {
+    if texts.iter().any(|t| t.contains("Write a note")) {
+        (
+            "write_note",
+            json!({"path": "notes/today.txt", "body": MARK}),
+        )
+    } else {
+        ("echo", json!({"text": MARK}))
+    }
+}
+
 /// The ids the Claude stand-in gives its two tool uses, so that the results coming back can be
 /// told apart.
 const SEARCH_ID: &str = "toolu_search";
-const ECHO_ID: &str = "toolu_echo";
+const CALL_ID_CLAUDE: &str = "toolu_call";
 
-/// Whether `name` is Claude Code's name of an MCP tool `echo` (`mcp__SERVER__echo`).
-fn is_mcp_echo(name: &str) -> bool {
-    name.starts_with("mcp__") && name.ends_with("__echo")
+/// Whether `name` is Claude Code's name of the MCP tool `tool` (`mcp__SERVER__TOOL`).
+fn is_mcp_tool(name: &str, tool: &str) -> bool {
+    name.starts_with("mcp__") && name.strip_suffix(tool).is_some_and(|n| n.ends_with("__"))
 }
 
 /// Every string in `v`, depth first.
@@ -251,8 +264,8 @@ fn strings(v: &Value) -> Vec<&str> {
 /// An Anthropic Messages API stand-in (`ANTHROPIC_BASE_URL`). Claude Code defers MCP tools by
 /// default: its first request only names them in a system reminder and offers `ToolSearch` to
 /// load their schemas. So the stand-in does what a model does: it loads the deferred
-/// `mcp__…__echo` with `ToolSearch`, calls it once its schema is among the request's tools, and
-/// then answers with text that echoes the result. Answers stream (SSE) when asked to, as the
+/// `mcp__…__TOOL` (the tool `wanted_call` picks) with `ToolSearch`, calls it once its schema is
+/// among the request's tools, and then answers with text that echoes the result. Answers stream (SSE) when asked to, as the
 /// real API does.
 fn claude_answer(path: &str, req: &Value) -> Answer {
     if path.starts_with("/v1/messages/count_tokens") {
@@ -278,16 +291,26 @@ fn claude_answer(path: &str, req: &Value) -> Answer {
             .iter()
             .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
     };
+    let user: Vec<&str> = req["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| strings(&m["content"]))
+        .collect();
+    let (tool, args) = wanted_call(&user);
     let loaded = req["tools"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|t| t["name"].as_str())
-        .find(|n| is_mcp_echo(n));
+        .find(|n| is_mcp_tool(n, tool));
+    // The deferred tools are named in a system message of `messages` (Claude Code 2.1 sends one
+    // there, besides the top-level `system` prompt).
     let deferred = strings(&req["messages"])
         .into_iter()
         .flat_map(|s| s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')))
-        .find(|w| is_mcp_echo(w));
+        .find(|w| is_mcp_tool(w, tool));
     let tool_use = |id: &str, name: &str, input: Value| {
         (
             json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
@@ -302,15 +325,15 @@ fn claude_answer(path: &str, req: &Value) -> Answer {
             "end_turn",
         )
     };
-    let (start, delta, stop) = match (result_of(ECHO_ID), loaded, deferred) {
+    let (start, delta, stop) = match (result_of(CALL_ID_CLAUDE), loaded, deferred) {
         (Some(r), _, _) => text(format!("FINAL: {}", r["content"])),
-        (None, Some(name), _) => tool_use(ECHO_ID, name, json!({"text": MARK})),
+        (None, Some(name), _) => tool_use(CALL_ID_CLAUDE, name, args),
         (None, None, Some(name)) if result_of(SEARCH_ID).is_none() => tool_use(
             SEARCH_ID,
             "ToolSearch",
             json!({"query": format!("select:{name}")}),
         ),
-        _ => text("FINAL: no echo tool reached the model".into()),
+        _ => text(format!("FINAL: no MCP tool {tool} reached the model")),
     };
     let message = json!({"id": "msg_stand_in", "type": "message", "role": "assistant",
         "model": req["model"], "content": [], "stop_reason": null, "stop_sequence": null,
@@ -401,17 +424,10 @@ fn received(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Claude Code, configured with its own `claude mcp add-json --scope user` (which writes
-/// `~/.claude.json`), runs mcpguard over a default snapshot: `claude mcp list` reports it
-/// connected, and `claude -p` loads the deferred `echo` tool, calls it through mcpguard, and the
-/// result reaches the final answer. `--allowedTools mcp__fixture__echo` is the permission: it
-/// lets exactly that tool run without Claude Code's own question (`-p` has nobody to ask), and
-/// `echo` is a read that mcpguard lets through without asking either. Claude Code records a
-/// server's stderr as errors in its MCP logs, so a healthy start at mcpguard's default level must
-/// leave no `mcpguard:` line there; with `MCPGUARD_LOG=info` the lines do appear, which shows
-/// that the check can fail.
-#[test]
-fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reaches_the_answer() {
+/// A guarded fixture added to Claude Code with its own `claude mcp add-json --scope user`
+/// (which writes `~/.claude.json`), and a Messages API stand-in: the temporary directory, HOME,
+/// the working directory, the fixture's log, and the stand-in's URL and requests.
+fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen) {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let log = dir.path().join("server.log");
@@ -425,7 +441,6 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
     let (url, seen) = stand_in(claude_answer);
-
     let server = json!({"type": "stdio", "command": mcpguard(), "args": args}).to_string();
     let out = run_bounded(&mut claude(
         &home,
@@ -439,6 +454,44 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    (dir, home, work, log, url, seen)
+}
+
+/// Allows every tool of the server `fixture` in Claude Code's user settings, as the README's
+/// ask-once section says (`permissions.allow` in `~/.claude/settings.json`).
+fn claude_allow_fixture(home: &Path) {
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    let settings = json!({"permissions": {"allow": ["mcp__fixture"]}});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).unwrap();
+}
+
+/// `claude -p PROMPT --output-format json`: its result object (the final answer is `result`).
+fn claude_p(home: &Path, work: &Path, url: &str, prompt: &str) -> Value {
+    let out = run_bounded(&mut claude(
+        home,
+        work,
+        url,
+        &["-p", prompt, "--output-format", "json"],
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "claude -p: {stdout}\n{stderr}");
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("claude -p printed no JSON ({e}): {stdout}\n{stderr}"))
+}
+
+/// Claude Code runs mcpguard over a default snapshot: `claude mcp list` reports it connected, and
+/// `claude -p` loads the deferred `echo` tool, calls it through mcpguard, and the result reaches
+/// the final answer. The server's tools are allowed in Claude Code's settings, so that its own
+/// permission question does not stand in front (`-p` has nobody to ask), and `echo` is a read
+/// that mcpguard lets through without asking either. Claude Code records a server's stderr as
+/// errors in its MCP logs, so a healthy start at mcpguard's default level must leave no
+/// `mcpguard:` line there; with `MCPGUARD_LOG=info` the lines do appear, which shows that the
+/// check can fail.
+#[test]
+fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reaches_the_answer() {
+    let (_dir, home, work, log, url, seen) = claude_setup();
+    claude_allow_fixture(&home);
 
     let out = run_bounded(claude(&home, &work, &url, &["mcp", "list"]).env("MCPGUARD_LOG", "info"));
     let listed =
@@ -456,29 +509,16 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
     );
     std::fs::remove_dir_all(home.join(".cache/claude-cli-nodejs")).unwrap();
 
-    let out = run_bounded(&mut claude(
-        &home,
-        &work,
-        &url,
-        &[
-            "-p",
-            "Echo a greeting with the echo tool.",
-            "--output-format",
-            "json",
-            "--allowedTools",
-            "mcp__fixture__echo",
-        ],
-    ));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "claude -p: {stdout}\n{stderr}");
-    let result: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("claude -p printed no JSON ({e}): {stdout}\n{stderr}"));
+    let result = claude_p(&home, &work, &url, "Echo a greeting with the echo tool.");
     let answer = result["result"].as_str().unwrap_or_default();
     assert!(
         answer.starts_with("FINAL: ") && answer.contains(MARK),
         "the tool result reaches the answer: {result}\nrequests: {:?}",
-        seen.lock().unwrap()
+        seen.lock()
+            .unwrap()
+            .iter()
+            .map(|(path, _)| path.clone())
+            .collect::<Vec<_>>()
     );
     assert_eq!(result["is_error"], false, "{result}");
     assert_eq!(result["permission_denials"], json!([]), "{result}");
@@ -518,27 +558,64 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
     );
 }
 
+/// Claude Code has a permission question of its own in front of mcpguard's. Without the
+/// server's tools in `permissions.allow`, it stops even the reviewed read (`claude -p` has nobody
+/// to ask, so it denies) and mcpguard never sees the call. With them allowed, as the README says,
+/// a write reaches mcpguard, whose question is then the only one: headless `claude -p` answers
+/// elicitation with `cancel`, so mcpguard refuses the write, and the server never receives it.
+#[test]
+fn claude_code_asks_once_when_the_guarded_servers_tools_are_allowed() {
+    let (_dir, home, work, log, url, _seen) = claude_setup();
+
+    let result = claude_p(&home, &work, &url, "Echo a greeting with the echo tool.");
+    let denied: Vec<&str> = result["permission_denials"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["tool_name"].as_str())
+        .collect();
+    assert_eq!(
+        denied,
+        ["mcp__fixture__echo"],
+        "Claude Code's own permission stops the call: {result}"
+    );
+    assert!(
+        !received(&log).iter().any(|m| m["method"] == "tools/call"),
+        "a call Claude Code denied never reaches the server"
+    );
+
+    claude_allow_fixture(&home);
+    let result = claude_p(&home, &work, &url, "Write a note for today.");
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+    // mcpguard words a `cancel` answer as the person having dismissed its question.
+    assert!(
+        answer.starts_with("FINAL: ")
+            && answer.contains("consent_required")
+            && answer.contains("dismissed"),
+        "mcpguard asked and claude -p cancelled: {result}"
+    );
+    let received = received(&log);
+    assert!(
+        !received
+            .iter()
+            .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
+        "the server never receives the refused write: {received:?}"
+    );
+}
+
 /// The call id the Codex stand-in gives its function call.
 const CALL_ID: &str = "call_stand_in";
 
-/// The tool the Codex stand-in calls and its arguments: `write_note` when the person's prompt
-/// asks for a note, `echo` otherwise.
-fn codex_call(req: &Value) -> (&'static str, Value) {
-    let wants_note = req["input"]
+/// The user messages of a Responses API request's `input`.
+fn codex_user_texts(req: &Value) -> Vec<&str> {
+    req["input"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|i| i["role"] == "user")
         .flat_map(|i| strings(&i["content"]))
-        .any(|s| s.contains("Write a note"));
-    if wants_note {
-        (
-            "write_note",
-            json!({"path": "notes/today.txt", "body": MARK}),
-        )
-    } else {
-        ("echo", json!({"text": MARK}))
-    }
+        .collect()
 }
 
 /// An OpenAI Responses API stand-in (a custom `model_providers` entry with
@@ -552,7 +629,7 @@ fn codex_answer(path: &str, req: &Value) -> Answer {
         let error = json!({"error": {"message": "stand-in", "type": "not_found"}});
         return (404, "application/json", error.to_string());
     }
-    let (tool, args) = codex_call(req);
+    let (tool, args) = wanted_call(&codex_user_texts(req));
     let output = req["input"]
         .as_array()
         .into_iter()
