@@ -1,11 +1,14 @@
 //! Real hosts through mcpguard (issue 15): each host, configured the way its documentation says,
 //! runs mcpguard over the fixture server with a snapshot captured **at the default protocol
 //! version**, with the host's model replaced by a small HTTP stand-in on 127.0.0.1 that answers
-//! in the provider's API format — the first request with a call of the guarded tool, the next
-//! with text that echoes the tool's result — so the host calls an MCP tool for real and the
-//! result must reach its final answer. The hosts are installed pinned into `.peers/` by
-//! `scripts/install-peers.sh`. Slow (a host starts in seconds), so they live in a module of their
-//! own.
+//! in the provider's API format — the first request with a call of the guarded tool (for Claude
+//! Code, which defers MCP tools, first a `ToolSearch` that loads it), the next with text that
+//! echoes the tool's result — so the host calls an MCP tool for real and the result must reach
+//! its final answer. Hosts: Gemini CLI (Gemini API), Claude Code (Anthropic Messages API) and
+//! Codex (OpenAI Responses API). Where a host has an approval of its own in front of mcpguard's
+//! question, a test shows that the setting the README names leaves mcpguard's question as the
+//! only one. The hosts are installed pinned into `.peers/` by `scripts/install-peers.sh`. Slow (a
+//! host starts in a second or more), so they live in a module of their own.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
