@@ -247,7 +247,7 @@ fn wanted_call(texts: &[&str]) -> (&'static str, Value) {
 /// The ids the Claude stand-in gives its two tool uses, so that the results coming back can be
 /// told apart.
 const SEARCH_ID: &str = "toolu_search";
-const CALL_ID_CLAUDE: &str = "toolu_call";
+const TOOL_USE_ID: &str = "toolu_call";
 
 /// Whether `name` is Claude Code's name of the MCP tool `tool` (`mcp__SERVER__TOOL`).
 fn is_mcp_tool(name: &str, tool: &str) -> bool {
@@ -265,11 +265,11 @@ fn strings(v: &Value) -> Vec<&str> {
 }
 
 /// An Anthropic Messages API stand-in (`ANTHROPIC_BASE_URL`). Claude Code defers MCP tools by
-/// default: its first request only names them in a system reminder and offers `ToolSearch` to
+/// default: its first request only names them in a system message and offers `ToolSearch` to
 /// load their schemas. So the stand-in does what a model does: it loads the deferred
 /// `mcp__…__TOOL` (the tool `wanted_call` picks) with `ToolSearch`, calls it once its schema is
-/// among the request's tools, and then answers with text that echoes the result. Answers stream (SSE) when asked to, as the
-/// real API does.
+/// among the request's tools, and then answers with text that echoes the result. Answers stream
+/// (server-sent events) when the request asks for it, as the real API's do.
 fn claude_answer(path: &str, req: &Value) -> Answer {
     if path.starts_with("/v1/messages/count_tokens") {
         return (
@@ -328,9 +328,9 @@ fn claude_answer(path: &str, req: &Value) -> Answer {
             "end_turn",
         )
     };
-    let (start, delta, stop) = match (result_of(CALL_ID_CLAUDE), loaded, deferred) {
+    let (start, delta, stop) = match (result_of(TOOL_USE_ID), loaded, deferred) {
         (Some(r), _, _) => text(format!("FINAL: {}", r["content"])),
-        (None, Some(name), _) => tool_use(CALL_ID_CLAUDE, name, args),
+        (None, Some(name), _) => tool_use(TOOL_USE_ID, name, args),
         (None, None, Some(name)) if result_of(SEARCH_ID).is_none() => tool_use(
             SEARCH_ID,
             "ToolSearch",
