@@ -5,7 +5,8 @@
 # through mcpguard (default sandbox, a reviewed snapshot captured at the default protocol
 # version). Each host runs headless (`gemini -p`, `claude -p`, `codex exec`) against a stand-in
 # of its model API on 127.0.0.1 that answers at once with text, as in tests/integration/hosts.rs.
-# Prints the median and the spread of N runs of each, and the difference.
+# Prints the median and the spread of N runs of each, and the difference. Through mcpguard the
+# host sees only the reviewed tool (`echo`), directly all sixteen of the fixture's tools.
 #
 # Offline once the hosts are installed (scripts/install-peers.sh, which this runs).
 # Usage: scripts/bench-hosts.sh [RUNS]   (default 5)
@@ -152,8 +153,11 @@ print(f"host launch to its first model request offering the server's tools, medi
 print(f"{'host':<10} {'direct':>22} {'through mcpguard':>22} {'difference':>11}   whole run direct / guarded")
 for host in ["gemini", "claude", "codex"]:
     run(host, direct)  # one warm-up run each, so that the disk cache is not measured
-    d = [run(host, direct) for _ in range(runs)]
-    g = [run(host, guarded) for _ in range(runs)]
+    # Alternated, so that a change in the machine's load during the runs falls on both sides.
+    d, g = [], []
+    for _ in range(runs):
+        d.append(run(host, direct))
+        g.append(run(host, guarded))
     dt, gt = [x[0] for x in d], [x[0] for x in g]
     print(f"{host:<10} {fmt(dt):>22} {fmt(gt):>22} {statistics.median(gt) - statistics.median(dt):+9.0f} ms"
           f"   {statistics.median([x[1] for x in d]):.0f} / {statistics.median([x[1] for x in g]):.0f}")
