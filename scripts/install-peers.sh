@@ -6,7 +6,8 @@
 #   .peers/node        npm ci of scripts/peers-npm/{package.json,package-lock.json}:
 #                      server-everything, server-filesystem, inspector
 #   .peers/hosts       npm ci of scripts/peers-hosts/{package.json,package-lock.json}:
-#                      the real hosts the host tests drive (Gemini CLI)
+#                      the real hosts the host tests drive (Gemini CLI, Claude Code,
+#                      Codex)
 #   .peers/uv          a venv with uv==0.13.9, for the `uv run --directory` launch-shape test
 #   .peers/runner-cache  npm and uv caches holding the packages the npx/uvx pinning tests pin
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
@@ -38,6 +39,8 @@ TIME_VERSION=2026.10.19
 FETCH_VERSION=2026.10.24
 INSPECTOR_VERSION=2.12.0
 GEMINI_VERSION=0.61.0
+CLAUDE_VERSION=2.1.332
+CODEX_VERSION=0.171.0
 
 FORCE=0
 for arg in "$@"; do
@@ -168,6 +171,20 @@ SE_JS=$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.
 FS_JS=$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 INSPECTOR_JS=$NODE_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
 GEMINI_JS=$HOSTS_DIR/node_modules/@google/gemini-cli/bundle/gemini.js
+# Claude Code's package puts a placeholder at bin/claude.exe that its postinstall replaces with
+# the native binary of the platform package; with install scripts off, the platform package's
+# binary is run directly (it needs no Node.js, and the wrapper package wants Node >= 22).
+# npm installs only the platform package that matches this machine (and its libc), so the one
+# present is the one to run.
+find_claude() {
+    local found
+    found=$(ls -d "$HOSTS_DIR"/node_modules/@anthropic-ai/claude-code-*/claude 2>/dev/null | head -n1 || true)
+    echo "${found:-$HOSTS_DIR/node_modules/@anthropic-ai/claude-code-PLATFORM/claude}"
+}
+CLAUDE_BIN=$(find_claude)
+# Codex's launcher script finds the native binary in its platform package and needs no install
+# script; it runs on Node 20.
+CODEX_JS=$HOSTS_DIR/node_modules/@openai/codex/bin/codex.js
 PY_BIN=$VENV/bin/python
 TIME_BIN=$VENV/bin/mcp-server-time
 FETCH_BIN=$VENV/bin/mcp-server-fetch
@@ -288,26 +305,30 @@ else
 fi
 
 # --- npm hosts ---------------------------------------------------------------
-if stamp_ok "$HOSTS_STAMP" "$HOSTS_KEY" && [[ -f $GEMINI_JS ]]; then
+if stamp_ok "$HOSTS_STAMP" "$HOSTS_KEY" && [[ -f $GEMINI_JS && -x $CLAUDE_BIN && -f $CODEX_JS ]]; then
     log "hosts up to date ($HOSTS_DIR)"
 else
     changed=1
-    log "npm ci into $HOSTS_DIR (Gemini CLI $GEMINI_VERSION)"
+    log "npm ci into $HOSTS_DIR (Gemini CLI $GEMINI_VERSION, Claude Code $CLAUDE_VERSION, Codex $CODEX_VERSION)"
     # --ignore-scripts: Gemini CLI is one bundled script; its optional native modules (node-pty
-    # for interactive shells, keytar for the keychain) are not needed by `gemini -p`.
+    # for interactive shells, keytar for the keychain) are not needed by `gemini -p`. Claude
+    # Code's postinstall only copies its platform package's binary over a placeholder, and that
+    # binary is run from the platform package instead. Codex has no install script. npm ci still
+    # installs the optional platform packages that match this machine.
     npm_ci_into "$HOSTS_DIR" "$HOSTS_SRC" "the pinned hosts"
+    CLAUDE_BIN=$(find_claude)
     echo "$HOSTS_KEY" >"$HOSTS_STAMP"
 fi
 
 # --- paths.json --------------------------------------------------------------
-for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS" "$GEMINI_JS"; do
+for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS" "$GEMINI_JS" "$CLAUDE_BIN" "$CODEX_JS"; do
     [[ -e $f ]] || die "expected file missing after install: $f (re-run with --force)"
 done
 
 if [[ $changed == 1 || ! -f $PATHS_JSON ]]; then
-    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" "$GEMINI_JS" <<'EOF'
+    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" "$GEMINI_JS" "$CLAUDE_BIN" "$CODEX_JS" <<'EOF'
 import json, os, sys
-out, node, py, se, fs, tm, fetch, insp, gemini = sys.argv[1:]
+out, node, py, se, fs, tm, fetch, insp, gemini, claude, codex = sys.argv[1:]
 paths = {
     "python": py,
     "node": node,
@@ -317,6 +338,8 @@ paths = {
     "server_fetch": [fetch],
     "inspector": [node, insp, "--cli"],
     "gemini": [node, gemini],
+    "claude": [claude],
+    "codex": [node, codex],
 }
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
@@ -334,6 +357,10 @@ EOF
     # In an empty HOME, so that no settings of the person running this are read.
     got=$(HOME=$(mktemp -d) "$NODE_ABS" "$GEMINI_JS" --version 2>/dev/null | tail -n1)
     [[ $got == "$GEMINI_VERSION" ]] || die "gemini --version printed '$got', expected $GEMINI_VERSION"
+    got=$(HOME=$(mktemp -d) "$CLAUDE_BIN" --version 2>/dev/null | tail -n1)
+    [[ $got == "$CLAUDE_VERSION (Claude Code)" ]] || die "claude --version printed '$got', expected $CLAUDE_VERSION"
+    got=$(HOME=$(mktemp -d) "$NODE_ABS" "$CODEX_JS" --version 2>/dev/null | tail -n1)
+    [[ $got == "codex-cli $CODEX_VERSION" ]] || die "codex --version printed '$got', expected $CODEX_VERSION"
     if ! verify_out=$("$PY_BIN" - "$PATHS_JSON" <<'EOF' 2>&1
 # Send `initialize` to each server entry and wait for its answer (10 s each).
 import json, os, select, subprocess, sys, tempfile, time
@@ -400,3 +427,5 @@ echo "everything: $SE_JS"
 echo "filesystem: $FS_JS"
 echo "inspector:  $INSPECTOR_JS ($INSPECTOR_VERSION)"
 echo "gemini:     $GEMINI_JS ($GEMINI_VERSION)"
+echo "claude:     $CLAUDE_BIN ($CLAUDE_VERSION)"
+echo "codex:      $CODEX_JS ($CODEX_VERSION)"

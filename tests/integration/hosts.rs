@@ -1,15 +1,18 @@
 //! Real hosts through mcpguard (issue 15): each host, configured the way its documentation says,
 //! runs mcpguard over the fixture server with a snapshot captured **at the default protocol
 //! version**, with the host's model replaced by a small HTTP stand-in on 127.0.0.1 that answers
-//! in the provider's API format — the first request with a call of the guarded tool, the next
-//! with text that echoes the tool's result — so the host calls an MCP tool for real and the
-//! result must reach its final answer. The hosts are installed pinned into `.peers/` by
-//! `scripts/install-peers.sh`. Slow (a host starts in seconds), so they live in a module of their
-//! own.
+//! in the provider's API format — the first request with a call of the guarded tool (for Claude
+//! Code, which defers MCP tools, first a `ToolSearch` that loads it), the next with text that
+//! echoes the tool's result — so the host calls an MCP tool for real and the result must reach
+//! its final answer. Hosts: Gemini CLI (Gemini API), Claude Code (Anthropic Messages API) and
+//! Codex (OpenAI Responses API). Where a host has an approval of its own in front of mcpguard's
+//! question, a test shows that the setting the README names leaves mcpguard's question as the
+//! only one. The hosts are installed pinned into `.peers/` by `scripts/install-peers.sh`. Slow (a
+//! host starts in a second or more), so they live in a module of their own.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
@@ -25,12 +28,12 @@ const MARK: &str = "hello-through-mcpguard";
 /// One request the stand-in received: its path and JSON body.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
-/// A Gemini API stand-in on 127.0.0.1 (`GOOGLE_GEMINI_BASE_URL`); returns its base URL and what
-/// it received. `streamGenerateContent` is the conversation: a call of the declared function
-/// whose name ends in `echo` while no function response is in the contents, then text echoing
-/// that response. Any other `generateContent` is one of Gemini CLI's own side questions (the
-/// model router's classifier, the next-speaker check): answered with JSON that fits them.
-fn gemini_stand_in() -> (String, Seen) {
+/// What a stand-in answers to one request: status, content type and body.
+type Answer = (u16, &'static str, String);
+
+/// A model API stand-in on 127.0.0.1: every request is recorded and answered by `answer` from
+/// its path and JSON body. Returns its base URL and what it received.
+fn stand_in(answer: fn(&str, &Value) -> Answer) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen: Seen = Arc::default();
@@ -38,14 +41,16 @@ fn gemini_stand_in() -> (String, Seen) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let log = log.clone();
-            std::thread::spawn(move || answer_gemini(stream, &log));
+            std::thread::spawn(move || serve_one(stream, &log, answer));
         }
     });
     (url, seen)
 }
 
-/// Reads one HTTP request and answers it (then closes: `connection: close`).
-fn answer_gemini(mut stream: TcpStream, seen: &Seen) {
+/// Reads one HTTP request and answers it, then closes the connection (`connection: close`), so
+/// that the hosts' keep-alive clients open a new one for the next request and the reading stays
+/// one request per connection.
+fn serve_one(mut stream: TcpStream, seen: &Seen, answer: fn(&str, &Value) -> Answer) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -68,6 +73,34 @@ fn answer_gemini(mut stream: TcpStream, seen: &Seen) {
     let _ = reader.read_exact(&mut body);
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     seen.lock().unwrap().push((path.clone(), req.clone()));
+    let (status, kind, payload) = answer(&path, &req);
+    let reason = if status == 200 { "OK" } else { "Not Found" };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
+        payload.len()
+    );
+}
+
+/// Server-sent events, one `event:`/`data:` pair per value (the value's `type` names the event).
+fn sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap_or("message")
+            )
+        })
+        .collect()
+}
+
+/// A Gemini API stand-in (`GOOGLE_GEMINI_BASE_URL`). `streamGenerateContent` is the
+/// conversation: a call of the declared function whose name ends in `echo` while no function
+/// response is in the contents, then text echoing that response. Any other `generateContent` is
+/// one of Gemini CLI's own side questions (the model router's classifier, the next-speaker
+/// check): answered with JSON that fits them.
+fn gemini_answer(path: &str, req: &Value) -> Answer {
     let part = if path.contains(":streamGenerateContent") {
         let response = req["contents"]
             .as_array()
@@ -97,16 +130,11 @@ fn answer_gemini(mut stream: TcpStream, seen: &Seen) {
         "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
     });
-    let (kind, payload) = if path.contains(":streamGenerateContent") {
-        ("text/event-stream", format!("data: {answer}\r\n\r\n"))
+    if path.contains(":streamGenerateContent") {
+        (200, "text/event-stream", format!("data: {answer}\r\n\r\n"))
     } else {
-        ("application/json", answer.to_string())
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
-        payload.len()
-    );
+        (200, "application/json", answer.to_string())
+    }
 }
 
 /// Gemini CLI with its own HOME (settings in `.gemini/settings.json`, as its documentation
@@ -151,7 +179,7 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
         "privacy": {"usageStatisticsEnabled": false},
     });
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
-    let (url, seen) = gemini_stand_in();
+    let (url, seen) = stand_in(gemini_answer);
 
     let out = run_bounded(&mut gemini(&home, &work, &url, &["mcp", "list"]));
     let listed =
@@ -186,11 +214,7 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
         "the tool result reaches the answer: {answer}"
     );
 
-    let received: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let received = received(&log);
     let init = received
         .iter()
         .find(|m| m["method"] == "initialize")
@@ -205,4 +229,617 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
             && m["params"]["arguments"]["text"] == MARK),
         "the call reached the server through mcpguard: {received:?}"
     );
+}
+
+/// The tool a stand-in calls and its arguments, from the person's prompt (`texts`, the user
+/// messages): the guarded write `write_note` when it asks for a note, the read `echo` otherwise.
+fn wanted_call(texts: &[&str]) -> (&'static str, Value) {
+    if texts.iter().any(|t| t.contains("Write a note")) {
+        (
+            "write_note",
+            json!({"path": "notes/today.txt", "body": MARK}),
+        )
+    } else {
+        ("echo", json!({"text": MARK}))
+    }
+}
+
+/// The ids the Claude stand-in gives its two tool uses, so that the results coming back can be
+/// told apart.
+const SEARCH_ID: &str = "toolu_search";
+const TOOL_USE_ID: &str = "toolu_call";
+
+/// Whether `name` is Claude Code's name of the MCP tool `tool` (`mcp__SERVER__TOOL`).
+fn is_mcp_tool(name: &str, tool: &str) -> bool {
+    name.starts_with("mcp__") && name.strip_suffix(tool).is_some_and(|n| n.ends_with("__"))
+}
+
+/// Every string in `v`, depth first.
+fn strings(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s],
+        Value::Array(a) => a.iter().flat_map(strings).collect(),
+        Value::Object(o) => o.values().flat_map(strings).collect(),
+        _ => vec![],
+    }
+}
+
+/// An Anthropic Messages API stand-in (`ANTHROPIC_BASE_URL`). Claude Code defers MCP tools by
+/// default: its first request only names them in a system message and offers `ToolSearch` to
+/// load their schemas. So the stand-in does what a model does: it loads the deferred
+/// `mcp__…__TOOL` (the tool `wanted_call` picks) with `ToolSearch`, calls it once its schema is
+/// among the request's tools, and then answers with text that echoes the result. Answers stream
+/// (server-sent events) when the request asks for it, as the real API's do.
+fn claude_answer(path: &str, req: &Value) -> Answer {
+    if path.starts_with("/v1/messages/count_tokens") {
+        return (
+            200,
+            "application/json",
+            json!({"input_tokens": 1}).to_string(),
+        );
+    }
+    if !path.starts_with("/v1/messages") {
+        let error =
+            json!({"type": "error", "error": {"type": "not_found_error", "message": "stand-in"}});
+        return (404, "application/json", error.to_string());
+    }
+    let blocks: Vec<&Value> = req["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .collect();
+    let result_of = |id: &str| {
+        blocks
+            .iter()
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+    };
+    let user: Vec<&str> = req["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| strings(&m["content"]))
+        .collect();
+    let (tool, args) = wanted_call(&user);
+    let loaded = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .find(|n| is_mcp_tool(n, tool));
+    // The deferred tools are named in a system message of `messages` (Claude Code 2.1 sends one
+    // there, besides the top-level `system` prompt).
+    let deferred = strings(&req["messages"])
+        .into_iter()
+        .flat_map(|s| s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')))
+        .find(|w| is_mcp_tool(w, tool));
+    let tool_use = |id: &str, name: &str, input: Value| {
+        (
+            json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+            "tool_use",
+        )
+    };
+    let text = |t: String| {
+        (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": t}),
+            "end_turn",
+        )
+    };
+    let (start, delta, stop) = match (result_of(TOOL_USE_ID), loaded, deferred) {
+        (Some(r), _, _) => text(format!("FINAL: {}", r["content"])),
+        (None, Some(name), _) => tool_use(TOOL_USE_ID, name, args),
+        (None, None, Some(name)) if result_of(SEARCH_ID).is_none() => tool_use(
+            SEARCH_ID,
+            "ToolSearch",
+            json!({"query": format!("select:{name}")}),
+        ),
+        _ => text(format!("FINAL: no MCP tool {tool} reached the model")),
+    };
+    let message = json!({"id": "msg_stand_in", "type": "message", "role": "assistant",
+        "model": req["model"], "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 1}});
+    if req["stream"] != true {
+        let mut block = start.clone();
+        match delta["type"].as_str() {
+            Some("text_delta") => block["text"] = delta["text"].clone(),
+            _ => {
+                block["input"] =
+                    serde_json::from_str(delta["partial_json"].as_str().unwrap()).unwrap()
+            }
+        }
+        let mut whole = message;
+        whole["content"] = json!([block]);
+        whole["stop_reason"] = json!(stop);
+        return (200, "application/json", whole.to_string());
+    }
+    let events = [
+        json!({"type": "message_start", "message": message}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    (200, "text/event-stream", sse(&events))
+}
+
+/// Claude Code (its native binary) with its own HOME, the stand-in as its API, and the
+/// traffic that is not the conversation (telemetry, error reports, update checks) turned off
+/// with its documented switch. The variables that would point it at another configuration or
+/// credential are removed, so that only this HOME is read.
+fn claude(home: &Path, work: &Path, url: &str, args: &[&str]) -> Command {
+    let claude = argv(&peers()["claude"]);
+    let mut cmd = Command::new(&claude[0]);
+    cmd.args(&claude[1..])
+        .args(args)
+        .current_dir(work)
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    for var in [
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CONFIG_DIR",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "MCPGUARD_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The `error` entries of Claude Code's MCP logs of the server `fixture`
+/// (`~/.cache/claude-cli-nodejs/<project>/mcp-logs-fixture/*.jsonl`), where it records every
+/// line a server writes to stderr as an error.
+fn claude_mcp_errors(home: &Path) -> Vec<String> {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.parent().and_then(|p| p.file_name()) == Some("mcp-logs-fixture".as_ref())
+            {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                found.extend(
+                    text.lines()
+                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                        .filter_map(|e| e["error"].as_str().map(str::to_string)),
+                );
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&home.join(".cache/claude-cli-nodejs"), &mut found);
+    found
+}
+
+/// The JSON lines the fixture server logged (every message it received).
+fn received(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A guarded fixture added to Claude Code with its own `claude mcp add-json --scope user`
+/// (which writes `~/.claude.json`), and a Messages API stand-in: the temporary directory, HOME,
+/// the working directory, the fixture's log, and the stand-in's URL and requests.
+fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen) {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let args = guarded_argv(
+        &snap,
+        &digest,
+        &[],
+        &["--log".into(), log.display().to_string()],
+    );
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let (url, seen) = stand_in(claude_answer);
+    let server = json!({"type": "stdio", "command": mcpguard(), "args": args}).to_string();
+    let out = run_bounded(&mut claude(
+        &home,
+        &work,
+        &url,
+        &["mcp", "add-json", "--scope", "user", "fixture", &server],
+    ));
+    assert!(
+        out.status.success(),
+        "claude mcp add-json: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, home, work, log, url, seen)
+}
+
+/// Allows every tool of the server `fixture` in Claude Code's user settings, as the README's
+/// ask-once section says (`permissions.allow` in `~/.claude/settings.json`).
+fn claude_allow_fixture(home: &Path) {
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    let settings = json!({"permissions": {"allow": ["mcp__fixture"]}});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).unwrap();
+}
+
+/// `claude -p PROMPT --output-format json`: its result object (the final answer is `result`).
+fn claude_p(home: &Path, work: &Path, url: &str, prompt: &str) -> Value {
+    let out = run_bounded(&mut claude(
+        home,
+        work,
+        url,
+        &["-p", prompt, "--output-format", "json"],
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "claude -p: {stdout}\n{stderr}");
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("claude -p printed no JSON ({e}): {stdout}\n{stderr}"))
+}
+
+/// Claude Code runs mcpguard over a default snapshot: `claude mcp list` reports it connected, and
+/// `claude -p` loads the deferred `echo` tool, calls it through mcpguard, and the result reaches
+/// the final answer. The server's tools are allowed in Claude Code's settings, so that its own
+/// permission question does not stand in front (`-p` has nobody to ask), and `echo` is a read
+/// that mcpguard lets through without asking either. Claude Code records a server's stderr as
+/// errors in its MCP logs, so a healthy start at mcpguard's default level must leave no
+/// `mcpguard:` line there; with `MCPGUARD_LOG=info` the lines do appear, which shows that the
+/// check can fail.
+#[test]
+fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reaches_the_answer() {
+    let (_dir, home, work, log, url, seen) = claude_setup();
+    claude_allow_fixture(&home);
+
+    let out = run_bounded(claude(&home, &work, &url, &["mcp", "list"]).env("MCPGUARD_LOG", "info"));
+    let listed =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("fixture:") && l.ends_with("Connected")),
+        "claude mcp list: {listed}"
+    );
+    let errors = claude_mcp_errors(&home);
+    assert!(
+        errors.iter().any(|e| e.contains("mcpguard: info:")),
+        "with MCPGUARD_LOG=info, Claude Code records mcpguard's start-up lines: {errors:?}"
+    );
+    std::fs::remove_dir_all(home.join(".cache/claude-cli-nodejs")).unwrap();
+
+    let result = claude_p(&home, &work, &url, "Echo a greeting with the echo tool.");
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert!(
+        answer.starts_with("FINAL: ") && answer.contains(MARK),
+        "the tool result reaches the answer: {result}\nrequests: {:?}",
+        seen.lock()
+            .unwrap()
+            .iter()
+            .map(|(path, _)| path.clone())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+
+    let requests = seen.lock().unwrap().clone();
+    let schema = requests
+        .iter()
+        .flat_map(|(_, r)| r["tools"].as_array().cloned().unwrap_or_default())
+        .find(|t| t["name"] == "mcp__fixture__echo")
+        .map(|t| t["input_schema"].clone())
+        .expect("ToolSearch loaded the echo tool into the request's tools");
+    assert_eq!(
+        schema["properties"]["text"]["type"], "string",
+        "the reviewed schema reached the model: {schema}"
+    );
+
+    let errors = claude_mcp_errors(&home);
+    assert!(
+        !errors.iter().any(|e| e.contains("mcpguard:")),
+        "a healthy start is quiet at the default level: {errors:?}"
+    );
+
+    let received = received(&log);
+    let init = received
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize");
+    assert_eq!(
+        init["params"]["protocolVersion"], "2025-11-25",
+        "the server runs the pinned version"
+    );
+    assert!(
+        received.iter().any(|m| m["method"] == "tools/call"
+            && m["params"]["name"] == "echo"
+            && m["params"]["arguments"]["text"] == MARK),
+        "the call reached the server through mcpguard: {received:?}"
+    );
+}
+
+/// Claude Code has a permission question of its own in front of mcpguard's. Without the
+/// server's tools in `permissions.allow`, it stops even the reviewed read (`claude -p` has nobody
+/// to ask, so it denies) and mcpguard never sees the call. With them allowed, as the README says,
+/// a write reaches mcpguard, whose question is then the only one: headless `claude -p` answers
+/// elicitation with `cancel`, so mcpguard refuses the write, and the server never receives it.
+#[test]
+fn claude_code_asks_once_when_the_guarded_servers_tools_are_allowed() {
+    let (_dir, home, work, log, url, _seen) = claude_setup();
+
+    let result = claude_p(&home, &work, &url, "Echo a greeting with the echo tool.");
+    let denied: Vec<&str> = result["permission_denials"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["tool_name"].as_str())
+        .collect();
+    assert_eq!(
+        denied,
+        ["mcp__fixture__echo"],
+        "Claude Code's own permission stops the call: {result}"
+    );
+    assert!(
+        !received(&log).iter().any(|m| m["method"] == "tools/call"),
+        "a call Claude Code denied never reaches the server"
+    );
+
+    claude_allow_fixture(&home);
+    let result = claude_p(&home, &work, &url, "Write a note for today.");
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+    // mcpguard words a `cancel` answer as the person having dismissed its question.
+    assert!(
+        answer.starts_with("FINAL: ")
+            && answer.contains("consent_required")
+            && answer.contains("dismissed"),
+        "mcpguard asked and claude -p cancelled: {result}"
+    );
+    let received = received(&log);
+    assert!(
+        !received
+            .iter()
+            .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
+        "the server never receives the refused write: {received:?}"
+    );
+}
+
+/// The call id the Codex stand-in gives its function call.
+const CALL_ID: &str = "call_stand_in";
+
+/// The user messages of a Responses API request's `input`.
+fn codex_user_texts(req: &Value) -> Vec<&str> {
+    req["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["role"] == "user")
+        .flat_map(|i| strings(&i["content"]))
+        .collect()
+}
+
+/// An OpenAI Responses API stand-in (a custom `model_providers` entry with
+/// `wire_api = "responses"`). Codex 0.171 offers each MCP server's tools as a `namespace` tool
+/// (`mcp__SERVER`) holding one function per tool, so the stand-in answers the first request with
+/// a `function_call` of the wanted tool in that namespace, and the request that carries the
+/// call's output with a message echoing it. The stream is the Responses API's server-sent events
+/// (`response.created`, `response.output_item.done`, `response.completed`).
+fn codex_answer(path: &str, req: &Value) -> Answer {
+    if !path.ends_with("/responses") {
+        let error = json!({"error": {"message": "stand-in", "type": "not_found"}});
+        return (404, "application/json", error.to_string());
+    }
+    let (tool, args) = wanted_call(&codex_user_texts(req));
+    let output = req["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == CALL_ID);
+    let namespace = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| {
+            t["type"] == "namespace" && t["name"].as_str().is_some_and(|n| n.starts_with("mcp__"))
+        })
+        .find(|t| {
+            t["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|f| f["name"] == tool)
+        })
+        .and_then(|t| t["name"].as_str());
+    let message = |text: String| {
+        json!({"type": "message", "role": "assistant", "id": "msg_stand_in",
+               "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    };
+    let item = match (output, namespace) {
+        (Some(o), _) => message(format!("FINAL: {}", o["output"])),
+        (None, Some(ns)) => {
+            json!({"type": "function_call", "id": "fc_stand_in", "call_id": CALL_ID,
+                                   "namespace": ns, "name": tool, "arguments": args.to_string()})
+        }
+        (None, None) => message(format!("FINAL: no MCP tool {tool} was offered")),
+    };
+    let events = [
+        json!({"type": "response.created", "response": {"id": "resp_stand_in"}}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.completed", "response": {"id": "resp_stand_in",
+               "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}}),
+    ];
+    (200, "text/event-stream", sse(&events))
+}
+
+/// `$CODEX_HOME/config.toml` as Codex documents it: the stand-in as a custom model provider
+/// (its key read from an environment variable that holds a dummy), and mcpguard as the stdio MCP
+/// server `fixture`. `approval` is the server's `default_tools_approval_mode`, left out when
+/// `None` (Codex's default, `auto`).
+fn codex_config(url: &str, args: &[String], approval: Option<&str>) -> String {
+    let mut fixture = toml::Table::new();
+    fixture.insert("command".into(), mcpguard().display().to_string().into());
+    fixture.insert("args".into(), args.to_vec().into());
+    if let Some(mode) = approval {
+        fixture.insert("default_tools_approval_mode".into(), mode.into());
+    }
+    let mut provider = toml::Table::new();
+    provider.insert("name".into(), "stand-in".into());
+    provider.insert("base_url".into(), format!("{url}/v1").into());
+    provider.insert("wire_api".into(), "responses".into());
+    provider.insert("env_key".into(), "MCPGUARD_STAND_IN_KEY".into());
+    let mut config = toml::Table::new();
+    config.insert("model".into(), "stand-in".into());
+    config.insert("model_provider".into(), "stand-in".into());
+    config.insert("check_for_update_on_startup".into(), false.into());
+    config.insert(
+        "model_providers".into(),
+        toml::Table::from_iter([("stand-in".to_string(), provider.into())]).into(),
+    );
+    config.insert(
+        "mcp_servers".into(),
+        toml::Table::from_iter([("fixture".to_string(), fixture.into())]).into(),
+    );
+    toml::to_string(&config).unwrap()
+}
+
+/// `codex exec` (through its npm launcher, which finds the native binary) with its own HOME and
+/// `CODEX_HOME`, outside a Git repository (`--skip-git-repo-check`). The variables that would
+/// point it at OpenAI's own provider are removed.
+fn codex_exec(home: &Path, work: &Path, prompt: &str) -> Command {
+    let codex = argv(&peers()["codex"]);
+    let mut cmd = Command::new(&codex[0]);
+    cmd.args(&codex[1..])
+        .args(["exec", "--skip-git-repo-check", prompt])
+        .current_dir(work)
+        .env("HOME", home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("MCPGUARD_STAND_IN_KEY", "stand-in");
+    for var in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "MCPGUARD_LOG"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// A guarded fixture for Codex in a fresh temporary directory: the directory, HOME, the
+/// working directory, the fixture's log and mcpguard's arguments.
+fn codex_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let args = guarded_argv(
+        &snap,
+        &digest,
+        &[],
+        &["--log".into(), log.display().to_string()],
+    );
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    (dir, home, work, log, args)
+}
+
+/// Codex, configured in `$CODEX_HOME/config.toml` with the guarded server's tools approved by
+/// Codex itself (mcpguard decides), connects to a default snapshot; `codex exec` calls the
+/// reviewed `echo` through mcpguard and the result reaches its final message.
+#[test]
+fn codex_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_answer() {
+    let (_dir, home, work, log, args) = codex_setup();
+    let (url, seen) = stand_in(codex_answer);
+    std::fs::write(
+        home.join(".codex/config.toml"),
+        codex_config(&url, &args, Some("approve")),
+    )
+    .unwrap();
+
+    let out = run_bounded(&mut codex_exec(
+        &home,
+        &work,
+        "Echo a greeting with the echo tool.",
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "codex exec: {stdout}\n{stderr}");
+    let answer = stdout
+        .lines()
+        .find(|l| l.starts_with("FINAL: "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no final answer; stdout: {stdout}\nstderr: {stderr}\nrequests: {:?}",
+                seen.lock().unwrap()
+            )
+        });
+    assert!(
+        answer.contains(MARK),
+        "the tool result reaches the answer: {answer}"
+    );
+
+    let received = received(&log);
+    let init = received
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize");
+    assert_eq!(
+        init["params"]["protocolVersion"], "2025-11-25",
+        "the server runs the pinned version"
+    );
+    assert!(
+        received.iter().any(|m| m["method"] == "tools/call"
+            && m["params"]["name"] == "echo"
+            && m["params"]["arguments"]["text"] == MARK),
+        "the call reached the server through mcpguard: {received:?}"
+    );
+}
+
+/// Codex has a tool approval of its own in front of mcpguard's question. Left at its default
+/// (`auto`), it stops a destructive MCP tool before mcpguard sees the call (`codex exec` runs
+/// with approval policy `never`, so it refuses instead of asking; in the terminal it asks, and
+/// then mcpguard asks again). With `default_tools_approval_mode = "approve"` on the guarded
+/// server, as the README says, Codex leaves the decision to mcpguard, whose question is the only
+/// one: `codex exec` answers every elicitation with a decline, so mcpguard refuses the write and
+/// the server never receives it either way.
+#[test]
+fn codex_asks_once_when_its_own_approval_is_left_to_mcpguard() {
+    for approval in [None, Some("approve")] {
+        let (_dir, home, work, log, args) = codex_setup();
+        let (url, _seen) = stand_in(codex_answer);
+        std::fs::write(
+            home.join(".codex/config.toml"),
+            codex_config(&url, &args, approval),
+        )
+        .unwrap();
+
+        let out = run_bounded(&mut codex_exec(&home, &work, "Write a note for today."));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "codex exec: {stdout}\n{stderr}");
+        let answer = stdout
+            .lines()
+            .find(|l| l.starts_with("FINAL: "))
+            .unwrap_or_else(|| panic!("no final answer; stdout: {stdout}\nstderr: {stderr}"));
+        let mcpguard_asked = answer.contains("consent_required") && answer.contains("declined");
+        match approval {
+            None => assert!(
+                !mcpguard_asked && answer.contains("approval"),
+                "Codex's own approval stops the call before mcpguard: {answer}"
+            ),
+            Some(_) => assert!(
+                mcpguard_asked,
+                "mcpguard asked and Codex exec declined: {answer}\n{stderr}"
+            ),
+        }
+        let received = received(&log);
+        assert!(
+            received.iter().any(|m| m["method"] == "initialize"),
+            "Codex started the guarded server: {received:?}"
+        );
+        assert!(
+            !received
+                .iter()
+                .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
+            "the server never receives the declined write: {received:?}"
+        );
+    }
 }
