@@ -67,9 +67,13 @@ fn the_reference_documents_every_key_and_its_examples_parse() {
             unknown_outcome: UnknownOutcome::StopAndReconcile,
         }),
     );
-    full.arguments
-        .tools
-        .insert("the_tool".into(), ArgumentsTool { closed: false });
+    full.arguments.tools.insert(
+        "the_tool".into(),
+        ArgumentsTool {
+            closed: Some(false),
+            ..ArgumentsTool::default()
+        },
+    );
     for line in full.effective_toml().lines() {
         let line = line.trim();
         if let Some(table) = line.strip_prefix('[') {

@@ -10,4 +10,5 @@ pub mod frame;
 pub mod injection;
 pub mod message;
 pub mod sanitize;
+pub mod secrets;
 pub mod sink;
