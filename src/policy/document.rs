@@ -248,6 +248,23 @@ pub struct Results {
     pub labels: Vec<String>,
 }
 
+/// Every label name `results.labels` accepts: the names of `wire::injection::Label` (a test in
+/// `gate::content` keeps the two lists equal; the policy does not import the wire).
+pub const RESULT_LABEL_NAMES: [&str; 8] = [
+    "hidden-characters",
+    "override-instruction",
+    "concealment",
+    "imperative",
+    "role-markup",
+    "link",
+    "sensitive-path",
+    "encoded-payload",
+];
+
+/// The largest compiled size of a pattern in the policy (the same bound as
+/// `wire::secrets::PATTERN_SIZE_LIMIT`, which a test keeps equal).
+pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
 /// The labels `[results]` acts on by default: the ones that are orders to the model or hide
 /// text. Links, key-file paths and encoded payloads are left out: ordinary results (a fetched
 /// page, a directory listing, an image's data) carry them all the time.
