@@ -124,10 +124,16 @@ impl Policy {
         let pointer = |p: &str| p.is_empty() || p.starts_with('/');
         for (name, pattern) in &self.secrets.patterns {
             if name.is_empty() {
-                return Err(Problem::at(&["secrets", "patterns"], "secrets.patterns has an entry with an empty name"));
+                return Err(Problem::at(
+                    &["secrets", "patterns"],
+                    "secrets.patterns has an entry with an empty name",
+                ));
             }
             if let Err(e) = compiles(pattern) {
-                return Err(Problem::at(&["secrets", "patterns"], format!("secrets.patterns.{name} is not a valid pattern: {e}")));
+                return Err(Problem::at(
+                    &["secrets", "patterns"],
+                    format!("secrets.patterns.{name} is not a valid pattern: {e}"),
+                ));
             }
         }
         non_empty_entries(&self.secrets.env, &["secrets", "env"])?;
@@ -146,13 +152,27 @@ impl Policy {
                         return Err(Problem::at(&["arguments", "tools"], format!("arguments.tools.{tool}.rules.{p:?}.pattern is not a valid pattern: {e}")));
                     }
                 }
-                if rule.paths.as_ref().is_some_and(Vec::is_empty) || rule.hosts.as_ref().is_some_and(Vec::is_empty) || rule.url_schemes.as_ref().is_some_and(Vec::is_empty) {
+                if rule.paths.as_ref().is_some_and(Vec::is_empty)
+                    || rule.hosts.as_ref().is_some_and(Vec::is_empty)
+                    || rule.url_schemes.as_ref().is_some_and(Vec::is_empty)
+                {
                     return Err(Problem::at(&["arguments", "tools"], format!("arguments.tools.{tool}.rules.{p:?}: an empty paths, hosts or url_schemes list would refuse every value; leave the key out, or list what is allowed")));
                 }
             }
         }
-        if let Some(label) = self.results.labels.iter().find(|l| !RESULT_LABEL_NAMES.contains(&l.as_str())) {
-            return Err(Problem::at(&["results", "labels"], format!("results.labels: unknown label {label:?}; the labels are {}", RESULT_LABEL_NAMES.join(", "))));
+        if let Some(label) = self
+            .results
+            .labels
+            .iter()
+            .find(|l| !RESULT_LABEL_NAMES.contains(&l.as_str()))
+        {
+            return Err(Problem::at(
+                &["results", "labels"],
+                format!(
+                    "results.labels: unknown label {label:?}; the labels are {}",
+                    RESULT_LABEL_NAMES.join(", ")
+                ),
+            ));
         }
         Ok(())
     }
@@ -199,7 +219,8 @@ impl Policy {
         if self.secrets.arguments == SecretInArguments::Off {
             w.push("secrets.arguments = \"off\": the model can send credentials to the server in any argument".to_string());
         }
-        if !self.secrets.builtin && self.secrets.patterns.is_empty() && self.secrets.env.is_empty() {
+        if !self.secrets.builtin && self.secrets.patterns.is_empty() && self.secrets.env.is_empty()
+        {
             w.push("secrets.builtin = false with no patterns and no env: no secret-shaped value is looked for".to_string());
         }
         if self.results.injection == Injection::Off {

@@ -5,6 +5,7 @@ mod support;
 
 mod audit_policy;
 mod confirm;
+mod content;
 mod demo;
 mod docs;
 mod escape;

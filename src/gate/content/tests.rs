@@ -129,5 +129,8 @@ fn results_are_labelled_with_the_labels_the_policy_counts() {
 fn the_policy_knows_every_label_and_the_pattern_bound() {
     let names: Vec<&str> = Label::ALL.iter().map(|l| l.name()).collect();
     assert_eq!(names, crate::policy::RESULT_LABEL_NAMES);
-    assert_eq!(crate::policy::PATTERN_SIZE_LIMIT, secrets::PATTERN_SIZE_LIMIT);
+    assert_eq!(
+        crate::policy::PATTERN_SIZE_LIMIT,
+        secrets::PATTERN_SIZE_LIMIT
+    );
 }

@@ -120,7 +120,8 @@ impl Session {
                     .unwrap_or(Value::Null);
                 let text = String::from_utf8(crate::snapshot::canonical::canonical_bytes(&sc))
                     .unwrap_or_default();
-                result = json!({"content": [{"type": "text", "text": text}], "structuredContent": sc});
+                result =
+                    json!({"content": [{"type": "text", "text": text}], "structuredContent": sc});
                 changed = true;
             }
         }
@@ -131,14 +132,7 @@ impl Session {
     }
 
     /// The result as it goes to the host: serialized again only when something changed.
-    fn send_result(
-        &self,
-        id: &Id,
-        result: Value,
-        changed: bool,
-        line: Bytes,
-        out: &mut Vec<Out>,
-    ) {
+    fn send_result(&self, id: &Id, result: Value, changed: bool, line: Bytes, out: &mut Vec<Out>) {
         if changed {
             respond(out, id, result);
         } else {
@@ -266,7 +260,9 @@ impl Session {
                 format!("call {id} of {tool:?}: secret-shaped values in the server's error text: {listed}"),
             ));
             if refuse {
-                withheld = Some(format!("it carried secret-shaped values ({listed}; secrets.results = \"refuse\")"));
+                withheld = Some(format!(
+                    "it carried secret-shaped values ({listed}; secrets.results = \"refuse\")"
+                ));
             }
             text = redacted;
         }
@@ -292,7 +288,9 @@ impl Session {
                 self.audit(out, || AuditNote {
                     tool: Some(tool.to_string()),
                     outcome: Some(if refuse { "refused" } else { "labelled" }),
-                    detail: Some(format!("instruction-like text in the error text: {labels} at /error/message")),
+                    detail: Some(format!(
+                        "instruction-like text in the error text: {labels} at /error/message"
+                    )),
                     ..AuditNote::new(EventKind::ResultLabelled)
                 });
                 out.push(Out::Diag(
@@ -302,7 +300,11 @@ impl Session {
                 if refuse {
                     withheld = Some(format!("it carried instruction-like text ({labels}; results.injection = \"refuse\")"));
                 } else {
-                    text = format!("{}\n\n{}", refusal::clean_error_text(&text), label_note(&labels));
+                    text = format!(
+                        "{}\n\n{}",
+                        refusal::clean_error_text(&text),
+                        label_note(&labels)
+                    );
                 }
             }
         }
