@@ -291,7 +291,7 @@ impl Content {
     }
 
     fn label_into(&self, pointer: &str, text: &str, found: &mut Vec<Labelled>) {
-        if !injection::may_have_findings(text) {
+        if !injection::may_have_findings_among(text, &self.labels) {
             return;
         }
         let labels: Vec<Label> = injection::labels(text)

@@ -279,35 +279,51 @@ pub fn findings(text: &str) -> Vec<Finding> {
 }
 
 /// A quick test: `false` only when [`findings`] would find nothing in `text`. One linear pass of
-/// a regular expression built from the same phrase and marker tables (plus a byte scan for
-/// hidden characters), so a caller that scans every tool result pays for [`findings`] only on
-/// the texts that may carry a label.
+/// a regular expression per label, built from the same phrase and marker tables (plus a byte
+/// scan for hidden characters), so a caller that scans every tool result pays for [`findings`]
+/// only on the texts that may carry a label.
 pub fn may_have_findings(text: &str) -> bool {
-    static QUICK: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    let hidden = text
-        .bytes()
-        .any(|b| b >= 0x80 || b == 0x7f || (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')));
-    if hidden
-        && text
-            .chars()
-            .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
-    {
-        return true;
-    }
-    match QUICK.get_or_init(quick_regex) {
-        Some(re) => re.is_match(text),
-        // The expression is built from constant tables and always compiles; should it not, the
-        // full scan answers instead of a wrong "nothing".
-        None => true,
-    }
+    may_have_findings_among(text, &Label::ALL)
 }
 
-/// The union of every phrase (its words with any run of non-word characters between them, as
-/// [`words`] splits them), every marker and the encoded-payload run.
-fn quick_regex() -> Option<regex::Regex> {
+/// [`may_have_findings`] for some labels only: `false` only when [`findings`] would find none
+/// of `labels` in `text`.
+pub fn may_have_findings_among(text: &str, labels: &[Label]) -> bool {
+    static QUICK: std::sync::OnceLock<Vec<(Label, Option<regex::Regex>)>> =
+        std::sync::OnceLock::new();
+    if labels.contains(&Label::HiddenCharacters) {
+        let maybe = text
+            .bytes()
+            .any(|b| b >= 0x80 || b == 0x7f || (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')));
+        if maybe
+            && text
+                .chars()
+                .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
+        {
+            return true;
+        }
+    }
+    let quick = QUICK.get_or_init(|| {
+        Label::ALL
+            .iter()
+            .filter(|l| **l != Label::HiddenCharacters)
+            .map(|&l| (l, quick_regex(l)))
+            .collect()
+    });
+    quick
+        .iter()
+        .filter(|(l, _)| labels.contains(l))
+        // An expression is built from constant tables and always compiles; should one not,
+        // the full scan answers instead of a wrong "nothing".
+        .any(|(_, re)| re.as_ref().is_none_or(|re| re.is_match(text)))
+}
+
+/// For one label: the union of its phrases (their words with any run of non-word characters
+/// between them, as [`words`] splits them) and its markers, and for encoded payloads the run.
+fn quick_regex(label: Label) -> Option<regex::Regex> {
     const NOT_WORD: &str = r"[^\p{Alphabetic}\p{N}'\x{2019}]";
     let mut parts: Vec<String> = Vec::new();
-    for (_, phrase) in PHRASES {
+    for (_, phrase) in PHRASES.iter().filter(|(l, _)| *l == label) {
         let words: Vec<String> = phrase
             .iter()
             .map(|w| regex::escape(w).replace('\'', "['\u{2019}]"))
@@ -317,13 +333,18 @@ fn quick_regex() -> Option<regex::Regex> {
             words.join(&format!("{NOT_WORD}+"))
         ));
     }
-    for (_, marker) in MARKERS {
+    for (_, marker) in MARKERS.iter().filter(|(l, _)| *l == label) {
         match marker.strip_prefix('\n') {
             Some(rest) => parts.push(format!("(?:^|\n){}", regex::escape(rest))),
             None => parts.push(regex::escape(marker)),
         }
     }
-    parts.push(format!("[A-Za-z0-9+/=_-]{{{ENCODED_MIN}}}"));
+    if label == Label::EncodedPayload {
+        parts.push(format!("[A-Za-z0-9+/=_-]{{{ENCODED_MIN}}}"));
+    }
+    if parts.is_empty() {
+        return regex::Regex::new("[^\\s\\S]").ok();
+    }
     regex::RegexBuilder::new(&format!("(?i){}", parts.join("|")))
         .size_limit(8 << 20)
         .dfa_size_limit(8 << 20)
@@ -468,6 +489,19 @@ mod tests {
             );
         }
         assert!(!may_have_findings("The weather is sunny; 21 degrees."));
+        for label in Label::ALL {
+            for text in texts.iter().copied().chain([payload.as_str()]) {
+                let has = findings(text).iter().any(|f| f.label == label);
+                assert!(
+                    !has || may_have_findings_among(text, &[label]),
+                    "{text:?}: {label} missed"
+                );
+            }
+        }
+        assert!(!may_have_findings_among(
+            "see https://x.example",
+            &[Label::Imperative]
+        ));
         assert!(!may_have_findings("line one\n\tline two"));
     }
 

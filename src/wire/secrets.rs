@@ -48,6 +48,57 @@ struct Builtin {
     check: Option<fn(&str) -> bool>,
 }
 
+/// Fixed strings at least one of which every built-in shape contains (matched ignoring ASCII
+/// case). A message with none of them holds no built-in shape, so the quick test is one
+/// literal search over the raw text instead of the shapes themselves. The built-in tests check
+/// that each shape's examples contain an anchor.
+const ANCHORS: &[&str] = &[
+    "PRIVATE KEY",
+    "AKIA",
+    "ASIA",
+    "ABIA",
+    "ACCA",
+    "AGPA",
+    "AIDA",
+    "AROA",
+    "ANPA",
+    "ANVA",
+    "AIPA",
+    "secret",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "gldt-",
+    "glrt-",
+    "glsoat-",
+    "glptt-",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxo-",
+    "xoxs-",
+    "xoxr-",
+    "hooks.slack.com",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "rk_test_",
+    "whsec_",
+    "sk-",
+    "AIza",
+    "npm_",
+    "pypi-",
+    "hf_",
+    "eyJ",
+    "bearer",
+    "basic",
+    "://",
+];
+
 /// The built-in shapes, most specific first (an earlier match wins where two overlap).
 const BUILTINS: &[Builtin] = &[
     Builtin {
@@ -162,7 +213,7 @@ pub struct Detector {
     patterns: Vec<Pattern>,
     /// Literal values, longest first, with their kind (`env:NAME`).
     literals: Vec<(String, String)>,
-    /// One regex of every built-in pattern, for the quick test of a whole message.
+    /// The built-in shapes' anchors, for the quick test of a whole message.
     union: Option<Regex>,
 }
 
@@ -222,11 +273,12 @@ impl Detector {
             }
         }
         let union = if builtin {
-            let all: Vec<String> = BUILTINS
-                .iter()
-                .map(|b| format!("(?:{})", b.pattern.replace("(?P<s>", "(?:")))
-                .collect();
-            Some(compile(&all.join("|")).map_err(|e| format!("built-in patterns: {e}"))?)
+            // Only literals: the regex crate runs such an expression as a multi-literal search.
+            let all: Vec<String> = ANCHORS.iter().map(|a| regex::escape(a)).collect();
+            Some(
+                compile(&format!("(?i-u:{})", all.join("|")))
+                    .map_err(|e| format!("built-in anchors: {e}"))?,
+            )
         } else {
             None
         };
@@ -244,7 +296,7 @@ impl Detector {
             .filter(|(_, v)| !v.is_empty())
             .map(|(n, v)| (v.clone(), format!("env:{n}")))
             .collect();
-        literals.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        literals.sort_by_key(|l| std::cmp::Reverse(l.0.len()));
         Ok(Detector {
             patterns: out,
             literals,
@@ -258,7 +310,7 @@ impl Detector {
     }
 
     /// A quick test of a whole JSON message's text: `false` only when no string in it can hold
-    /// a finding. It runs the built-in shapes over the raw text at once, and answers `true` for
+    /// a finding. It looks for the built-in shapes' anchors in the raw text, and answers `true` for
     /// what that cannot decide: an escape that could spell a value differently from the string
     /// it decodes to (`\u`, `\/`), a user-given pattern, or a literal value (searched raw and
     /// JSON-escaped).
@@ -274,8 +326,7 @@ impl Detector {
         if json_text.contains("\\u") || json_text.contains("\\/") {
             return true;
         }
-        // A PEM block's lines are joined by escaped newlines in JSON, so the raw text shows the
-        // header, which the union's private-key alternative matches on its own.
+        // Every anchor is free of characters JSON escapes, so it shows in the raw text as it is.
         if self.union.as_ref().is_some_and(|u| u.is_match(json_text)) {
             return true;
         }

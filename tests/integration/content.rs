@@ -17,7 +17,7 @@ const AWS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
 
 /// A GitHub-token-shaped value built from a filler, so that no real token is written here.
 fn github_token() -> String {
-    format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0".repeat(2)[..36].to_string())
+    format!("ghp_{}", &"a1B2c3D4e5F6g7H8i9J0".repeat(2)[..36])
 }
 
 /// mcpguard over the fixture started with `--reply reply` (when given), logging what the

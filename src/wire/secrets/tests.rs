@@ -78,6 +78,13 @@ fn each_builtin_shape_matches_what_it_must() {
     ];
     for (text, kind) in cases {
         assert_eq!(kinds(&text), [kind], "{text:?}");
+        let lower = text.to_ascii_lowercase();
+        assert!(
+            ANCHORS
+                .iter()
+                .any(|a| lower.contains(&a.to_ascii_lowercase())),
+            "{text:?} holds no anchor, so the quick test would miss it"
+        );
     }
 }
 
