@@ -289,7 +289,7 @@ pub fn may_have_findings(text: &str) -> bool {
 /// [`may_have_findings`] for some labels only: `false` only when [`findings`] would find none
 /// of `labels` in `text`.
 pub fn may_have_findings_among(text: &str, labels: &[Label]) -> bool {
-    static QUICK: std::sync::OnceLock<Vec<(Label, Option<regex::Regex>)>> =
+    static QUICK: std::sync::OnceLock<Vec<(Label, Option<regex::bytes::Regex>)>> =
         std::sync::OnceLock::new();
     if labels.contains(&Label::HiddenCharacters) {
         let maybe = text
@@ -315,18 +315,23 @@ pub fn may_have_findings_among(text: &str, labels: &[Label]) -> bool {
         .filter(|(l, _)| labels.contains(l))
         // An expression is built from constant tables and always compiles; should one not,
         // the full scan answers instead of a wrong "nothing".
-        .any(|(_, re)| re.as_ref().is_none_or(|re| re.is_match(text)))
+        .any(|(_, re)| re.as_ref().is_none_or(|re| re.is_match(text.as_bytes())))
 }
 
 /// For one label: the union of its phrases (their words with any run of non-word characters
 /// between them, as [`words`] splits them) and its markers, and for encoded payloads the run.
-fn quick_regex(label: Label) -> Option<regex::Regex> {
-    const NOT_WORD: &str = r"[^\p{Alphabetic}\p{N}'\x{2019}]";
+fn quick_regex(label: Label) -> Option<regex::bytes::Regex> {
+    // ASCII-only classes keep the expression small and fast. They only make the test answer
+    // "maybe" more often, never less: a character [`words`] counts as a word character but this
+    // class does not (a non-ASCII letter) can only split a word here where `words` would not,
+    // and a phrase word spelt with it does not equal the ASCII phrase in `findings` anyway.
+    const NOT_WORD: &str = r"[^A-Za-z0-9']";
     let mut parts: Vec<String> = Vec::new();
     for (_, phrase) in PHRASES.iter().filter(|(l, _)| *l == label) {
         let words: Vec<String> = phrase
             .iter()
-            .map(|w| regex::escape(w).replace('\'', "['\u{2019}]"))
+            // The typographic apostrophe is three bytes, none of them in NOT_WORD's complement.
+            .map(|w| regex::escape(w).replace('\'', "(?:'|\u{2019})"))
             .collect();
         parts.push(format!(
             "(?:^|{NOT_WORD}){}(?:$|{NOT_WORD})",
@@ -343,9 +348,10 @@ fn quick_regex(label: Label) -> Option<regex::Regex> {
         parts.push(format!("[A-Za-z0-9+/=_-]{{{ENCODED_MIN}}}"));
     }
     if parts.is_empty() {
-        return regex::Regex::new("[^\\s\\S]").ok();
+        return regex::bytes::Regex::new("[^\\s\\S]").ok();
     }
-    regex::RegexBuilder::new(&format!("(?i){}", parts.join("|")))
+    regex::bytes::RegexBuilder::new(&format!("(?i-u){}", parts.join("|")))
+        .unicode(false)
         .size_limit(8 << 20)
         .dfa_size_limit(8 << 20)
         .build()

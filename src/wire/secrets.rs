@@ -48,8 +48,7 @@ struct Builtin {
     check: Option<fn(&str) -> bool>,
 }
 
-/// Fixed strings at least one of which every built-in shape contains (matched ignoring ASCII
-/// case). A message with none of them holds no built-in shape, so the quick test is one
+/// Fixed strings at least one of which every built-in shape contains (case-sensitive). A message with none of them holds no built-in shape, so the quick test is one
 /// literal search over the raw text instead of the shapes themselves. The built-in tests check
 /// that each shape's examples contain an anchor.
 const ANCHORS: &[&str] = &[
@@ -64,7 +63,8 @@ const ANCHORS: &[&str] = &[
     "ANPA",
     "ANVA",
     "AIPA",
-    "secret",
+    "ecret",
+    "ECRET",
     "ghp_",
     "gho_",
     "ghu_",
@@ -94,8 +94,8 @@ const ANCHORS: &[&str] = &[
     "pypi-",
     "hf_",
     "eyJ",
-    "bearer",
-    "basic",
+    "earer",
+    "Basic",
     "://",
 ];
 
@@ -115,7 +115,9 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         kind: "aws-secret-access-key",
         // Forty base64 characters are common (hashes, ids); only with the key's name before them.
-        pattern: r#"(?i:aws_?secret_?access_?key|aws_?secret_?key|secretaccesskey)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
+        // The key's name in the spellings configs use (snake, upper snake, camel), each with an
+        // anchor below, so the quick test can be a case-sensitive literal search.
+        pattern: r#"(?:aws_?secret_?access_?key|AWS_?SECRET_?ACCESS_?KEY|aws_?secret_?key|AWS_?SECRET_?KEY|(?:[Aa]ws)?[Ss]ecret[Aa]ccess[Kk]ey)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
         check: None,
     },
     Builtin {
@@ -275,10 +277,7 @@ impl Detector {
         let union = if builtin {
             // Only literals: the regex crate runs such an expression as a multi-literal search.
             let all: Vec<String> = ANCHORS.iter().map(|a| regex::escape(a)).collect();
-            Some(
-                compile(&format!("(?i-u:{})", all.join("|")))
-                    .map_err(|e| format!("built-in anchors: {e}"))?,
-            )
+            Some(compile(&all.join("|")).map_err(|e| format!("built-in anchors: {e}"))?)
         } else {
             None
         };

@@ -30,6 +30,10 @@ fn each_builtin_shape_matches_what_it_must() {
             "\"AWS_SECRET_ACCESS_KEY\": \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"".into(),
             "aws-secret-access-key",
         ),
+        (
+            "secretAccessKey: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(),
+            "aws-secret-access-key",
+        ),
         (format!("token ghp_{}", filler(36)), "github-token"),
         (
             format!("github_pat_{}_{}", filler(22), filler(59)),
