@@ -90,7 +90,7 @@ ADAPTER = StdioProxyAdapter(
     wrap,
     # Labels and redactions rewrite the result (scored as enforcement); this pattern only
     # catches warnings of a run that changed nothing.
-    warn_pattern=r"mcpguard: warning: .*(instruction-like|secret-shaped)",
+    warn_pattern=r"mcpguard: warning: call \S+ of .*(instruction-like|secret-shaped)",
     tool_class="runtime-proxy",
     timeout=90.0,
 )
