@@ -27,6 +27,10 @@ fn main() {
     }
     let quick = args.iter().any(|a| a == "--quick");
     let only_gate = args.iter().any(|a| a == "--gate-only");
+    if args.iter().any(|a| a == "--content-only") {
+        content_cost(if quick { 200 } else { 2_000 });
+        return;
+    }
     let dir = exe_dir();
     let mcpguard = dir.join("../mcpguard");
     let fixture = dir.join("fixture_server");
@@ -112,6 +116,7 @@ fn proxy_figures(
         guard.1 .0 / results[0].1 .0
     );
     core_cost(pipelined);
+    content_cost(if quick { 200 } else { 2_000 });
 
     println!();
     let big = if quick { 16 << 20 } else { 64 << 20 };
@@ -183,6 +188,74 @@ fn core_cost(n: usize) {
     let core = start.elapsed().as_nanos() as f64 / n as f64;
     println!(
         "core's own work per request/response pair, in process: {core:.0} ns, of which parsing the two envelopes {parse:.0} ns"
+    );
+}
+
+/// The value checks on a result (issue 16), in process: for ordinary text of a few sizes, the
+/// strict parse every result already gets, the secret detector's quick test of the raw JSON, and
+/// the injection labeller over every text (its quick test, and the full labeller where that
+/// matches); then the cost of a result that does hold a key (redacted and serialized again).
+fn content_cost(n: usize) {
+    use mcpguard::gate::content::Content;
+    let content = Content::default();
+    // Ordinary text without and with a link: "://" is one of the secret shapes' anchors (a
+    // password in a connection string), so text with links takes the full secret scan.
+    let plain = "The build finished in 41.2 seconds on runner 7; 1,204 tests passed and 3 were skipped. \
+                 The release notes list the changes to the parser, the new flag --max-depth and two fixed crashes.\n";
+    let linked = "The build finished in 41.2 seconds on runner 7; 1,204 tests passed and 3 were skipped. \
+                  See the log at https://ci.example.com/runs/88231 for details, and the notes for the new flag.\n";
+    for (what, prose) in [("plain", plain), ("with links", linked)] {
+        for kib in [1usize, 64, 1024] {
+            let mut text = String::new();
+            while text.len() < kib << 10 {
+                text.push_str(prose);
+            }
+            let raw = serde_json::to_string(&serde_json::json!({
+                "content": [{"type": "text", "text": text}],
+                "structuredContent": {"text": text},
+            }))
+            .expect("json");
+            let iters = (n / kib).max(3);
+            let start = Instant::now();
+            for _ in 0..iters {
+                std::hint::black_box(mcpguard::snapshot::strict::parse_strict_str(&raw).is_ok());
+            }
+            let parse = start.elapsed().as_secs_f64() * 1e6 / iters as f64;
+            let mut value: serde_json::Value = serde_json::from_str(&raw).expect("json");
+            let start = Instant::now();
+            let mut full = false;
+            for _ in 0..iters {
+                // What the session does: the quick test, then the full scan only when it may hold one.
+                if content.result_may_hold_secrets(std::hint::black_box(&raw)) {
+                    full = true;
+                    assert!(content.redact_result(&mut value).is_empty());
+                }
+            }
+            let secrets = start.elapsed().as_secs_f64() * 1e6 / iters as f64;
+            let start = Instant::now();
+            for _ in 0..iters {
+                assert!(content
+                    .label_result(std::hint::black_box(&mut value))
+                    .is_empty());
+            }
+            let label = start.elapsed().as_secs_f64() * 1e6 / iters as f64;
+            println!(
+                "result value checks, in process, {kib} KiB of ordinary text {what} (twice: content and structuredContent): strict parse (every result, before this work) {parse:.1} µs; secrets {secrets:.1} µs ({}); injection labels {label:.1} µs",
+                if full { "quick test, then the full scan" } else { "quick test only" }
+            );
+        }
+    }
+    let raw = r#"{"content":[{"type":"text","text":"aws_access_key_id = AKIAIOSFODNN7EXAMPLE"}]}"#;
+    let start = Instant::now();
+    for _ in 0..n {
+        let mut v: serde_json::Value = serde_json::from_str(raw).expect("json");
+        assert!(content.result_may_hold_secrets(raw));
+        assert_eq!(content.redact_result(&mut v).len(), 1);
+        std::hint::black_box(serde_json::to_vec(&v).expect("json"));
+    }
+    println!(
+        "result value checks, in process, a small result holding an AWS key: quick test + redaction + serializing it again {:.1} µs",
+        start.elapsed().as_secs_f64() * 1e6 / n as f64
     );
 }
 

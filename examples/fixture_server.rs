@@ -65,6 +65,9 @@
 //! * `--instructions TEXT`: the `instructions` of the initialize result (omitted by default).
 //! * `--protocol-version V`: always answer initialize with V instead of negotiating.
 //! * `--describe-suffix S`: append S to echo's description.
+//! * `--reply TEXT`: `echo` returns TEXT (as content and as `structuredContent.text`) instead of
+//!   its argument, and `fail` and `rpc_error` use TEXT as their error text: a server whose output
+//!   carries what the test needs (a credential, an injected order) without the call carrying it.
 //! * `--annotation-drift`: echo's `readOnlyHint` becomes false.
 //! * `--schema-drift`: echo's `text.maxLength` becomes 1001.
 //! * `--rug-pull-after N`: once N successful `tools/list` responses (pages, not walks) have been
@@ -167,6 +170,7 @@ struct Options {
     instructions: Option<String>,
     protocol_version: Option<String>,
     describe_suffix: String,
+    reply: Option<String>,
     annotation_drift: bool,
     schema_drift: bool,
     rug_pull_after: Option<u64>,
@@ -203,6 +207,7 @@ impl Default for Options {
             instructions: None,
             protocol_version: None,
             describe_suffix: String::new(),
+            reply: None,
             annotation_drift: false,
             schema_drift: false,
             rug_pull_after: None,
@@ -287,6 +292,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--instructions" => opts.instructions = Some(value),
             "--protocol-version" => opts.protocol_version = Some(value),
             "--describe-suffix" => opts.describe_suffix = value,
+            "--reply" => opts.reply = Some(value),
             "--rug-pull-after" => opts.rug_pull_after = Some(parse_number(&flag, &value)?),
             "--list-changed-on-initialized" => {
                 opts.list_changed_on_initialized = parse_number(&flag, &value)?;
@@ -862,6 +868,7 @@ impl Server {
         let reply = match name {
             "echo" => {
                 let text = string_arg(args, "text")?;
+                let text = self.opts.reply.as_deref().unwrap_or(text);
                 Ok(json!({
                     "content": [{"type": "text", "text": text}],
                     "structuredContent": {"text": text},
@@ -910,10 +917,13 @@ impl Server {
             })),
             "no_structured" => Ok(text_result("this result has no structured content")),
             "fail" => Ok(json!({
-                "content": [{"type": "text", "text": NASTY_TEXT}],
+                "content": [{"type": "text", "text": self.opts.reply.as_deref().unwrap_or(NASTY_TEXT)}],
                 "isError": true,
             })),
-            "rpc_error" => Err(json!({"code": -32603, "message": NASTY_TEXT, "data": NASTY_TEXT})),
+            "rpc_error" => {
+                let text = self.opts.reply.as_deref().unwrap_or(NASTY_TEXT);
+                Err(json!({"code": -32603, "message": text, "data": text}))
+            }
             "notify" => {
                 let token = params
                     .pointer("/_meta/progressToken")

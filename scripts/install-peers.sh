@@ -10,6 +10,8 @@
 #                      Codex)
 #   .peers/uv          a venv with uv==0.13.9, for the `uv run --directory` launch-shape test
 #   .peers/runner-cache  npm and uv caches holding the packages the npx/uvx pinning tests pin
+#   .peers/defense-bench  a venv with mcp-defense-bench[fastmcp]==0.2.0, the public benchmark
+#                      of MCP defences that scripts/defense-bench.sh scores mcpguard on
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
 #
 # It also makes sure dbus-daemon is there (Debian's dbus package), for the desktop-channel tests.
@@ -287,6 +289,95 @@ else
         die "uv could not fill the package-runner cache. Is PyPI reachable from here?"
     rm -rf "$RUNNER_CACHE/warm-npm" "$RUNNER_CACHE/warm-uv"
     echo "$RUNNER_KEY" >"$RUNNER_STAMP"
+# --- mcp-defense-bench (scripts/defense-bench.sh) ----------------------------
+# A venv of its own: the bench pulls fastmcp, whose dependencies must not move the interop
+# tests' venv. Every package pinned (pip freeze of a clean install on Python 3.11, 2026-12-01).
+DB_VERSION=0.2.0
+DB_VENV=$PEERS/defense-bench
+DB_BIN=$DB_VENV/bin/mcp-defense-bench
+DB_STAMP=$DB_VENV/.mcpguard-peers-stamp
+DB_CONSTRAINTS='
+aiofile==3.12.3
+annotated-types==0.8.0
+anyio==4.16.0
+attrs==26.1.0
+Authlib==1.9.10
+beartype==0.23.1
+cachetools==8.0.2
+caio==0.12.10
+certifi==2026.10.19.post1
+cffi==2.1.1
+click==8.5.1
+cryptography==50.0.2
+cyclopts==5.5.2
+dnspython==2.9.2
+docstring_parser==0.18.0
+email-validator==2.4.0
+exceptiongroup==1.3.2
+fastmcp==4.2.3
+fastmcp-slim==4.2.3
+griffelib==2.4.1
+h11==0.16.0
+httpcore2==2.16.2
+httpx2==2.16.2
+idna==3.20
+joserfc==1.8.0
+jsonref==1.1.0
+jsonschema==4.26.0
+jsonschema-path==0.5.0
+jsonschema-specifications==2025.9.1
+markdown-it-py==4.3.0
+mcp==2.3.0
+mcp-defense-bench==0.2.0
+mcp-types==2.3.0
+mdurl==0.1.2
+openapi-pydantic==0.6.0
+opentelemetry-api==1.45.2
+packaging==26.4
+pathable==0.6.0
+platformdirs==4.14.9
+py-key-value-aio==0.5.0
+pycparser==3.12
+pydantic==2.14.4
+pydantic-settings==2.16.3
+pydantic_core==2.50.5
+Pygments==2.21.0
+PyJWT==2.15.1
+pyperclip==1.11.0
+python-dotenv==1.2.4
+python-multipart==0.0.34
+PyYAML==6.0.4
+referencing==0.37.0
+rich==15.0.0
+rich-rst==2.2.0
+rpds-py==2026.9.1
+sse-starlette==3.7.0
+starlette==1.10.0
+truststore==0.10.5
+typing-inspection==0.4.5
+typing_extensions==4.16.0
+uncalled-for==0.6.2
+uvicorn==0.54.0
+watchfiles==1.3.0
+websockets==17.4
+'
+if stamp_ok "$DB_STAMP" "$PY_KEY" && [[ -x $DB_BIN ]]; then
+    log "mcp-defense-bench up to date ($DB_BIN)"
+else
+    changed=1
+    log "pip install mcp-defense-bench[fastmcp]==$DB_VERSION into $DB_VENV"
+    rm -rf "$DB_VENV"
+    "$PYTHON" -m venv "$DB_VENV"
+    db_constraints=$(mktemp)
+    printf '%s' "$DB_CONSTRAINTS" >"$db_constraints"
+    if ! "$DB_VENV/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
+        --timeout 30 --retries 2 -c "$db_constraints" "mcp-defense-bench[fastmcp]==$DB_VERSION"; then
+        rm -f "$db_constraints"
+        rm -rf "$DB_VENV"
+        die "pip could not install mcp-defense-bench[fastmcp]==$DB_VERSION. Is PyPI reachable from here?"
+    fi
+    rm -f "$db_constraints"
+    echo "$PY_KEY" >"$DB_STAMP"
 fi
 
 # --- npm peers ---------------------------------------------------------------

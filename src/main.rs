@@ -696,6 +696,21 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         .map_or(policy.limits.max_message_bytes, |b| {
             usize::try_from(b).unwrap_or(usize::MAX)
         });
+    // The value checks read the environment variables the policy names as secrets now, once;
+    // the session only ever sees the compiled detector.
+    let content = match mcpguard::gate::content::Content::new(
+        &policy,
+        &policy::PathContext::from_process(None),
+        |name| std::env::var(name).ok(),
+    ) {
+        Ok((content, warnings)) => {
+            for w in warnings {
+                diag::emit(Level::Warn, &w);
+            }
+            std::sync::Arc::new(content)
+        }
+        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+    };
     let opts = proxy::Options {
         command: args.server,
         max_message_bytes,
@@ -711,6 +726,7 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         dry_run: args.dry_run,
         policy: std::sync::Arc::new(policy),
         sandbox: sandbox.as_ref().map(|s| s.prepared.clone()),
+        content,
     };
     let outcome = proxy::run(opts);
     // The server has exited: its private temporary directory goes now, before mcpguard may end

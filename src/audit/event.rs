@@ -45,11 +45,17 @@ pub enum EventKind {
     ChildExit,
     /// The raw error text of the server, kept for the auditor and never shown to the model.
     ErrorTextRaw,
+    /// Secret-shaped values were found in a result or error text (kinds, pointers and digests,
+    /// never the values); the outcome says whether they were redacted or the result refused.
+    SecretDetected,
+    /// Instruction-like text was found in a result or error text (labels and pointers); the
+    /// outcome says whether the result was labelled or refused.
+    ResultLabelled,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::Start,
         EventKind::SnapshotVerified,
         EventKind::HandshakePinned,
@@ -64,6 +70,8 @@ impl EventKind {
         EventKind::SandboxApplied,
         EventKind::ChildExit,
         EventKind::ErrorTextRaw,
+        EventKind::SecretDetected,
+        EventKind::ResultLabelled,
     ];
 
     /// The stable code written in the record's `event` member.
@@ -83,6 +91,8 @@ impl EventKind {
             EventKind::SandboxApplied => "sandbox_applied",
             EventKind::ChildExit => "child_exit",
             EventKind::ErrorTextRaw => "error_text_raw",
+            EventKind::SecretDetected => "secret_detected",
+            EventKind::ResultLabelled => "result_labelled",
         }
     }
 
@@ -109,6 +119,8 @@ impl EventKind {
             EventKind::SandboxApplied => "applied",
             EventKind::ChildExit => "exited",
             EventKind::ErrorTextRaw => "recorded",
+            EventKind::SecretDetected => "detected",
+            EventKind::ResultLabelled => "labelled",
         }
     }
 }

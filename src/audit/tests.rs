@@ -104,7 +104,7 @@ fn a_chain_of_records_verifies() {
     let report = verify(&path).expect("an untouched log verifies");
     assert_eq!(report.records, EventKind::ALL.len());
     assert_eq!(report.head, log.head().hash);
-    assert_eq!(log.head().seq, 14);
+    assert_eq!(log.head().seq, 16);
     assert!(report.first_time.is_some() && report.last_time.is_some());
 
     let lines = read_lines(&path);
@@ -722,6 +722,8 @@ fn event_codes_are_stable() {
             "sandbox_applied",
             "child_exit",
             "error_text_raw",
+            "secret_detected",
+            "result_labelled",
         ]
     );
     for kind in EventKind::ALL {

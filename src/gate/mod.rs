@@ -11,8 +11,10 @@
 
 pub mod capabilities;
 pub mod catalogue;
+pub mod content;
 pub mod modern;
 pub mod pin;
 pub mod refusal;
+pub mod rules;
 pub mod schema;
 pub mod session;

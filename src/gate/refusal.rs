@@ -100,6 +100,17 @@ pub mod code {
     /// arguments, policy `[arguments]`).
     pub const UNDECLARED_ARGUMENT: &str = "undeclared_argument";
     pub const CAPABILITY_DENIED: &str = "capability_denied";
+    /// A call's arguments carry a secret-shaped value (policy `[secrets]`, `secrets.arguments`).
+    pub const SECRET_IN_ARGUMENTS: &str = "secret_in_arguments";
+    /// An argument value breaks a local rule (`[arguments.tools.<name>.rules]`) or names a
+    /// cloud metadata address (`arguments.refuse_metadata_urls`).
+    pub const ARGUMENT_RULE: &str = "argument_rule";
+    /// A result carried secret-shaped values and the policy refuses such results
+    /// (`secrets.results = "refuse"`).
+    pub const SECRET_IN_RESULT: &str = "secret_in_result";
+    /// A result carried instruction-like text and the policy refuses such results
+    /// (`results.injection = "refuse"`).
+    pub const INJECTION_IN_RESULT: &str = "injection_in_result";
     pub const OUTPUT_CONTRACT: &str = "output_contract_violation";
     pub const UNKNOWN_DISPATCH_OUTCOME: &str = "UNKNOWN_DISPATCH_OUTCOME";
     pub const UPSTREAM_ERROR: &str = "upstream_error";

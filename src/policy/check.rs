@@ -130,7 +130,74 @@ impl Policy {
                 ));
             }
         }
+        self.validate_content()?;
         self.validate_sandbox()
+    }
+
+    /// `[secrets]`, `[results]` and the argument rules: patterns that compile (with the bound
+    /// the detectors use), pointers that are pointers, label names that exist.
+    fn validate_content(&self) -> Result<(), Problem> {
+        let compiles = |p: &str| {
+            regex::RegexBuilder::new(p)
+                .size_limit(PATTERN_SIZE_LIMIT)
+                .dfa_size_limit(PATTERN_SIZE_LIMIT)
+                .build()
+                .map(|_| ())
+        };
+        let pointer = |p: &str| p.is_empty() || p.starts_with('/');
+        for (name, pattern) in &self.secrets.patterns {
+            if name.is_empty() {
+                return Err(Problem::at(
+                    &["secrets", "patterns"],
+                    "secrets.patterns has an entry with an empty name",
+                ));
+            }
+            if let Err(e) = compiles(pattern) {
+                return Err(Problem::at(
+                    &["secrets", "patterns"],
+                    format!("secrets.patterns.{name} is not a valid pattern: {e}"),
+                ));
+            }
+        }
+        non_empty_entries(&self.secrets.env, &["secrets", "env"])?;
+        for (tool, t) in &self.secrets.tools {
+            if let Some(p) = t.allow_arguments.iter().find(|p| !pointer(p)) {
+                return Err(Problem::at(&["secrets", "tools"], format!("secrets.tools.{tool}.allow_arguments: {p:?} is not a JSON pointer (it must be empty or start with /)")));
+            }
+        }
+        for (tool, t) in &self.arguments.tools {
+            for (p, rule) in &t.rules {
+                if !pointer(p) {
+                    return Err(Problem::at(&["arguments", "tools"], format!("arguments.tools.{tool}.rules: {p:?} is not a JSON pointer (it must be empty or start with /)")));
+                }
+                if let Some(pattern) = &rule.pattern {
+                    if let Err(e) = compiles(&format!("^(?:{pattern})$")) {
+                        return Err(Problem::at(&["arguments", "tools"], format!("arguments.tools.{tool}.rules.{p:?}.pattern is not a valid pattern: {e}")));
+                    }
+                }
+                if rule.paths.as_ref().is_some_and(Vec::is_empty)
+                    || rule.hosts.as_ref().is_some_and(Vec::is_empty)
+                    || rule.url_schemes.as_ref().is_some_and(Vec::is_empty)
+                {
+                    return Err(Problem::at(&["arguments", "tools"], format!("arguments.tools.{tool}.rules.{p:?}: an empty paths, hosts or url_schemes list would refuse every value; leave the key out, or list what is allowed")));
+                }
+            }
+        }
+        if let Some(label) = self
+            .results
+            .labels
+            .iter()
+            .find(|l| !RESULT_LABEL_NAMES.contains(&l.as_str()))
+        {
+            return Err(Problem::at(
+                &["results", "labels"],
+                format!(
+                    "results.labels: unknown label {label:?}; the labels are {}",
+                    RESULT_LABEL_NAMES.join(", ")
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Choices that are valid but weaken or surprise, for `mcpguard policy check` and the start-up
@@ -173,6 +240,22 @@ impl Policy {
         }
         if !self.arguments.closed {
             w.push("arguments.closed = false: calls may carry arguments the reviewed inputSchema does not declare, and the server gets them unseen by the reviewer".to_string());
+        }
+        if !self.arguments.refuse_metadata_urls {
+            w.push("arguments.refuse_metadata_urls = false: a call may send the server a URL to a cloud metadata address, which hands out this machine's cloud credentials".to_string());
+        }
+        if self.secrets.results == SecretInResults::Off {
+            w.push("secrets.results = \"off\": credentials in tool results and error text reach the model unredacted".to_string());
+        }
+        if self.secrets.arguments == SecretInArguments::Off {
+            w.push("secrets.arguments = \"off\": the model can send credentials to the server in any argument".to_string());
+        }
+        if !self.secrets.builtin && self.secrets.patterns.is_empty() && self.secrets.env.is_empty()
+        {
+            w.push("secrets.builtin = false with no patterns and no env: no secret-shaped value is looked for".to_string());
+        }
+        if self.results.injection == Injection::Off {
+            w.push("results.injection = \"off\": instruction-like text in tool results reaches the model without a note".to_string());
         }
         if self.audit.payload == AuditPayload::Full {
             w.push("audit.payload = \"full\": argument and result values, which may include secrets, are written to the audit log".to_string());

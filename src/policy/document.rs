@@ -42,6 +42,8 @@ pub struct Policy {
     pub capabilities: Capabilities,
     pub errors: Errors,
     pub output: Output,
+    pub secrets: Secrets,
+    pub results: Results,
     pub limits: Limits,
     pub audit: Audit,
     pub sandbox: Sandbox,
@@ -115,6 +117,9 @@ pub struct Arguments {
     /// Refuse members the reviewed `inputSchema` does not declare, wherever it declares
     /// `properties` (or `patternProperties`) without allowing others.
     pub closed: bool,
+    /// Refuse a call any of whose string arguments is, or contains, a URL to a cloud metadata
+    /// address (169.254.169.254, fd00:ec2::254, metadata.google.internal, …), for every tool.
+    pub refuse_metadata_urls: bool,
     /// Per-tool settings, keyed by tool name; each replaces the table's value for that tool.
     pub tools: BTreeMap<String, ArgumentsTool>,
 }
@@ -123,6 +128,7 @@ impl Default for Arguments {
     fn default() -> Self {
         Arguments {
             closed: true,
+            refuse_metadata_urls: true,
             tools: BTreeMap::new(),
         }
     }
@@ -131,16 +137,188 @@ impl Default for Arguments {
 impl Arguments {
     /// Whether undeclared members are refused in calls of `tool`.
     pub fn closed_for(&self, tool: &str) -> bool {
-        self.tools.get(tool).map_or(self.closed, |t| t.closed)
+        self.tools
+            .get(tool)
+            .and_then(|t| t.closed)
+            .unwrap_or(self.closed)
     }
 }
 
-/// `[arguments.tools.<name>]`: one tool's argument settings, replacing `[arguments]`'s for it.
-/// `closed` is required: a tool is listed to say whether its arguments are closed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[arguments.tools.<name>]`: one tool's argument settings. `closed`, when given, replaces
+/// `[arguments]`'s for it; `rules` hold values at JSON pointers to local rules.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct ArgumentsTool {
-    pub closed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed: Option<bool>,
+    /// Rules for the values at RFC 6901 pointers into the arguments (`/path`, `/paths/*`: a `*`
+    /// segment stands for any array index or member name).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub rules: BTreeMap<String, ArgumentRule>,
+}
+
+/// `[arguments.tools.<name>.rules."<pointer>"]`: what the string at that pointer may be. Every
+/// key given must hold; a value that is not a string is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArgumentRule {
+    /// The value is a path that must lie within one of these folders (a lexical check).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<PolicyPath>>,
+    /// The value is a URL whose scheme must be one of these (lowercase).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_schemes: Option<Vec<String>>,
+    /// The value is a URL whose host must be one of these (`example.com`, or `*.example.com`
+    /// for its subdomains).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
+    /// The value is a URL whose host must not be one of these (same forms as `hosts`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny_hosts: Vec<String>,
+    /// For a URL rule (any of the three keys above): let loopback, private, link-local and
+    /// unique-local addresses (and `localhost`) through. Cloud metadata addresses never pass.
+    pub private_addresses: bool,
+    /// The value is given to a shell or a command line: shell metacharacters are refused.
+    pub command: bool,
+    /// The whole value must match this linear-time regular expression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Longest value, in characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
+}
+
+impl ArgumentRule {
+    /// Whether the rule reads its value as a URL.
+    pub fn is_url_rule(&self) -> bool {
+        self.url_schemes.is_some() || self.hosts.is_some() || !self.deny_hosts.is_empty()
+    }
+}
+
+/// `[secrets]`: secret-shaped values in results, error text and arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Secrets {
+    /// What a secret-shaped value in a result or in error text towards the host does.
+    pub results: SecretInResults,
+    /// What a secret-shaped value in a call's arguments towards the server does.
+    pub arguments: SecretInArguments,
+    /// Look for the built-in shapes (cloud keys, provider tokens, private keys, JWTs, …).
+    pub builtin: bool,
+    /// User-given detectors: a name and a linear-time regular expression.
+    pub patterns: BTreeMap<String, String>,
+    /// Environment variables (of mcpguard, read at start) whose values are secrets.
+    pub env: Vec<String>,
+    /// Per-tool exceptions, keyed by tool name.
+    pub tools: BTreeMap<String, SecretsTool>,
+}
+
+impl Default for Secrets {
+    fn default() -> Self {
+        Secrets {
+            results: SecretInResults::Redact,
+            arguments: SecretInArguments::Refuse,
+            builtin: true,
+            patterns: BTreeMap::new(),
+            env: Vec::new(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[secrets.tools.<name>]`: one tool's exceptions.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecretsTool {
+    /// Pointers into the arguments (and everything under them; `*` segments as in argument
+    /// rules) that may carry secret-shaped values, for a tool that takes a credential.
+    pub allow_arguments: Vec<String>,
+}
+
+/// `secrets.results`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretInResults {
+    /// Each value replaced by a marker naming its kind; the rest of the result kept.
+    #[default]
+    Redact,
+    /// The whole result replaced by a refusal.
+    Refuse,
+    /// Not looked for.
+    Off,
+}
+
+/// `secrets.arguments`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretInArguments {
+    /// The call is refused before the server sees it.
+    #[default]
+    Refuse,
+    /// Not looked for.
+    Off,
+}
+
+/// `[results]`: instruction-like text in results and error text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Results {
+    pub injection: Injection,
+    /// The labels (`wire::injection` names) that count; the others are not acted on.
+    pub labels: Vec<String>,
+}
+
+/// Every label name `results.labels` accepts: the names of `wire::injection::Label` (a test in
+/// `gate::content` keeps the two lists equal; the policy does not import the wire).
+pub const RESULT_LABEL_NAMES: [&str; 8] = [
+    "hidden-characters",
+    "override-instruction",
+    "concealment",
+    "imperative",
+    "role-markup",
+    "link",
+    "sensitive-path",
+    "encoded-payload",
+];
+
+/// The largest compiled size of a pattern in the policy (the same bound as
+/// `wire::secrets::PATTERN_SIZE_LIMIT`, which a test keeps equal).
+pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// The labels `[results]` acts on by default: the ones that are orders to the model or hide
+/// text. Links, key-file paths and encoded payloads are left out: ordinary results (a fetched
+/// page, a directory listing, an image's data) carry them all the time.
+pub const DEFAULT_RESULT_LABELS: [&str; 5] = [
+    "hidden-characters",
+    "override-instruction",
+    "concealment",
+    "imperative",
+    "role-markup",
+];
+
+impl Default for Results {
+    fn default() -> Self {
+        Results {
+            injection: Injection::Label,
+            labels: DEFAULT_RESULT_LABELS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}
+
+/// `results.injection`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Injection {
+    /// Not scanned.
+    Off,
+    /// The result passes with a note appended that names the labels, a warning and an audit record.
+    #[default]
+    Label,
+    /// The result is replaced by a refusal naming the labels.
+    Refuse,
 }
 
 /// `writes.default`: the treatment of a reviewed tool the policy does not classify. There is no

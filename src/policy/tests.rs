@@ -67,9 +67,33 @@ fn the_reference_documents_every_key_and_its_examples_parse() {
             unknown_outcome: UnknownOutcome::StopAndReconcile,
         }),
     );
-    full.arguments
-        .tools
-        .insert("the_tool".into(), ArgumentsTool { closed: false });
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(
+        "/path".to_string(),
+        ArgumentRule {
+            paths: Some(vec![PolicyPath::parse("~/notes").unwrap()]),
+            url_schemes: Some(vec!["https".into()]),
+            hosts: Some(vec!["example.com".into()]),
+            deny_hosts: vec!["evil.example".into()],
+            pattern: Some("[a-z/]+".into()),
+            max_length: Some(100),
+            ..ArgumentRule::default()
+        },
+    );
+    full.arguments.tools.insert(
+        "the_tool".into(),
+        ArgumentsTool {
+            closed: Some(false),
+            rules,
+        },
+    );
+    full.secrets.env = vec!["MY_TOKEN".into()];
+    full.secrets.tools.insert(
+        "the_tool".into(),
+        SecretsTool {
+            allow_arguments: vec!["/password".into()],
+        },
+    );
     for line in full.effective_toml().lines() {
         let line = line.trim();
         if let Some(table) = line.strip_prefix('[') {
@@ -184,8 +208,8 @@ fn unknown_keys_are_rejected_where_they_stand() {
         ("[writes]\ndefualt = \"write\"\n", "t.toml:2:1:", "unknown key `defualt`; the valid keys here are `default`, `trust_reviews`, `tools`"),
         ("[writes.tools.echo]\nside_effect = \"read\"\nconfirmed = true\n", "t.toml:3:1:", "unknown key `confirmed`; the valid keys here are `side_effect`, `idempotency`"),
         ("[writes]\ntools = { echo = { side_effect = \"read\", retry = \"never\" } }\n", "t.toml:2:42:", "unknown key `retry`"),
-        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `tools`"),
-        ("[arguments.tools.echo]\nclosed = false\nopen = true\n", "t.toml:3:1:", "unknown key `open`; the only valid key here is `closed`"),
+        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `refuse_metadata_urls`, `tools`"),
+        ("[arguments.tools.echo]\nclosed = false\nopen = true\n", "t.toml:3:1:", "unknown key `open`; the valid keys here are `closed`, `rules`"),
         ("[confirmation]\nmode = \"elicit\"\ntimeout_s = 5\n", "t.toml:3:1:", "unknown key `timeout_s`; the valid keys here are `mode`, `timeout`"),
         ("[capabilities]\nsampling = false\ncompletions = true\n", "t.toml:3:1:", "unknown key `completions`"),
         ("[errors]\nmax_len = 10\n", "t.toml:2:1:", "unknown key `max_len`; the valid keys here are `max_length`, `text`"),

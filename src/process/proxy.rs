@@ -64,6 +64,8 @@ pub struct Options {
     pub dry_run: bool,
     /// The prepared sandbox; `None` when the policy turns it off.
     pub sandbox: Option<Arc<crate::sandbox::Prepared>>,
+    /// The policy's value checks, compiled (secrets, argument rules, result labels).
+    pub content: Arc<crate::gate::content::Content>,
 }
 
 /// How the proxy ended; the binary turns it into its own exit status.
@@ -182,6 +184,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             audit: opts.audit.is_some(),
             policy: opts.policy.clone(),
             dry_run: opts.dry_run,
+            content: opts.content.clone(),
             secret: secret_key()?,
             out_of_band,
             instance: std::process::id().to_string(),

@@ -2,7 +2,8 @@
 //!
 //! Owns newline framing (`frame`), the lossless read-only view of one JSON-RPC line (`message`),
 //! the writers towards one peer (`sink`), the sanitizing of untrusted text for display
-//! (`sanitize`) and the labelling of instruction-like passages in such text (`injection`). It
+//! (`sanitize`), the labelling of instruction-like passages in such text (`injection`) and the
+//! finding of secret-shaped values in it (`secrets`). It
 //! knows the JSON-RPC shapes and the protocol facts, and nothing of the gate, the snapshot, the
 //! policy or processes: it never decides whether a message passes.
 
@@ -10,4 +11,5 @@ pub mod frame;
 pub mod injection;
 pub mod message;
 pub mod sanitize;
+pub mod secrets;
 pub mod sink;

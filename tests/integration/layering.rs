@@ -27,6 +27,7 @@ const RULES: &[(&str, &[&str])] = &[
             "wire::message",
             "wire::sanitize",
             "wire::injection",
+            "wire::secrets",
             "snapshot",
             "policy",
             "audit::event",

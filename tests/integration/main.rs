@@ -6,6 +6,7 @@ mod support;
 mod approvals;
 mod audit_policy;
 mod confirm;
+mod content;
 mod demo;
 mod desktop;
 mod docs;

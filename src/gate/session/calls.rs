@@ -4,6 +4,7 @@
 //! timeouts on `tick`.
 
 use super::*;
+use crate::gate::content::ArgumentProblem;
 
 impl Session {
     pub(super) fn host_tools_call(
@@ -76,6 +77,9 @@ impl Session {
             }
             Mode::Unpinned => {
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
+                if !self.arguments_pass(&id, &name, &args, out) {
+                    return;
+                }
                 let line = minimal_call(&params, line);
                 self.admit(
                     id,
@@ -158,10 +162,56 @@ impl Session {
                 }
             }
         }
+        if !self.arguments_pass(&id, &name, &args, out) {
+            return;
+        }
         let reviewed = tool.reviewed();
         let mrtr = self.take_own_approval(&mut params, &id, &mut line);
         let line = self.forwardable_call(&params, line);
         self.admit(id, name, reviewed, args, line, progress, mrtr, out);
+    }
+
+    /// The value checks of the policy on a call's arguments (`gate::content`): argument rules,
+    /// URLs to metadata addresses, secret-shaped values. Refuses the call and returns false
+    /// when one fails; the refusal names pointers, rules and kinds, never a value.
+    fn arguments_pass(&mut self, id: &Id, name: &str, args: &Value, out: &mut Vec<Out>) -> bool {
+        let Some(problem) = self.config.content.check_arguments(name, args) else {
+            return true;
+        };
+        let r = match problem {
+            ArgumentProblem::Secrets(found) => {
+                let listed: Vec<String> = found.iter().map(|d| d.describe()).collect();
+                let pointers: Vec<&str> = found.iter().map(|d| d.pointer.as_str()).collect();
+                Refusal::new(
+                    code::SECRET_IN_ARGUMENTS,
+                    Category::Policy,
+                    format!(
+                        "refused {name:?}: the arguments carry secret-shaped values ({}), which mcpguard does not send to the server. If the tool is meant to receive this credential, allow the argument in the policy ([secrets.tools.{name}] allow_arguments = [{}]), or set secrets.arguments = \"off\"",
+                        listed.join(", "),
+                        pointers.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            }
+            ArgumentProblem::Rule { pointer, rule, broken } => Refusal::new(
+                code::ARGUMENT_RULE,
+                Category::Policy,
+                format!(
+                    "refused {name:?}: argument {pointer} breaks the local rule {key} of [arguments.tools.{name}.rules.{rule:?}]: {why}. Call the tool with a value the rule allows, or change that rule in the policy",
+                    key = broken.key,
+                    why = broken.why,
+                ),
+            ),
+            ArgumentProblem::MetadataUrl { pointer, kind } => Refusal::new(
+                code::ARGUMENT_RULE,
+                Category::Policy,
+                format!(
+                    "refused {name:?}: argument {} names a URL whose host is {kind}, where cloud machines serve their credentials; mcpguard refuses such URLs for every tool (arguments.refuse_metadata_urls = true in the policy turns this off)",
+                    if pointer.is_empty() { "at the top level" } else { pointer.as_str() }
+                ),
+            ),
+        };
+        self.refuse_call(id, name, r, out);
+        false
     }
 
     /// The policy's decision on a call that passed the static checks: forward it (after the

@@ -146,6 +146,9 @@ pub struct Config {
     /// `--dry-run`: calls are checked, classified and confirmed, then answered with what would
     /// have been sent instead of being dispatched (SPEC §3.11).
     pub dry_run: bool,
+    /// The value checks of the policy, compiled: secrets in results and arguments, argument
+    /// rules, result labels (`gate::content`).
+    pub content: Arc<crate::gate::content::Content>,
     /// The key of the HMAC on mcpguard's own `requestState` (2026-07-28 confirmations). The
     /// proxy draws it from the kernel's random source; `Config::new` leaves it zero for tests.
     pub secret: [u8; 32],
@@ -174,6 +177,7 @@ impl Config {
             structured_only: false,
             policy: Arc::new(Policy::default()),
             dry_run: false,
+            content: Arc::new(crate::gate::content::Content::default()),
             secret: [0; 32],
             out_of_band: Vec::new(),
             instance: "0".to_string(),

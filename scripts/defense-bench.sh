@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Scores mcpguard on the public benchmark of MCP defences, mcp-defense-bench 0.2.0 (PyPI), through
+# the benchmark's own stdio-proxy harness: for every case it starts the bench's fixture server once
+# directly and once through mcpguard (captured, every tool reviewed and classified as a read, the
+# shipped default policy otherwise; see scripts/defense-bench/mcpguard_adapter.py) and compares
+# the two runs. Prints the result per attack vector and the false-positive rate on the benign
+# corpus. Runs offline: the corpora are vendored in the package.
+#
+#   scripts/defense-bench.sh            dev + benign corpora, the shipped defaults ("after")
+#   scripts/defense-bench.sh before     the same with issue 16's checks turned off (the gate as
+#                                       it was before: no closed arguments, secrets, argument
+#                                       rules or result labels)
+#   scripts/defense-bench.sh after dev  one profile, one corpus (dev or benign)
+#
+# Needs .peers/defense-bench (scripts/install-peers.sh installs it). Results are written to
+# target/defense-bench/<profile>/.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PEERS=${MCPGUARD_PEERS_DIR:-$ROOT/.peers}
+BENCH=$PEERS/defense-bench/bin/mcp-defense-bench
+PROFILE=${1:-after}
+CORPORA=${2:-dev benign}
+case "$PROFILE" in after | before) ;; *) echo "defense-bench: profile is 'after' or 'before', not '$PROFILE'" >&2; exit 2 ;; esac
+[[ -x $BENCH ]] || "$ROOT/scripts/install-peers.sh"
+cargo build --quiet --locked --release --bins --manifest-path "$ROOT/Cargo.toml"
+OUT=$ROOT/target/defense-bench/$PROFILE
+mkdir -p "$OUT"
+export MCPGUARD=$ROOT/target/release/mcpguard MCPGUARD_BENCH_PROFILE=$PROFILE
+export PYTHONPATH=$ROOT/scripts/defense-bench${PYTHONPATH:+:$PYTHONPATH}
+for corpus in $CORPORA; do
+    echo "defense-bench: scoring mcpguard-$PROFILE on the $corpus corpus (two process starts per case; minutes)" >&2
+    "$BENCH" run mcpguard_adapter:ADAPTER --corpus "$corpus" --out-dir "$OUT" -q
+done
+"$PEERS/defense-bench/bin/python" - "$OUT" "mcpguard-$PROFILE" <<'PY'
+import json, sys
+from pathlib import Path
+out, tool = Path(sys.argv[1]), sys.argv[2]
+dev = out / f"{tool}.json"
+if dev.is_file():
+    d = json.loads(dev.read_text())
+    s = d["summary"]
+    print(f"dev corpus: {s['overall']}; vectors enforce {s['covered']['enforce']}, detect {s['covered']['detect']}, "
+          f"none {s['covered']['none']}, not drivable by the stdio harness {s['covered']['unknown']}; "
+          f"false positives on the benign controls {s['falsePositives']} of {s['casesRun']} cases")
+    print(f"{'vector':40} {'level':8} {'coverage':>8} {'fixtures':>8}")
+    for vid, c in sorted(d["coverage"].items()):
+        if not c["verified"]:
+            continue
+        print(f"{vid:40} {c['level']:8} {c['robustCoverage']:>8} {c['fixtures']:>8}")
+benign = out / "benign" / f"{tool}.json"
+if benign.is_file():
+    b = json.loads(benign.read_text())["summary"]
+    print(f"benign corpus: {b['falsePositives']} false positives of {b['items']} cases, rate {b['fpRate']:.2%} "
+          f"(95% CI {b['fpRate95ci']['lo']:.2%}-{b['fpRate95ci']['hi']:.2%})")
+    for kind, k in sorted(b["byKind"].items()):
+        if k["fp"]:
+            print(f"  {kind}: {k['fp']} of {k['n']}")
+PY
