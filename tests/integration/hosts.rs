@@ -444,7 +444,12 @@ fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
     let (url, seen) = stand_in(claude_answer);
-    let server = json!({"type": "stdio", "command": mcpguard(), "args": args}).to_string();
+    // mcpguard's approval sockets live here, so that the test's `mcpguard approvals` finds this
+    // host's mcpguard and no other.
+    let runtime = runtime_dir(dir.path());
+    let server = json!({"type": "stdio", "command": mcpguard(), "args": args,
+                        "env": {"XDG_RUNTIME_DIR": runtime}})
+    .to_string();
     let out = run_bounded(&mut claude(
         &home,
         &work,
@@ -458,6 +463,53 @@ fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen
         String::from_utf8_lossy(&out.stderr)
     );
     (dir, home, work, log, url, seen)
+}
+
+/// A private runtime directory (0700) for mcpguard's approval sockets under `base`.
+fn runtime_dir(base: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = base.join("runtime");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+/// Plays the person at a terminal: waits for the first approval pending in `runtime`'s
+/// mcpguard, checks that its question names the tool, approves it with `mcpguard approvals
+/// approve ID`, and returns the id.
+fn approve_when_asked(runtime: PathBuf, tool: &'static str) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(50);
+        loop {
+            let out = run_bounded(
+                Command::new(mcpguard())
+                    .args(["approvals", "list", "--json"])
+                    .env("XDG_RUNTIME_DIR", &runtime),
+            );
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            if let Some(item) = doc["pending"].as_array().and_then(|p| p.first()) {
+                assert_eq!(item["tool"], tool, "{item}");
+                let id = item["id"].as_str().unwrap().to_string();
+                let out = run_bounded(
+                    Command::new(mcpguard())
+                        .args(["approvals", "approve", &id])
+                        .env("XDG_RUNTIME_DIR", &runtime),
+                );
+                assert!(
+                    out.status.success(),
+                    "approvals approve: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                return id;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "no approval was ever pending: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    })
 }
 
 /// Allows every tool of the server `fixture` in Claude Code's user settings, as the README's
@@ -565,7 +617,8 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
 /// server's tools in `permissions.allow`, it stops even the reviewed read (`claude -p` has nobody
 /// to ask, so it denies) and mcpguard never sees the call. With them allowed, as the README says,
 /// a write reaches mcpguard, whose question is then the only one: headless `claude -p` answers
-/// elicitation with `cancel`, so mcpguard refuses the write, and the server never receives it.
+/// elicitation with `cancel` in milliseconds, so the write waits for `mcpguard approvals`, and
+/// once approved there it reaches the server.
 #[test]
 fn claude_code_asks_once_when_the_guarded_servers_tools_are_allowed() {
     let (_dir, home, work, log, url, _seen) = claude_setup();
@@ -588,22 +641,24 @@ fn claude_code_asks_once_when_the_guarded_servers_tools_are_allowed() {
     );
 
     claude_allow_fixture(&home);
+    // The write reaches mcpguard, whose question is the only one. Headless `claude -p` answers it
+    // with `cancel` at once, which mcpguard does not take for the person's answer: the write
+    // waits for `mcpguard approvals`, where the person (this test) approves it.
+    let approver = approve_when_asked(_dir.path().join("runtime"), "write_note");
     let result = claude_p(&home, &work, &url, "Write a note for today.");
+    approver.join().expect("the approval was given");
     let answer = result["result"].as_str().unwrap_or_default();
     assert_eq!(result["permission_denials"], json!([]), "{result}");
-    // mcpguard words a `cancel` answer as the person having dismissed its question.
     assert!(
-        answer.starts_with("FINAL: ")
-            && answer.contains("consent_required")
-            && answer.contains("dismissed"),
-        "mcpguard asked and claude -p cancelled: {result}"
+        answer.starts_with("FINAL: ") && !answer.contains("consent_required"),
+        "the approved write's result reaches the answer: {result}"
     );
     let received = received(&log);
     assert!(
-        !received
+        received
             .iter()
             .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
-        "the server never receives the refused write: {received:?}"
+        "the approved write reaches the server: {received:?}"
     );
 }
 
@@ -678,10 +733,18 @@ fn codex_answer(path: &str, req: &Value) -> Answer {
 /// (its key read from an environment variable that holds a dummy), and mcpguard as the stdio MCP
 /// server `fixture`. `approval` is the server's `default_tools_approval_mode`, left out when
 /// `None` (Codex's default, `auto`).
-fn codex_config(url: &str, args: &[String], approval: Option<&str>) -> String {
+fn codex_config(url: &str, args: &[String], approval: Option<&str>, runtime: &Path) -> String {
     let mut fixture = toml::Table::new();
     fixture.insert("command".into(), mcpguard().display().to_string().into());
     fixture.insert("args".into(), args.to_vec().into());
+    fixture.insert(
+        "env".into(),
+        toml::Table::from_iter([(
+            "XDG_RUNTIME_DIR".to_string(),
+            runtime.display().to_string().into(),
+        )])
+        .into(),
+    );
     if let Some(mode) = approval {
         fixture.insert("default_tools_approval_mode".into(), mode.into());
     }
@@ -750,7 +813,7 @@ fn codex_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_answer()
     let (url, seen) = stand_in(codex_answer);
     std::fs::write(
         home.join(".codex/config.toml"),
-        codex_config(&url, &args, Some("approve")),
+        codex_config(&url, &args, Some("approve"), &runtime_dir(_dir.path())),
     )
     .unwrap();
 
@@ -807,11 +870,19 @@ fn codex_asks_once_when_its_own_approval_is_left_to_mcpguard() {
         let (url, _seen) = stand_in(codex_answer);
         std::fs::write(
             home.join(".codex/config.toml"),
-            codex_config(&url, &args, approval),
+            codex_config(&url, &args, approval, &runtime_dir(_dir.path())),
         )
         .unwrap();
 
+        // With Codex's own approval left to mcpguard, its `decline` comes at once: the write
+        // waits for `mcpguard approvals`, where the person (this test) approves it.
+        let approver = approval
+            .is_some()
+            .then(|| approve_when_asked(_dir.path().join("runtime"), "write_note"));
         let out = run_bounded(&mut codex_exec(&home, &work, "Write a note for today."));
+        if let Some(a) = approver {
+            a.join().expect("the approval was given");
+        }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "codex exec: {stdout}\n{stderr}");
@@ -819,27 +890,23 @@ fn codex_asks_once_when_its_own_approval_is_left_to_mcpguard() {
             .lines()
             .find(|l| l.starts_with("FINAL: "))
             .unwrap_or_else(|| panic!("no final answer; stdout: {stdout}\nstderr: {stderr}"));
-        let mcpguard_asked = answer.contains("consent_required") && answer.contains("declined");
+        let reached = received(&log)
+            .iter()
+            .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note");
         match approval {
             None => assert!(
-                !mcpguard_asked && answer.contains("approval"),
+                !reached && answer.contains("approval"),
                 "Codex's own approval stops the call before mcpguard: {answer}"
             ),
             Some(_) => assert!(
-                mcpguard_asked,
-                "mcpguard asked and Codex exec declined: {answer}\n{stderr}"
+                reached && !answer.contains("consent_required"),
+                "mcpguard held the write until it was approved out of band: {answer}\n{stderr}"
             ),
         }
         let received = received(&log);
         assert!(
             received.iter().any(|m| m["method"] == "initialize"),
             "Codex started the guarded server: {received:?}"
-        );
-        assert!(
-            !received
-                .iter()
-                .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
-            "the server never receives the declined write: {received:?}"
         );
     }
 }

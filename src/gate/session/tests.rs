@@ -1633,6 +1633,8 @@ fn reviewed_classes_decide_without_a_policy_table() {
         .unwrap()
         .contains("authority"));
     assert_eq!(calls_dispatched(&t), 1, "nothing else reached the server");
+}
+
 #[test]
 fn results_keep_their_bytes_unless_a_value_check_changes_them() {
     let mut t = T::new(Mode::Pinned(pin())).bound();
