@@ -200,6 +200,10 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     )));
 
     let withheld = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let explain = opts
+        .sandbox
+        .as_ref()
+        .map(|p| Arc::new((p.explain.clone(), opts.command.clone())));
     let sinks = |events: &mpsc::Sender<Event>| Sinks {
         host: to_host.clone(),
         server: to_server.clone(),
@@ -207,6 +211,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         audit: opts.audit.clone(),
         withheld: withheld.clone(),
         own_prefix: format!("mcpguard-{nonce}-"),
+        explain: explain.clone(),
     };
     // Kept until the proxy returns; dropping it removes the socket file.
     let _approvals = match approvals {
@@ -714,6 +719,9 @@ struct Sinks {
     withheld: Arc<Mutex<std::collections::HashSet<String>>>,
     /// The prefix of mcpguard's own request ids (the session's `own_prefix`).
     own_prefix: String,
+    /// The sandbox's grants and the server command, to explain a call that failed on a
+    /// permission the sandbox may have denied (`None` when the server is not sandboxed).
+    explain: Option<Arc<(crate::sandbox::explain::Context, Vec<std::ffi::OsString>)>>,
 }
 
 impl Sinks {
@@ -729,6 +737,13 @@ impl Sinks {
                 Out::Server(b) => to_server.push(b),
                 Out::Diag(level, msg) => diag::emit(level, &msg),
                 Out::Audit(note) => audit_failed |= !self.record(&note),
+                Out::ToolError { tool, text } => {
+                    if let Some(why) = self.explain.as_ref().and_then(|e| {
+                        crate::sandbox::explain::explain_call(&e.0, &tool, &text, &e.1)
+                    }) {
+                        diag::emit(Level::Warn, &why);
+                    }
+                }
             }
         }
         if audit_failed {

@@ -258,6 +258,43 @@ pub fn explain(ctx: &Context, ending: &Ending, denials: &[Denial], command: &[Os
     lines.join("\n  ")
 }
 
+/// When a tool call's error text reports permission errors (a path the server was denied), what
+/// the sandbox most likely denied and how to grant it; `None` when the text names none. A grant a
+/// server needs only for some calls never shows at capture, so this is where it shows first.
+pub fn explain_call(ctx: &Context, tool: &str, text: &str, command: &[OsString]) -> Option<String> {
+    let denials: Vec<Denial> = text.lines().filter_map(denial).take(4).collect();
+    let with_path: Vec<&Denial> = denials.iter().filter(|d| d.path.is_some()).collect();
+    if with_path.is_empty() {
+        return None;
+    }
+    let mut lines = vec![format!(
+        "the call of {tool:?} failed with a permission error in mcpguard's sandbox, which may have denied the server a path it needs:"
+    )];
+    let (mut read, mut write) = (Vec::new(), Vec::new());
+    for d in with_path {
+        let path = d.path.as_deref().unwrap_or(Path::new("/"));
+        let suggestion = suggest(ctx, d.errno, path, false);
+        lines.push(format!(
+            "- {} ({}): {}",
+            path.display(),
+            d.errno.name(),
+            suggestion.text
+        ));
+        match suggestion.grant {
+            Some((Access::ReadWrite, p)) => write.push(p),
+            Some((_, p)) => read.push(p),
+            None => {}
+        }
+    }
+    read.dedup();
+    write.dedup();
+    lines.push(format!(
+        "to try the grant, restart the server with the same flags, or check first with: {}",
+        sandbox_check_command(ctx, &read, &write, command)
+    ));
+    Some(lines.join("\n  "))
+}
+
 struct Suggestion {
     text: String,
     grant: Option<(Access, PathBuf)>,

@@ -522,3 +522,33 @@ fn update_pins_a_new_package_release_and_carries_the_unchanged_reviews() {
     ]));
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
 }
+
+/// A grant the server needs only for a call never shows at capture: the memory server starts
+/// and lists its tools without its file, then fails the first call that opens it. mcpguard reads
+/// the permission error in the tool's error text and says what the sandbox most likely denied
+/// and which flag grants it (never echoing the error text itself).
+#[test]
+fn a_call_failing_on_a_path_the_sandbox_denied_is_explained() {
+    let mut u = User::new();
+    let memory_file = u.path("data/memory.jsonl");
+    std::fs::write(&memory_file, "").unwrap();
+    u.host_env
+        .push(("MEMORY_FILE_PATH".into(), memory_file.clone()));
+    let spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let server = ["npx", "-y", spec.as_str()];
+    let opts = ["--sandbox-env", "MEMORY_FILE_PATH"];
+    let (file, digest, _) = u.capture_and_review("memory", &opts, &server);
+    let mut guarded = u.guarded(&file, &digest, "memory", &opts, &server);
+    let r = call(&mut guarded, "read_graph", json!({}));
+    assert_eq!(r["isError"], true, "the file is not granted: {r}");
+    let data = u.path("data").display().to_string();
+    let said = guarded.wait_stderr("failed with a permission error");
+    for want in [
+        "the call of \"read_graph\" failed with a permission error in mcpguard's sandbox",
+        &format!("{} (EACCES)", memory_file.display()),
+        &format!("--sandbox-read {data}"),
+        "mcpguard sandbox-check",
+    ] {
+        assert!(said.contains(want), "missing {want:?}:\n{said}");
+    }
+}

@@ -68,6 +68,10 @@ pub enum Out {
     Diag(Level, String),
     /// Record a decision in the audit log (only produced when `Config::audit` is set).
     Audit(Box<AuditNote>),
+    /// A tool call ended with an error result: its text (already sanitized, never logged as it
+    /// is), so that the driver, which knows the server's confinement, can say whether it looks
+    /// like something the sandbox denied. Produces no output by itself.
+    ToolError { tool: String, text: String },
 }
 
 /// One decision for the audit log, as plain data; the driver turns it into a record.

@@ -76,6 +76,19 @@ impl Session {
                 return self.refuse_call(id, tool, r, out);
             }
             changed |= refusal::clean_error_result(&mut result);
+            let text: Vec<&str> = result
+                .get("content")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|b| b.get("text").and_then(Value::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(Out::ToolError {
+                tool: tool.to_string(),
+                text: text.join("\n"),
+            });
             if !self.label_result(id, tool, &mut result, &mut changed, out) {
                 return;
             }
