@@ -419,6 +419,8 @@ impl Seen {
                 }
                 Out::Diag(_, d) => self.diags.push(d),
                 Out::Audit(n) => self.audits.push(*n),
+                // Only the driver explains tool errors; the decision tests have nothing to see.
+                Out::ToolError { .. } => {}
             }
         }
     }
