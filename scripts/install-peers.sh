@@ -49,7 +49,7 @@ for arg in "$@"; do
     case "$arg" in
         --force) FORCE=1 ;;
         -h | --help)
-            sed -n '2,18p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
+            sed -n '2,24p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -289,6 +289,8 @@ else
         die "uv could not fill the package-runner cache. Is PyPI reachable from here?"
     rm -rf "$RUNNER_CACHE/warm-npm" "$RUNNER_CACHE/warm-uv"
     echo "$RUNNER_KEY" >"$RUNNER_STAMP"
+fi
+
 # --- mcp-defense-bench (scripts/defense-bench.sh) ----------------------------
 # A venv of its own: the bench pulls fastmcp, whose dependencies must not move the interop
 # tests' venv. Every package pinned (pip freeze of a clean install on Python 3.11, 2026-12-01).
