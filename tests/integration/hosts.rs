@@ -96,8 +96,8 @@ fn sse(events: &[Value]) -> String {
 }
 
 /// A Gemini API stand-in (`GOOGLE_GEMINI_BASE_URL`). `streamGenerateContent` is the
-/// conversation: a call of the declared function whose name ends in `echo` while no function
-/// response is in the contents, then text echoing that response. Any other `generateContent` is
+/// conversation: a call of the declared function whose name ends in the tool `wanted_call` picks
+/// while no function response is in the contents, then text echoing that response. Any other `generateContent` is
 /// one of Gemini CLI's own side questions (the model router's classifier, the next-speaker
 /// check): answered with JSON that fits them.
 fn gemini_answer(path: &str, req: &Value) -> Answer {
@@ -108,19 +108,26 @@ fn gemini_answer(path: &str, req: &Value) -> Answer {
             .flatten()
             .flat_map(|c| c["parts"].as_array().into_iter().flatten())
             .find_map(|p| p.get("functionResponse"));
-        let echo = req["tools"]
+        let texts: Vec<&str> = req["contents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["role"] == "user")
+            .flat_map(|c| c["parts"].as_array().into_iter().flatten())
+            .filter_map(|p| p["text"].as_str())
+            .collect();
+        let (tool, args) = wanted_call(&texts);
+        let declared = req["tools"]
             .as_array()
             .into_iter()
             .flatten()
             .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
             .filter_map(|f| f["name"].as_str())
-            .find(|n| n.ends_with("echo"));
-        match (response, echo) {
+            .find(|n| n.ends_with(tool));
+        match (response, declared) {
             (Some(r), _) => json!({"text": format!("FINAL: {}", r["response"])}),
-            (None, Some(name)) => {
-                json!({"functionCall": {"name": name, "args": {"text": MARK}}})
-            }
-            (None, None) => json!({"text": "FINAL: no echo tool was declared"}),
+            (None, Some(name)) => json!({"functionCall": {"name": name, "args": args}}),
+            (None, None) => json!({"text": format!("FINAL: no {tool} tool was declared")}),
         }
     } else {
         json!({"text": json!({"complexity_reasoning": "stand-in", "complexity_score": 10,
@@ -228,6 +235,59 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
             && m["params"]["name"] == "echo"
             && m["params"]["arguments"]["text"] == MARK),
         "the call reached the server through mcpguard: {received:?}"
+    );
+}
+
+/// Gemini CLI does not advertise elicitation, so mcpguard cannot ask through it: a write waits
+/// for `mcpguard approvals` (or the desktop), and once a person approves it there it reaches the
+/// server and its result reaches Gemini's answer.
+#[test]
+fn gemini_cli_write_is_approved_out_of_band_and_reaches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let args = guarded_argv(
+        &snap,
+        &digest,
+        &[],
+        &["--log".into(), log.display().to_string()],
+    );
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let runtime = runtime_dir(dir.path());
+    let settings = json!({
+        "mcpServers": {"fixture": {"command": mcpguard(), "args": args, "trust": true,
+                                   "env": {"XDG_RUNTIME_DIR": runtime}}},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+    });
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
+    let (url, _seen) = stand_in(gemini_answer);
+    let approver = approve_when_asked(runtime, "write_note");
+    let out = run_bounded(&mut gemini(
+        &home,
+        &work,
+        &url,
+        &["-p", "Write a note for today."],
+    ));
+    approver.join().expect("the approval was given");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "gemini -p: {stdout}\n{stderr}");
+    let answer = stdout
+        .lines()
+        .find(|l| l.starts_with("FINAL: "))
+        .unwrap_or_else(|| panic!("no final answer; stdout: {stdout}\nstderr: {stderr}"));
+    assert!(
+        !answer.contains("consent_required") && !answer.contains("approval_required"),
+        "the approved write's result reaches the answer: {answer}"
+    );
+    assert!(
+        received(&log)
+            .iter()
+            .any(|m| m["method"] == "tools/call" && m["params"]["name"] == "write_note"),
+        "the approved write reaches the server"
     );
 }
 
