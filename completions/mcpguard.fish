@@ -148,9 +148,9 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __f
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "list" -d 'Show each pending approval: its id, the server and tool, the readable argument summary and the time left'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "approve" -d 'Approve the one call waiting under ID; it then goes on (after the usual live check)'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "approve" -d 'Approve the one call waiting under ID; it then goes on (after the usual live check). Only at a terminal: a program without one (an agent\'s shell tool) cannot approve'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "deny" -d 'Refuse the one call waiting under ID; it never reaches the server'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "watch" -d 'Ask about each approval as it arrives (a for approve, d for deny, s to skip) until standard input ends'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and not __fish_seen_subcommand_from list approve deny watch" -f -a "watch" -d 'Ask about each approval as it arrives (a for approve, d for deny, s to skip) until standard input ends. Only at a terminal'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand approvals; and __fish_seen_subcommand_from list" -l json -d 'Print one JSON document (`{"pending": [...], "problems": [...]}`) instead of text'

@@ -82,7 +82,23 @@ fn block(item: &Value, details: bool) -> String {
     text
 }
 
+/// Whether a person could be typing this command: its standard input and error are a terminal.
+/// An agent's shell tool runs commands without one, so an approval from a program that has no
+/// terminal is refused; a denial is never refused, since it can only stop a call.
+fn at_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+const NOT_AT_TERMINAL: &str = "refusing to approve: `mcpguard approvals approve` and `watch` must be run by a person at a terminal (standard input and error a TTY), so that a program without one, such as an agent's shell tool, cannot approve its own call. Run it in a terminal, or answer the desktop notification; `mcpguard approvals deny ID` works anywhere";
+
 fn answer(id: &str, approve: bool, scope: &str) -> CmdResult {
+    if approve && !at_terminal() {
+        // Whether this user may see the approvals at all is said first (another user's
+        // directory is refused with its owner), then why this one may not approve from here.
+        pending()?;
+        return Err(NOT_AT_TERMINAL.into());
+    }
     let said = client::answer(id, approve, scope)?;
     println!("{said}");
     Ok(0)
@@ -91,6 +107,9 @@ fn answer(id: &str, approve: bool, scope: &str) -> CmdResult {
 /// Asks about each approval as it appears, until standard input ends. Ids are never reused, so
 /// an approval answered or skipped once is not asked about again.
 fn watch() -> CmdResult {
+    if !at_terminal() {
+        return Err(NOT_AT_TERMINAL.into());
+    }
     let mut seen = std::collections::HashSet::new();
     let stdin = std::io::stdin();
     let mut input = stdin.lock();

@@ -456,6 +456,7 @@ pub enum ApprovalsCommand {
         json: bool,
     },
     /// Approve the one call waiting under ID; it then goes on (after the usual live check).
+    /// Only at a terminal: a program without one (an agent's shell tool) cannot approve.
     Approve {
         /// The approval's id, as `mcpguard approvals list` shows it (for example 1234-1).
         id: String,
@@ -473,7 +474,7 @@ pub enum ApprovalsCommand {
         id: String,
     },
     /// Ask about each approval as it arrives (a for approve, d for deny, s to skip) until
-    /// standard input ends.
+    /// standard input ends. Only at a terminal.
     Watch,
 }
 

@@ -208,6 +208,28 @@ impl Session {
     }
 }
 
+impl Session {
+    /// [`Session::wait`], and also everything the terminal showed (the program's stderr).
+    pub fn wait_with_screen(
+        self,
+        timeout: Duration,
+    ) -> Result<(ExitStatus, String, String), String> {
+        let seen = self.seen.clone();
+        let (status, stdout) = self.wait(timeout)?;
+        // The terminal's reader ends once the last holder of the terminal closed it.
+        let drained = Instant::now() + Duration::from_secs(2);
+        while Arc::strong_count(&seen) > 1 && Instant::now() < drained {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let screen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        Ok((
+            status,
+            stdout,
+            String::from_utf8_lossy(&screen).into_owned(),
+        ))
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {

@@ -17,6 +17,12 @@ use crate::support::{mcpguard, reads_policy_with, Peer};
 
 /// `mcpguard approvals ARGS` with `runtime` as its `XDG_RUNTIME_DIR`.
 fn approvals(runtime: &Path, args: &[&str]) -> Output {
+    // An approval is a person's, typed at a terminal: `approve` refuses without one.
+    if args.first() == Some(&"approve") {
+        let mut all = vec!["approvals"];
+        all.extend_from_slice(args);
+        return crate::support::at_terminal(&all, &[("XDG_RUNTIME_DIR", runtime)]);
+    }
     crate::support::run_bounded(
         Command::new(mcpguard())
             .arg("approvals")
@@ -549,7 +555,6 @@ fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
 /// answers it with what is typed.
 #[test]
 fn watch_asks_about_each_approval_as_it_arrives() {
-    use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
@@ -560,18 +565,20 @@ fn watch_asks_about_each_approval_as_it_arrives() {
         &log,
         &dir.path().join("audit"),
     );
-    let mut watch = Command::new(mcpguard())
-        .args(["approvals", "watch"])
-        .env("XDG_RUNTIME_DIR", runtime.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
+    // A person at a terminal: `watch` refuses to run without one.
+    let mut watch = mcpguard::cli::pty::Session::spawn(
+        &mcpguard(),
+        &["approvals".into(), "watch".into()],
+        &[("XDG_RUNTIME_DIR", runtime.path().to_str().unwrap())],
+    )
+    .unwrap();
+    watch
+        .expect("watching for approvals", Duration::from_secs(20))
         .unwrap();
-    let mut stdin = watch.stdin.take().unwrap();
-    // Typed ahead: approve the first, deny the second.
-    stdin.write_all(b"a\nd\n").unwrap();
-    stdin.flush().unwrap();
+    // Typed ahead, as before the questions come (the terminal holds the lines until watch reads
+    // them; its questions go to stdout): approve the first, deny the second.
+    watch.send_line("a").unwrap();
+    watch.send_line("d").unwrap();
     write_call(&mut p, 1, "first");
     let (r, _) = p.recv_response(&json!(1));
     assert!(r.to_string().contains("wrote 5 bytes"), "{r}");
@@ -581,21 +588,12 @@ fn watch_asks_about_each_approval_as_it_arrives() {
         r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
         "{r}"
     );
-    // End of input ends the watch at its next question.
-    drop(stdin);
+    // End of input (Ctrl-D on an empty line) ends the watch at its next question.
+    watch.send_line("\u{4}").unwrap();
     write_call(&mut p, 3, "third");
-    let until = Instant::now() + Duration::from_secs(20);
-    while watch.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < until, "watch did not end at end of input");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut shown = String::new();
-    watch
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut shown)
-        .unwrap();
+    let (_, shown, _) = watch
+        .wait_with_screen(Duration::from_secs(20))
+        .expect("watch ends at end of input");
     assert!(
         shown.contains("Arguments: body=\"first\", path=\"/notes/a\""),
         "{shown}"
@@ -605,4 +603,57 @@ fn watch_asks_about_each_approval_as_it_arrives() {
         "{shown}"
     );
     assert_eq!(calls_received(&log), vec!["write_note"]);
+}
+
+/// An approval must come from a person at a terminal: a program without one (an agent's shell
+/// tool runs commands so) is refused, and the write stays pending; `deny` works anywhere, and
+/// `watch` refuses to start.
+#[test]
+fn approving_without_a_terminal_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "",
+        &log,
+        &dir.path().join("audit"),
+    );
+    write_call(&mut p, 1, "hello");
+    let id = wait_pending(runtime.path(), 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for args in [vec!["approve", id.as_str()], vec!["watch"]] {
+        let out = crate::support::run_bounded(
+            Command::new(mcpguard())
+                .arg("approvals")
+                .args(&args)
+                .env("XDG_RUNTIME_DIR", runtime.path()),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("must be run by a person at a terminal"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        pending(runtime.path()).len(),
+        1,
+        "the write is still pending"
+    );
+    let out = approvals(runtime.path(), &["deny", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
+        "{r}"
+    );
+    assert!(calls_received(&log).is_empty());
 }

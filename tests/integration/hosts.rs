@@ -550,10 +550,9 @@ fn approve_when_asked(runtime: PathBuf, tool: &'static str) -> std::thread::Join
             if let Some(item) = doc["pending"].as_array().and_then(|p| p.first()) {
                 assert_eq!(item["tool"], tool, "{item}");
                 let id = item["id"].as_str().unwrap().to_string();
-                let out = run_bounded(
-                    Command::new(mcpguard())
-                        .args(["approvals", "approve", &id])
-                        .env("XDG_RUNTIME_DIR", &runtime),
+                let out = crate::support::at_terminal(
+                    &["approvals", "approve", &id],
+                    &[("XDG_RUNTIME_DIR", &runtime)],
                 );
                 assert!(
                     out.status.success(),

@@ -819,11 +819,10 @@ fn python_client_without_elicitation_gets_a_modern_write_approved_in_the_termina
         assert!(std::time::Instant::now() < until, "nothing pending");
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let out = Command::new(mcpguard())
-        .args(["approvals", "approve", &id])
-        .env("XDG_RUNTIME_DIR", runtime.path())
-        .output()
-        .unwrap();
+    let out = crate::support::at_terminal(
+        &["approvals", "approve", &id],
+        &[("XDG_RUNTIME_DIR", runtime.path())],
+    );
     assert!(
         out.status.success(),
         "{}",

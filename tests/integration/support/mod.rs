@@ -432,3 +432,22 @@ pub fn sandbox_grants<S: AsRef<str>>(server_args: &[S]) -> Vec<String> {
     }
     out
 }
+
+/// Runs `mcpguard ARGS` the way a person at a terminal does: a pseudo-terminal as its standard
+/// input and error (`mcpguard approvals approve` refuses without one), its stdout on a pipe.
+/// Returns its status, its stdout, and what the terminal showed as its stderr.
+pub fn at_terminal(args: &[&str], env: &[(&str, &std::path::Path)]) -> Output {
+    let args: Vec<std::ffi::OsString> = args.iter().map(std::ffi::OsString::from).collect();
+    let env: Vec<(&str, String)> = env
+        .iter()
+        .map(|(k, v)| (*k, v.display().to_string()))
+        .collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &env).expect("a terminal");
+    let (status, stdout, screen) = t.wait_with_screen(RUN_BOUND).expect("it ends");
+    Output {
+        status,
+        stdout: stdout.into_bytes(),
+        stderr: screen.into_bytes(),
+    }
+}
