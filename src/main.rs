@@ -107,13 +107,20 @@ fn sandbox_for(
             );
         }
         diag::emit(Level::Info, &report.summary());
-        // Which variables reach the server, by name (never values), so
-        // that a person can see that a host's `env` arrived.
-        for line in &report.lines {
-            if line.layer == "environment" && line.rule.starts_with("passed: ") {
-                diag::emit(Level::Info, &format!("sandbox: {}", line.rule));
-            }
-        }
+        // Which variables reach the server, by name (never values), so that a person can see
+        // that a host's `env` arrived: read from the environment the server is given.
+        let names: Vec<String> = s
+            .prepared
+            .env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        let names = if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        };
+        diag::emit(Level::Info, &format!("sandbox: passed: {names}"));
         if diag::enabled(Level::Debug) {
             for line in report.text().lines() {
                 diag::emit(Level::Debug, line);
@@ -143,10 +150,9 @@ fn run_command(cmd: Command) -> ExitCode {
         } => {
             // A package runner is resolved and pinned first, outside the sandbox; what runs
             // under the sandbox is the install.
-            let (server_command, package) = match mcpguard::cli::launch::for_capture(server_command)
-            {
+            let (server_command, package) = match pinned_for_capture(server_command, "capture") {
                 Ok(c) => c,
-                Err(e) => return fail(&format!("capture failed: {e}")),
+                Err(code) => return code,
             };
             let server_command = &server_command;
             // A server that cannot be found is a capture failure (exit 1) like any other.
@@ -320,10 +326,9 @@ fn run_command(cmd: Command) -> ExitCode {
             server_command,
         } => {
             // A package runner is resolved again, so that a new release gets in only here.
-            let (server_command, package) = match mcpguard::cli::launch::for_capture(server_command)
-            {
+            let (server_command, package) = match pinned_for_capture(server_command, "update") {
                 Ok(c) => c,
-                Err(e) => return fail(&format!("update failed: {e}")),
+                Err(code) => return code,
             };
             let server_command = &server_command;
             let (p, setup) = match load_policy(policy.as_deref())
@@ -452,6 +457,15 @@ fn run_command(cmd: Command) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `cli::launch::for_capture` for `capture` and `update` (`what` names the command in the
+/// failure).
+fn pinned_for_capture(
+    command: &[std::ffi::OsString],
+    what: &str,
+) -> Result<(Vec<std::ffi::OsString>, Option<serde_json::Value>), ExitCode> {
+    mcpguard::cli::launch::for_capture(command).map_err(|e| fail(&format!("{what} failed: {e}")))
 }
 
 fn fail(msg: &str) -> ExitCode {

@@ -207,12 +207,12 @@ fn set_toml_servers(doc: &mut toml_edit::DocumentMut, servers: &Map<String, Valu
     for (name, entry) in servers {
         let old = before.get(name);
         for key in ["command", "args"] {
-            let (Some(new), false) = (
-                entry.get(key),
-                old.and_then(|o| o.get(key)) == entry.get(key),
-            ) else {
+            let Some(new) = entry.get(key) else {
                 continue;
             };
+            if old.and_then(|o| o.get(key)) == Some(new) {
+                continue;
+            }
             let value = match new {
                 Value::String(s) => toml_edit::value(s.as_str()),
                 Value::Array(a) => {
@@ -629,9 +629,13 @@ fn rewrite(
                         .map(|e| e.keys().cloned().collect())
                         .unwrap_or_default();
                     if granted == Some(name.as_str()) {
-                        env_names.extend(args.grants.env.iter().cloned());
+                        // A name the entry's `env` already sets is passed once.
+                        for var in &args.grants.env {
+                            if !env_names.contains(var) {
+                                env_names.push(var.clone());
+                            }
+                        }
                     }
-                    env_names.dedup();
                     let mut passed = Vec::new();
                     for var in &env_names {
                         if crate::cli::flags::env_name(var).is_ok() {

@@ -420,7 +420,11 @@ fn settle(scratch: &Path, dest: &Path, same: impl Fn(&Path) -> bool) -> Result<(
             let _ = std::fs::remove_dir_all(scratch);
             return Ok(());
         }
-        let old = dest.with_extension(format!("replaced-{}", std::process::id()));
+        // A name beside it that no version folder can have (`with_extension` would cut a
+        // version such as `1.2.3` at its last dot).
+        let mut aside = dest.as_os_str().to_os_string();
+        aside.push(format!(".replaced-{}", std::process::id()));
+        let old = PathBuf::from(aside);
         std::fs::rename(dest, &old)
             .map_err(|e| format!("cannot move the old install {} aside: {e}", dest.display()))?;
         let _ = std::fs::remove_dir_all(&old);

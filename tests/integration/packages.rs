@@ -552,3 +552,48 @@ fn a_call_failing_on_a_path_the_sandbox_denied_is_explained() {
         assert!(said.contains(want), "missing {want:?}:\n{said}");
     }
 }
+
+/// The pinned install is the server's code, granted to read and execute, never to write: a
+/// server (here node itself, started the way the pinned command starts it, with the install's
+/// script on its command line so the node preset grants the same tree) cannot change the code
+/// that later runs are checked against, while the same write works unsandboxed.
+#[test]
+fn the_pinned_install_cannot_be_written_by_the_server() {
+    let u = User::new();
+    let spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let (file, _, _) = u.capture_and_review("memory", &[], &["npx", "-y", &spec]);
+    let pkg = u
+        .path("store/npm")
+        .join(format!(
+            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
+        ))
+        .join("node_modules")
+        .join(MEMORY);
+    assert_eq!(package_of(&file, "memory")["version"], MEMORY_VERSION);
+    let script = pkg.join("package.json").display().to_string();
+    let target = pkg.join("injected.js");
+    let code = format!(
+        "try {{ require('fs').writeFileSync({:?}, 'x'); console.log('WROTE') }} catch (e) {{ console.log(e.code) }}",
+        target.display().to_string()
+    );
+    let sandboxed =
+        run_bounded(
+            u.mcpguard()
+                .args(["sandbox-check", "--", "node", "-e", &code, &script]),
+        );
+    let said = String::from_utf8_lossy(&sandboxed.stdout);
+    // Landlock refuses it (EACCES), and under the mount namespace the tree is read-only too
+    // (EROFS, which the kernel reports first).
+    assert!(
+        !said.contains("WROTE") && (said.contains("EACCES") || said.contains("EROFS")),
+        "{}",
+        show(&sandboxed)
+    );
+    assert!(!target.exists());
+    let direct = run_bounded(u.command("node").args(["-e", &code, &script]));
+    assert!(
+        String::from_utf8_lossy(&direct.stdout).contains("WROTE"),
+        "unsandboxed the write works: {}",
+        show(&direct)
+    );
+}
