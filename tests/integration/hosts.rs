@@ -969,3 +969,151 @@ fn codex_asks_once_when_its_own_approval_is_left_to_mcpguard() {
         );
     }
 }
+
+/// Marks Claude Code's first-run questions as answered in `~/.claude.json` (the file
+/// `claude mcp add-json` wrote): onboarding done, the working directory trusted, and the
+/// stand-in's API key accepted, so that the interactive interface opens on the conversation.
+fn claude_skip_first_run(home: &Path, work: &Path) {
+    let path = home.join(".claude.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    doc["hasCompletedOnboarding"] = json!(true);
+    doc["theme"] = json!("dark");
+    doc["customApiKeyResponses"] = json!({"approved": ["stand-in"], "rejected": []});
+    doc["projects"][work.display().to_string()] =
+        json!({"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true});
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+}
+
+/// The `tools/call`s of `tool` the fixture server received.
+fn calls_of(log: &Path, tool: &str) -> usize {
+    received(log)
+        .iter()
+        .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == tool)
+        .count()
+}
+
+/// Runs Claude Code's interactive interface in a terminal (tmux), types "Write a note for
+/// today." once the guarded server has listed its tools (Claude Code connects its servers while
+/// the interface opens, as a person sees), waits for mcpguard's question in Claude Code's
+/// elicitation dialog, reads it for two seconds as a person would, types `keys`, and returns the
+/// dialog's screen and the screen once the turn has ended.
+fn claude_tui_write(
+    dir: &Path,
+    home: &Path,
+    work: &Path,
+    url: &str,
+    log: &Path,
+    keys: &[&str],
+) -> (String, String) {
+    use crate::support::tmux::Tmux;
+    use std::time::{Duration, Instant};
+    let listed = received(log)
+        .iter()
+        .filter(|m| m["method"] == "tools/list")
+        .count();
+    let tmux = Tmux::start(dir, &claude(home, work, url, &[]));
+    let until = Instant::now() + Duration::from_secs(60);
+    while received(log)
+        .iter()
+        .filter(|m| m["method"] == "tools/list")
+        .count()
+        == listed
+    {
+        assert!(
+            Instant::now() < until,
+            "Claude Code never listed the guarded tools:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    tmux.keys(&["Write a note for today.", "Enter"]);
+    let dialog = tmux
+        .wait_for(
+            &["requests your input", "Accept", "Decline"],
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    tmux.keys(keys);
+    let done = tmux
+        .wait_for(&["FINAL: "], Duration::from_secs(60))
+        .unwrap();
+    tmux.keys(&["/exit", "Enter"]);
+    (dialog, done)
+}
+
+/// Claude Code's interactive interface, run in a terminal (tmux) as a person runs it, asks
+/// mcpguard's question for a write in its own elicitation dialog, whose first lines carry the
+/// server, the tool and the arguments (Claude Code folds the rest). Approved there once (the box
+/// ticked, then Accept), the write reaches the server and its result the answer on screen;
+/// declined there once (by a person, two seconds after it appeared), the write never reaches the
+/// server and mcpguard's refusal is what the model gets. The server's tools are allowed in
+/// Claude Code's settings as the README says, so mcpguard's question is the only one.
+#[test]
+fn claude_code_interactive_dialog_approves_a_write_once_and_declines_it_once() {
+    let (dir, home, work, log, url, _seen) = claude_setup();
+    claude_allow_fixture(&home);
+    claude_skip_first_run(&home, &work);
+
+    let (dialog, done) = claude_tui_write(
+        dir.path(),
+        &home,
+        &work,
+        &url,
+        &log,
+        &["Space", "Down", "Enter"],
+    );
+    // The dialog as drawn last (the scrollback can hold an earlier, partly drawn frame).
+    let all: Vec<&str> = dialog.lines().collect();
+    let head = all
+        .iter()
+        .rposition(|l| l.contains("requests your input"))
+        .unwrap();
+    let lines: Vec<&str> = all[head + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .take(3)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"mcpguard: allow the AI to call "write_note" on the MCP server "fixture"?"#,
+            &format!(r#"Arguments: body="{MARK}", path="notes/today.txt""#),
+            "Approve runs this one call once, now; Decline refuses it. No answer within 60 s refuses it.",
+        ],
+        "the dialog's first three lines are the question:\n{dialog}"
+    );
+    assert!(
+        done.contains("FINAL: ") && done.contains("wrote "),
+        "the approved write's result reaches the answer:\n{done}"
+    );
+    assert_eq!(
+        calls_of(&log, "write_note"),
+        1,
+        "the approved write reached the server"
+    );
+
+    let (_, done) = claude_tui_write(
+        dir.path(),
+        &home,
+        &work,
+        &url,
+        &log,
+        &["Down", "Right", "Enter"],
+    );
+    let answer = done
+        .lines()
+        .find(|l| l.contains("FINAL: "))
+        .unwrap_or_default();
+    assert!(
+        answer.contains("declined"),
+        "mcpguard's refusal of the declined write reaches the answer:\n{done}"
+    );
+    assert_eq!(
+        calls_of(&log, "write_note"),
+        1,
+        "the declined write never reaches the server"
+    );
+}
