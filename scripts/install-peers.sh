@@ -12,9 +12,15 @@
 #   .peers/runner-cache  npm and uv caches holding the packages the npx/uvx pinning tests pin
 #   .peers/defense-bench  a venv with mcp-defense-bench[fastmcp]==0.2.0, the public benchmark
 #                      of MCP defences that scripts/defense-bench.sh scores mcpguard on
+#   .peers/python3.13  CPython 3.13.5 built from the source tarball Debian ships (fast-agent
+#                      needs Python >= 3.12; the machine's is 3.11, and uv's managed Pythons
+#                      come from GitHub, which the registries-only network does not reach)
+#   .peers/fast-agent  a venv on it with fast-agent-mcp==0.10.48, every dependency pinned by
+#                      scripts/peers-fast-agent/constraints.txt: the fourth real host
 #   .peers/paths.json  absolute command lines for each peer (read by the tests)
 #
-# It also makes sure dbus-daemon is there (Debian's dbus package), for the desktop-channel tests.
+# It also makes sure dbus-daemon (the desktop-channel tests) and tmux (the host tests that
+# drive a host's terminal interface) are there, from Debian's packages.
 #
 # Idempotent: each part carries a stamp keyed on the content hash of this script
 # (and of the npm manifest/lockfile), so a second run only checks the stamps and
@@ -49,7 +55,7 @@ for arg in "$@"; do
     case "$arg" in
         --force) FORCE=1 ;;
         -h | --help)
-            sed -n '2,24p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
+            sed -n '2,30p' "$SCRIPT_PATH" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -125,6 +131,18 @@ webencodings==0.6.1
 DEBIAN_PACKAGES=()
 command -v ssh-keygen >/dev/null 2>&1 || DEBIAN_PACKAGES+=(openssh-client)
 [[ -x /usr/sbin/rsyslogd ]] || command -v rsyslogd >/dev/null 2>&1 || DEBIAN_PACKAGES+=(rsyslog)
+# tmux plays the person at a host's full-screen terminal interface (tests/integration/support/tmux.rs).
+command -v tmux >/dev/null 2>&1 || DEBIAN_PACKAGES+=(tmux)
+# What building CPython for fast-agent needs (see "CPython 3.13" below): a compiler, make, and
+# the headers of the standard library's C modules that fast-agent and its dependencies import.
+command -v cc >/dev/null 2>&1 || DEBIAN_PACKAGES+=(gcc)
+command -v make >/dev/null 2>&1 || DEBIAN_PACKAGES+=(make)
+command -v xz >/dev/null 2>&1 || DEBIAN_PACKAGES+=(xz-utils)
+if command -v dpkg-query >/dev/null 2>&1; then
+    for pkg in libssl-dev libffi-dev zlib1g-dev libsqlite3-dev libbz2-dev liblzma-dev libreadline-dev; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || DEBIAN_PACKAGES+=("$pkg")
+    done
+fi
 if ((${#DEBIAN_PACKAGES[@]})); then
     if command -v apt-get >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
         log "installing Debian packages: ${DEBIAN_PACKAGES[*]}"
@@ -291,6 +309,69 @@ else
     echo "$RUNNER_KEY" >"$RUNNER_STAMP"
 fi
 
+# --- CPython 3.13 and fast-agent ----------------------------------------------
+# fast-agent needs Python >= 3.12. The machine has 3.11 and Debian 12 ships no newer one; uv's
+# managed Pythons download from GitHub, which is not one of the registries this project may
+# reach. Debian's own archive is: it serves the upstream source tarball of its python3.13
+# package (the `.orig.tar.xz` is python.org's release tarball, byte for byte), pinned here by its
+# SHA-256. It is built without optimisation passes (a plain ./configure; about 3 minutes on 2
+# cores) into a folder of its own, keyed on the tarball, so changes to this script do not build
+# it again.
+PY313_VERSION=3.13.5
+PY313_SHA256=93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PY313_URL=$DEBIAN_MIRROR/pool/main/p/python3.13/python3.13_$PY313_VERSION.orig.tar.xz
+PY313_DIR=$PEERS/python3.13
+PY313_BIN=$PY313_DIR/bin/python3.13
+PY313_STAMP=$PY313_DIR/.mcpguard-peers-stamp
+PY313_KEY="$PY313_VERSION $PY313_SHA256"
+if stamp_ok "$PY313_STAMP" "$PY313_KEY" && [[ -x $PY313_BIN ]]; then
+    log "CPython $PY313_VERSION up to date ($PY313_BIN)"
+else
+    changed=1
+    log "building CPython $PY313_VERSION from $PY313_URL into $PY313_DIR"
+    rm -rf "$PY313_DIR"
+    py313_src=$(mktemp -d)
+    curl -fsS --retry 2 --max-time 300 -o "$py313_src/python.tar.xz" "$PY313_URL" ||
+        die "could not download $PY313_URL. Is Debian's archive reachable from here? (set DEBIAN_MIRROR to use another mirror)"
+    echo "$PY313_SHA256  $py313_src/python.tar.xz" | sha256sum -c --quiet - ||
+        die "$PY313_URL does not have the pinned SHA-256 $PY313_SHA256"
+    tar -xJf "$py313_src/python.tar.xz" -C "$py313_src"
+    if ! (cd "$py313_src/Python-$PY313_VERSION" &&
+        ./configure --prefix="$PY313_DIR" --without-ensurepip --disable-test-modules >"$py313_src/build.log" 2>&1 &&
+        make -j"$(nproc)" >>"$py313_src/build.log" 2>&1 &&
+        make install >>"$py313_src/build.log" 2>&1); then
+        tail -n 30 "$py313_src/build.log" >&2
+        rm -rf "$PY313_DIR"
+        die "building CPython $PY313_VERSION failed (the end of its log is above; the whole log is $py313_src/build.log)"
+    fi
+    "$PY313_BIN" -c 'import ssl, sqlite3, ctypes, lzma, bz2, zlib, readline' ||
+        die "CPython $PY313_VERSION was built without a module fast-agent needs (install the -dev packages listed above)"
+    rm -rf "$py313_src"
+    echo "$PY313_KEY" >"$PY313_STAMP"
+fi
+
+FA_VERSION=0.10.48
+FA_VENV=$PEERS/fast-agent
+FA_BIN=$FA_VENV/bin/fast-agent
+FA_STAMP=$FA_VENV/.mcpguard-peers-stamp
+FA_CONSTRAINTS=$SCRIPT_DIR/peers-fast-agent/constraints.txt
+FA_KEY=$(printf '%s\n%s\n' "$PY313_KEY" "$(hash_of "$FA_CONSTRAINTS")" | sha256sum | cut -d' ' -f1)
+if stamp_ok "$FA_STAMP" "$FA_KEY" && [[ -x $FA_BIN ]]; then
+    log "fast-agent up to date ($FA_BIN)"
+else
+    changed=1
+    log "uv pip install fast-agent-mcp==$FA_VERSION into $FA_VENV"
+    rm -rf "$FA_VENV"
+    if ! "$UV_BIN" venv --quiet --python "$PY313_BIN" "$FA_VENV" ||
+        ! "$UV_BIN" pip install --quiet --python "$FA_VENV/bin/python" -c "$FA_CONSTRAINTS" \
+            "fast-agent-mcp==$FA_VERSION"; then
+        rm -rf "$FA_VENV"
+        die "uv could not install fast-agent-mcp==$FA_VERSION. Is PyPI reachable from here?"
+    fi
+    echo "$FA_KEY" >"$FA_STAMP"
+fi
+
 # --- mcp-defense-bench (scripts/defense-bench.sh) ----------------------------
 # A venv of its own: the bench pulls fastmcp, whose dependencies must not move the interop
 # tests' venv. Every package pinned (pip freeze of a clean install on Python 3.11, 2026-12-01).
@@ -414,14 +495,14 @@ else
 fi
 
 # --- paths.json --------------------------------------------------------------
-for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS" "$GEMINI_JS" "$CLAUDE_BIN" "$CODEX_JS"; do
+for f in "$PY_BIN" "$TIME_BIN" "$FETCH_BIN" "$SE_JS" "$FS_JS" "$INSPECTOR_JS" "$GEMINI_JS" "$CLAUDE_BIN" "$CODEX_JS" "$FA_BIN"; do
     [[ -e $f ]] || die "expected file missing after install: $f (re-run with --force)"
 done
 
 if [[ $changed == 1 || ! -f $PATHS_JSON ]]; then
-    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" "$GEMINI_JS" "$CLAUDE_BIN" "$CODEX_JS" <<'EOF'
+    "$PY_BIN" - "$PATHS_JSON" "$NODE_ABS" "$PY_BIN" "$SE_JS" "$FS_JS" "$TIME_BIN" "$FETCH_BIN" "$INSPECTOR_JS" "$GEMINI_JS" "$CLAUDE_BIN" "$CODEX_JS" "$FA_BIN" <<'EOF'
 import json, os, sys
-out, node, py, se, fs, tm, fetch, insp, gemini, claude, codex = sys.argv[1:]
+out, node, py, se, fs, tm, fetch, insp, gemini, claude, codex, fast_agent = sys.argv[1:]
 paths = {
     "python": py,
     "node": node,
@@ -433,6 +514,7 @@ paths = {
     "gemini": [node, gemini],
     "claude": [claude],
     "codex": [node, codex],
+    "fast_agent": [fast_agent],
 }
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
@@ -454,6 +536,8 @@ EOF
     [[ $got == "$CLAUDE_VERSION (Claude Code)" ]] || die "claude --version printed '$got', expected $CLAUDE_VERSION"
     got=$(HOME=$(mktemp -d) "$NODE_ABS" "$CODEX_JS" --version 2>/dev/null | tail -n1)
     [[ $got == "codex-cli $CODEX_VERSION" ]] || die "codex --version printed '$got', expected $CODEX_VERSION"
+    got=$(HOME=$(mktemp -d) "$FA_BIN" --version 2>/dev/null | tail -n1)
+    [[ $got == "fast-agent-mcp v$FA_VERSION" ]] || die "fast-agent --version printed '$got', expected v$FA_VERSION"
     if ! verify_out=$("$PY_BIN" - "$PATHS_JSON" <<'EOF' 2>&1
 # Send `initialize` to each server entry and wait for its answer (10 s each).
 import json, os, select, subprocess, sys, tempfile, time
@@ -522,3 +606,4 @@ echo "inspector:  $INSPECTOR_JS ($INSPECTOR_VERSION)"
 echo "gemini:     $GEMINI_JS ($GEMINI_VERSION)"
 echo "claude:     $CLAUDE_BIN ($CLAUDE_VERSION)"
 echo "codex:      $CODEX_JS ($CODEX_VERSION)"
+echo "fast-agent: $FA_BIN ($FA_VERSION, on CPython $PY313_VERSION)"

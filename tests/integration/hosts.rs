@@ -1117,3 +1117,199 @@ fn claude_code_interactive_dialog_approves_a_write_once_and_declines_it_once() {
         "the declined write never reaches the server"
     );
 }
+
+/// fast-agent's configuration as its documentation writes it (`fastagent.config.yaml` in the
+/// working directory, the server under `mcp.servers`), for a guarded fixture whose approval
+/// sockets live in `runtime`: the temporary directory, the working directory and the fixture's
+/// log.
+fn fast_agent_setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let args = guarded_argv(
+        &snap,
+        &digest,
+        &[],
+        &["--log".into(), log.display().to_string()],
+    );
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let runtime = runtime_dir(dir.path());
+    let quoted = |s: &str| Value::String(s.to_string()).to_string();
+    let mut yaml = String::from("default_model: passthrough\n\nmcp:\n  servers:\n    fixture:\n");
+    yaml += &format!(
+        "      command: {}\n      args:\n",
+        quoted(&mcpguard().display().to_string())
+    );
+    for a in &args {
+        yaml += &format!("        - {}\n", quoted(a));
+    }
+    yaml += &format!(
+        "      env:\n        XDG_RUNTIME_DIR: {}\n",
+        quoted(&runtime.display().to_string())
+    );
+    std::fs::write(work.join("fastagent.config.yaml"), yaml).unwrap();
+    (dir, work, log)
+}
+
+/// fast-agent with its own HOME, in `work` (where it reads `fastagent.config.yaml`).
+fn fast_agent(home: &Path, work: &Path, args: &[&str]) -> Command {
+    let fa = argv(&peers()["fast_agent"]);
+    let mut cmd = Command::new(&fa[0]);
+    cmd.args(&fa[1..])
+        .args(args)
+        .current_dir(work)
+        .env("HOME", home)
+        .env_remove("MCPGUARD_LOG");
+    cmd
+}
+
+/// fast-agent's passthrough model turns `***CALL_TOOL NAME JSON` into a call of the MCP tool
+/// NAME (`SERVER__TOOL`), so that no model endpoint is needed.
+fn call_tool(tool: &str, args: &Value) -> String {
+    format!("***CALL_TOOL fixture__{tool} {args}")
+}
+
+/// fast-agent (on CPython 3.13, which it needs) runs mcpguard over a default snapshot: `fast-agent
+/// check` lists the guarded server, and a one-shot `fast-agent go` calls the reviewed `echo`
+/// through mcpguard; the result comes back as the passthrough model's final answer. fast-agent
+/// probes the 2026-07-28 `server/discover` first, so the server must still be initialized in the
+/// pinned 2025-11-25; and the run prints no mcpguard line at the default level.
+#[test]
+fn fast_agent_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_answer() {
+    let (dir, work, log) = fast_agent_setup();
+    let out = run_bounded(&mut fast_agent(dir.path(), &work, &["check"]));
+    let checked = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        checked
+            .lines()
+            .any(|l| l.contains("fixture") && l.contains("STDIO")),
+        "fast-agent check lists the guarded server: {checked}"
+    );
+
+    let message = call_tool("echo", &json!({"text": MARK}));
+    let out = run_bounded(&mut fast_agent(
+        dir.path(),
+        &work,
+        &[
+            "go",
+            "--model",
+            "passthrough",
+            "--servers",
+            "fixture",
+            "-m",
+            &message,
+        ],
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "fast-agent go: {stdout}\n{stderr}");
+    let answer = stdout.trim_end().lines().last().unwrap_or_default();
+    assert_eq!(
+        serde_json::from_str::<Value>(answer).ok(),
+        Some(json!({"text": MARK})),
+        "the tool result is the final answer: {stdout}"
+    );
+    assert!(
+        !stdout.contains("mcpguard:") && !stderr.contains("mcpguard:"),
+        "a healthy run is quiet at the default level: {stdout}\n{stderr}"
+    );
+    let received = received(&log);
+    let init = received
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["params"]["clientInfo"]["name"], "fast-agent-mcp");
+    assert_eq!(
+        calls_of(&log, "echo"),
+        1,
+        "the call reached the server: {received:?}"
+    );
+}
+
+/// fast-agent shows mcpguard's question for a write in its elicitation form, in its terminal
+/// interface (driven in tmux as a person drives it): the three-line question first, the box to
+/// tick, then Accept / Decline. Ticked and accepted, the write reaches the server and its result
+/// the screen; declined (by a person, two seconds after it appeared), the write never reaches the
+/// server and mcpguard's refusal is the tool's answer.
+#[test]
+fn fast_agent_elicitation_form_approves_a_write_once_and_declines_it_once() {
+    use crate::support::tmux::Tmux;
+    use std::time::{Duration, Instant};
+    let (dir, work, log) = fast_agent_setup();
+    let tmux = Tmux::start(
+        dir.path(),
+        &fast_agent(
+            dir.path(),
+            &work,
+            &["go", "--model", "passthrough", "--servers", "fixture"],
+        ),
+    );
+    let until = Instant::now() + Duration::from_secs(60);
+    while !received(&log).iter().any(|m| m["method"] == "tools/list") {
+        assert!(
+            Instant::now() < until,
+            "fast-agent never listed the guarded tools:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    tmux.wait_for(&["❯"], Duration::from_secs(30)).unwrap();
+    let write = call_tool(
+        "write_note",
+        &json!({"path": "notes/today.txt", "body": MARK}),
+    );
+
+    // Approve: tick the box (Space), move to Accept (Tab), press it (Enter).
+    tmux.keys(&[&write, "Enter"]);
+    let form = tmux
+        .wait_for(
+            &["Elicitation Request", "[ ] Yes", "Accept"],
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    for line in [
+        r#"mcpguard: allow the AI to call "write_note" on the MCP server "fixture"?"#,
+        &format!(r#"Arguments: body="{MARK}", path="notes/today.txt""#),
+        "Approve runs this one call once, now; Decline refuses it.",
+    ] {
+        assert!(form.contains(line), "the form shows {line:?}:\n{form}");
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    tmux.keys(&["Space"]);
+    tmux.wait_for(&["[*] Yes"], Duration::from_secs(10))
+        .unwrap();
+    tmux.keys(&["Tab", "Enter"]);
+    tmux.wait_for(&["wrote "], Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        calls_of(&log, "write_note"),
+        1,
+        "the approved write reached the server"
+    );
+
+    // Decline: move past Accept to Decline (Tab, Tab) and press it.
+    // The first form may still be in the scrollback, so this waits for a second one.
+    let forms = |screen: &str| screen.matches("Elicitation Request").count();
+    let before = forms(&tmux.screen());
+    tmux.keys(&[&write, "Enter"]);
+    tmux.wait_until("a second form", Duration::from_secs(60), |screen| {
+        forms(screen) > before && screen.contains("[ ] Yes")
+    })
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    tmux.keys(&["Tab", "Tab", "Enter"]);
+    let screen = tmux
+        .wait_for(
+            &["the person declined in the host channel"],
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    assert!(screen.contains("consent_required"), "{screen}");
+    assert_eq!(
+        calls_of(&log, "write_note"),
+        1,
+        "the declined write never reaches the server"
+    );
+    tmux.keys(&["C-d"]);
+}

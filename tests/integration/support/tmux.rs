@@ -93,15 +93,28 @@ impl Tmux {
     /// Waits until the screen holds every one of `needles`; returns the screen, or an error with
     /// the last screen after `timeout`.
     pub fn wait_for(&self, needles: &[&str], timeout: Duration) -> Result<String, String> {
+        self.wait_until(&format!("{needles:?}"), timeout, |screen| {
+            needles.iter().all(|n| screen.contains(n))
+        })
+    }
+
+    /// Waits until `ready` holds for the screen (`what` names it in the error); returns the
+    /// screen, or an error with the last screen after `timeout`.
+    pub fn wait_until(
+        &self,
+        what: &str,
+        timeout: Duration,
+        ready: impl Fn(&str) -> bool,
+    ) -> Result<String, String> {
         let until = Instant::now() + timeout;
         loop {
             let screen = self.screen();
-            if needles.iter().all(|n| screen.contains(n)) {
+            if ready(&screen) {
                 return Ok(screen);
             }
             if Instant::now() > until {
                 return Err(format!(
-                    "after {timeout:?} the screen does not show {needles:?}:\n{screen}"
+                    "after {timeout:?} the screen does not show {what}:\n{screen}"
                 ));
             }
             std::thread::sleep(Duration::from_millis(200));
