@@ -5,14 +5,18 @@
 # through mcpguard (default sandbox, a reviewed snapshot captured at the default protocol
 # version). Each host runs headless (`gemini -p`, `claude -p`, `codex exec`) against a stand-in
 # of its model API on 127.0.0.1 that answers at once with text, as in tests/integration/hosts.rs.
+# fast-agent runs `go -m` with its `passthrough` model, which makes no model request: for it the
+# figure is the whole run, from launch through one call of `echo` to its exit.
 # Prints the median and the spread of N runs of each, and the difference. Through mcpguard the
 # host sees only the reviewed tool (`echo`), directly all sixteen of the fixture's tools.
 #
 # Offline once the hosts are installed (scripts/install-peers.sh, which this runs).
-# Usage: scripts/bench-hosts.sh [RUNS]   (default 5)
+# Usage: scripts/bench-hosts.sh [RUNS] [HOST...]   (default 5 runs of gemini claude codex fast-agent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
+shift || true
+HOSTS=${*:-gemini claude codex fast-agent}
 cargo build --release --locked --bins --examples >&2
 scripts/install-peers.sh >/dev/null 2>&1
 M=$PWD/target/release/mcpguard
@@ -24,18 +28,19 @@ trap 'rm -rf "$WORK"' EXIT
 
 "$M" capture --server fixture --out "$WORK/fixture.json" -- "$FIXTURE" >/dev/null 2>"$WORK/capture.log" ||
     { cat "$WORK/capture.log" >&2; exit 1; }
-# A read the policy lets through without asking, reviewed like the host tests review it.
+# A read the policy lets through without asking (its review records the class, `sideEffect`),
+# reviewed like the host tests review it.
 cat >"$WORK/reviews.json" <<'EOF'
-{"echo": {"reviewer": "bench@example.test", "inputChannels": {"/text": "data"},
+{"echo": {"reviewer": "bench@example.test", "sideEffect": "read", "inputChannels": {"/text": "data"},
           "assertions": {"headless": true, "independentCalls": true, "modelBacked": false,
                          "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true}}}
 EOF
 DIGEST=$("$M" review "$WORK/fixture.json" --server fixture --from "$WORK/reviews.json" 2>/dev/null)
 
-python3 - "$RUNS" "$M" "$FIXTURE" "$WORK" "$DIGEST" "$PWD/.peers/paths.json" <<'EOF'
+python3 - "$RUNS" "$M" "$FIXTURE" "$WORK" "$DIGEST" "$PWD/.peers/paths.json" "$HOSTS" <<'EOF'
 import http.server, json, os, shutil, statistics, subprocess, sys, threading, time
 
-runs, m, fixture, work, digest, paths = sys.argv[1:]
+runs, m, fixture, work, digest, paths, hosts = sys.argv[1:]
 runs = int(runs)
 peers = json.load(open(paths))
 direct = [fixture]
@@ -126,6 +131,11 @@ def run(host, argv):
         json.dump({"mcpServers": {"fixture": {"type": "stdio", **cmd}}}, open(f"{home}/.claude.json", "w"))
         env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="stand-in", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
         host_cmd = peers["claude"] + ["-p", "Say done."]
+    elif host == "fast-agent":
+        with open(f"{home}/fastagent.config.yaml", "w") as f:
+            json.dump({"default_model": "passthrough", "mcp": {"servers": {"fixture": cmd}}}, f)
+        call = "***CALL_TOOL fixture__echo " + json.dumps({"text": "done"})
+        host_cmd = peers["fast_agent"] + ["go", "--model", "passthrough", "--servers", "fixture", "-m", call]
     else:
         os.makedirs(f"{home}/.codex")
         with open(f"{home}/.codex/config.toml", "w") as f:
@@ -141,6 +151,8 @@ def run(host, argv):
     p = subprocess.run(host_cmd, cwd=home, env=env, stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     end = time.monotonic()
+    if host == "fast-agent" and p.returncode == 0 and b'{"text":"done"}' in p.stdout:
+        seen["t"] = end
     if p.returncode != 0 or "t" not in seen:
         sys.exit(f"{host}: no model request offered the echo tool (exit {p.returncode}):\n"
                  f"{p.stdout.decode(errors='replace')[-2000:]}\n{p.stderr.decode(errors='replace')[-2000:]}")
@@ -151,7 +163,7 @@ def fmt(xs):
 
 print(f"host launch to its first model request offering the server's tools, median of {runs} runs (min-max), ms")
 print(f"{'host':<10} {'direct':>22} {'through mcpguard':>22} {'difference':>11}   whole run direct / guarded")
-for host in ["gemini", "claude", "codex"]:
+for host in hosts.split():
     run(host, direct)  # one warm-up run each, so that the disk cache is not measured
     # Alternated, so that a change in the machine's load during the runs falls on both sides.
     d, g = [], []
