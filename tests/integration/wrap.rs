@@ -216,9 +216,10 @@ fn a_file_it_does_not_understand_is_refused_whole() {
         ("[1, 2]", "not a JSON object"),
         ("{\"mcpServers\": {}, \"servers\": {}}", "more than one servers object"),
         ("{\"mcpServers\": []}", "is not an object"),
-        // VS Code allows comments; a rewrite would drop them, so the file is left alone.
-        ("{\n  // my servers\n  \"servers\": {}\n}", "not plain JSON"),
-        ("{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", "not plain JSON"),
+        // Comments and trailing commas are JSONC, which VS Code and Zed read; JSON5's other
+        // extensions are read by no host wrap knows.
+        ("{\n  // my servers\n  \"servers\": {'a': {}}\n}", "is not JSON"),
+        ("{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", "\"a\" appears twice in /mcpServers"),
         (
             "{\"mcpServers\": {\"ok\": {\"command\": \"x\"}, \"odd\": {\"type\": \"pipe\", \"command\": \"y\"}}}",
             "type \"pipe\"",
