@@ -193,7 +193,12 @@ fn set(
         }
         Syntax::Yaml => {
             let rendered = super::yaml::render(value, None, text)?;
-            let key = super::yaml::quote(last);
+            // The keys wrap adds (`args`) are plain words, written as the hosts' own files do.
+            let key = if last.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                (*last).to_string()
+            } else {
+                super::yaml::quote(last)
+            };
             if *flow {
                 let at = after.value.span.end;
                 Ok((at..at, format!(", {key}: {rendered}")))
