@@ -663,8 +663,16 @@ fn wrap_twice(file: &str, original: &str) -> (tempfile::TempDir, String, String,
     let new = std::fs::read_to_string(&config).unwrap();
     let again = wrap(&config, &args);
     assert!(again.status.success(), "{file}: {}", stderr(&again));
-    assert!(stderr(&again).contains("nothing to change"), "{}", stderr(&again));
-    assert_eq!(std::fs::read_to_string(&config).unwrap(), new, "{file}: the second wrap changed it");
+    assert!(
+        stderr(&again).contains("nothing to change"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        new,
+        "{file}: the second wrap changed it"
+    );
     assert_eq!(backups(dir.path()).len(), 1, "{file}: one backup");
     (dir, new, stderr(&out), snaps)
 }
@@ -679,7 +687,10 @@ fn yaml_strings(text: &str) -> Vec<String> {
     }
     t.lines()
         .map(|l| {
-            let item = l.trim().strip_prefix("- ").unwrap_or_else(|| panic!("{l:?}"));
+            let item = l
+                .trim()
+                .strip_prefix("- ")
+                .unwrap_or_else(|| panic!("{l:?}"));
             serde_json::from_str(item).unwrap_or_else(|e| panic!("{item}: {e}"))
         })
         .collect()
@@ -728,11 +739,17 @@ fn vscode_jsonc_files_keep_their_comments_and_trailing_commas() {
     let parts = replaced(
         mcp_json,
         &new,
-        &["\"uvx\"", "[\"mcp-server-time\", \"--local-timezone=UTC\",]"],
+        &[
+            "\"uvx\"",
+            "[\"mcp-server-time\", \"--local-timezone=UTC\",]",
+        ],
     );
     assert_eq!(parts[0], quoted(&mcpguard().display().to_string()));
     let args: Vec<String> = serde_json::from_str(&parts[1]).unwrap();
-    assert_eq!(args, wrapped_args(&snaps, "time", &["--sandbox-env", "TZ"], &server));
+    assert_eq!(
+        args,
+        wrapped_args(&snaps, "time", &["--sandbox-env", "TZ"], &server)
+    );
     assert!(
         parts[1].starts_with("[\n        \"--manifest\",\n") && parts[1].ends_with("\n      ]"),
         "laid out like the file: {}",
@@ -749,7 +766,11 @@ fn vscode_jsonc_files_keep_their_comments_and_trailing_commas() {
         format!(
             "{}, \"args\": [{}]",
             quoted(&mcpguard().display().to_string()),
-            want_args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(", ")
+            want_args
+                .iter()
+                .map(|a| quoted(a))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     );
 }
@@ -796,14 +817,25 @@ fn zed_settings_are_wrapped_in_both_custom_forms() {
     let parts = replaced(
         original,
         &new,
-        &["\"uvx\"", "[\"mcp-server-time\"]", "\"uvx\"", "[\"mcp-server-git\"]"],
+        &[
+            "\"uvx\"",
+            "[\"mcp-server-time\"]",
+            "\"uvx\"",
+            "[\"mcp-server-git\"]",
+        ],
     );
     let ours = quoted(&mcpguard().display().to_string());
     assert_eq!(parts[0], ours);
     assert_eq!(parts[2], ours, "the nested form's `path`");
     let args = |t: &str| serde_json::from_str::<Vec<String>>(t).unwrap();
-    assert_eq!(args(&parts[1]), wrapped_args(&snaps, "time", &[], &["uvx", "mcp-server-time"]));
-    assert_eq!(args(&parts[3]), wrapped_args(&snaps, "git", &[], &["uvx", "mcp-server-git"]));
+    assert_eq!(
+        args(&parts[1]),
+        wrapped_args(&snaps, "time", &[], &["uvx", "mcp-server-time"])
+    );
+    assert_eq!(
+        args(&parts[3]),
+        wrapped_args(&snaps, "git", &[], &["uvx", "mcp-server-git"])
+    );
 }
 
 /// fast-agent's `fastagent.config.yaml` (`mcp.servers`): comments, quoting and layout are kept;
@@ -813,7 +845,10 @@ fn zed_settings_are_wrapped_in_both_custom_forms() {
 fn fast_agent_yaml_is_wrapped_keeping_comments_and_layout() {
     let original = "# fast-agent configuration\ndefault_model: passthrough\n\nlogger:\n  level: error\n\nmcp:\n  servers:\n    # the local clock\n    time:\n      command: uvx   # from PyPI\n      args: [\"mcp-server-time\"]\n      env:\n        TZ: UTC\n    fetch:\n      transport: stdio\n      command: \"uvx\"\n      args:\n        - mcp-server-fetch\n    tool:\n      command: /opt/tools/server # no args\n      cwd: /tmp\n    docs:\n      transport: http\n      url: \"https://example.test/mcp\"\n";
     let (_d, new, said, snaps) = wrap_twice("fastagent.config.yaml", original);
-    assert!(said.contains("left alone: \"docs\" is a remote server"), "{said}");
+    assert!(
+        said.contains("left alone: \"docs\" is a remote server"),
+        "{said}"
+    );
     let parts = replaced(
         original,
         &new,
@@ -829,9 +864,18 @@ fn fast_agent_yaml_is_wrapped_keeping_comments_and_layout() {
     assert_eq!(parts[0], ours);
     assert_eq!(
         yaml_strings(&parts[1]),
-        wrapped_args(&snaps, "time", &["--sandbox-env", "TZ"], &["uvx", "mcp-server-time"])
+        wrapped_args(
+            &snaps,
+            "time",
+            &["--sandbox-env", "TZ"],
+            &["uvx", "mcp-server-time"]
+        )
     );
-    assert!(parts[1].starts_with('['), "a flow list stays one: {}", parts[1]);
+    assert!(
+        parts[1].starts_with('['),
+        "a flow list stays one: {}",
+        parts[1]
+    );
     assert_eq!(parts[2], ours);
     assert!(
         parts[3].starts_with("- \"--manifest\"\n        - "),
@@ -844,7 +888,12 @@ fn fast_agent_yaml_is_wrapped_keeping_comments_and_layout() {
     );
     let (command, args) = parts[4]
         .split_once(" # no args\n      args: ")
-        .unwrap_or_else(|| panic!("args on a line of their own after the comment: {}", parts[4]));
+        .unwrap_or_else(|| {
+            panic!(
+                "args on a line of their own after the comment: {}",
+                parts[4]
+            )
+        });
     assert_eq!(command, ours);
     assert_eq!(
         yaml_strings(args),
@@ -859,9 +908,18 @@ fn fast_agent_yaml_is_wrapped_keeping_comments_and_layout() {
 fn goose_yaml_is_wrapped_leaving_builtins_and_remotes() {
     let original = "GOOSE_PROVIDER: openai\nGOOSE_MODEL: gpt-4o\nextensions:\n  developer:\n    bundled: true\n    display_name: Developer\n    enabled: true\n    name: developer\n    timeout: 300\n    type: builtin\n  memory:\n    args:\n    - -y\n    - '@modelcontextprotocol/server-memory'\n    cmd: npx\n    enabled: true\n    envs:\n      MEMORY_FILE_PATH: /home/you/memory.jsonl\n    name: memory\n    timeout: 300\n    type: stdio\n  search:\n    enabled: true\n    name: search\n    type: streamable_http\n    uri: https://example.test/mcp\n";
     let (_d, new, said, snaps) = wrap_twice("config.yaml", original);
-    assert!(said.contains("left alone: \"developer\" is a Goose builtin extension"), "{said}");
-    assert!(said.contains("left alone: \"search\" is a remote server"), "{said}");
-    assert!(!said.contains("/home/you/memory.jsonl"), "a variable's value was printed: {said}");
+    assert!(
+        said.contains("left alone: \"developer\" is a Goose builtin extension"),
+        "{said}"
+    );
+    assert!(
+        said.contains("left alone: \"search\" is a remote server"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("/home/you/memory.jsonl"),
+        "a variable's value was printed: {said}"
+    );
     let parts = replaced(
         original,
         &new,
@@ -876,7 +934,11 @@ fn goose_yaml_is_wrapped_leaving_builtins_and_remotes() {
             &["npx", "-y", "@modelcontextprotocol/server-memory"]
         )
     );
-    assert!(parts[0].starts_with("- \"--manifest\"\n    - "), "{}", parts[0]);
+    assert!(
+        parts[0].starts_with("- \"--manifest\"\n    - "),
+        "{}",
+        parts[0]
+    );
     assert_eq!(parts[1], quoted(&mcpguard().display().to_string()));
 }
 
@@ -884,11 +946,26 @@ fn goose_yaml_is_wrapped_leaving_builtins_and_remotes() {
 #[test]
 fn yaml_it_cannot_edit_safely_is_refused_whole() {
     let cases = [
-        ("defaults: &d {command: uvx}\nmcp:\n  servers:\n    time: *d\n", "uses an alias (*name)"),
-        ("mcp:\n  servers:\n    time:\n      command: !env CMD\n", "uses a tag (!name)"),
-        ("a: 1\n---\nmcp:\n  servers: {}\n", "more than one YAML document"),
-        ("mcp:\n  targets:\n    - name: fetch\n      target: uvx mcp-server-fetch\n", "`mcp.targets` shorthand"),
-        ("extensions:\n  x:\n    type: stdio\n    cmd: [npx]\n", "`command` is not a non-empty string"),
+        (
+            "defaults: &d {command: uvx}\nmcp:\n  servers:\n    time: *d\n",
+            "uses an alias (*name)",
+        ),
+        (
+            "mcp:\n  servers:\n    time:\n      command: !env CMD\n",
+            "uses a tag (!name)",
+        ),
+        (
+            "a: 1\n---\nmcp:\n  servers: {}\n",
+            "more than one YAML document",
+        ),
+        (
+            "mcp:\n  targets:\n    - name: fetch\n      target: uvx mcp-server-fetch\n",
+            "`mcp.targets` shorthand",
+        ),
+        (
+            "extensions:\n  x:\n    type: stdio\n    cmd: [npx]\n",
+            "`command` is not a non-empty string",
+        ),
     ];
     for (text, why) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -78,4 +78,3 @@ pub(super) fn set_toml_servers(doc: &mut toml_edit::DocumentMut, servers: &Map<S
         }
     }
 }
-

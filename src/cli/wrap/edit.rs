@@ -77,7 +77,12 @@ pub(super) fn run(
     let mut expected = doc.clone();
     let mut added: Vec<(String, Value)> = Vec::new();
     for (name, new) in &views {
-        let entry_path: Vec<&str> = format.path().iter().copied().chain([name.as_str()]).collect();
+        let entry_path: Vec<&str> = format
+            .path()
+            .iter()
+            .copied()
+            .chain([name.as_str()])
+            .collect();
         let old = before.get(name);
         if old == Some(new) {
             continue;
@@ -205,7 +210,8 @@ fn set(
             } else {
                 // A new line at the key's column, after whatever ends the line (a comment).
                 let at = tree::line_end(text, after.value.span.end);
-                let column = text[tree::line_start(text, after.key_span.start)..after.key_span.start]
+                let column = text
+                    [tree::line_start(text, after.key_span.start)..after.key_span.start]
                     .chars()
                     .count();
                 Ok((at..at, format!("\n{}{key}: {rendered}", " ".repeat(column))))
@@ -216,7 +222,11 @@ fn set(
 
 /// The splices that add new members at the end of the servers object (JSON only: YAML entries
 /// are never added, see `hosts::native_entry`).
-fn add_members(text: &str, servers: &Node, added: &[(String, Value)]) -> Vec<(Range<usize>, String)> {
+fn add_members(
+    text: &str,
+    servers: &Node,
+    added: &[(String, Value)],
+) -> Vec<(Range<usize>, String)> {
     let Kind::Map { members, .. } = &servers.kind else {
         return Vec::new();
     };

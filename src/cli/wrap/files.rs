@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 /// Writes `bytes` over `config` after keeping `original` as a new backup beside it. Both files
 /// get the original's permissions. The write is atomic, goes to the file a symbolic link points
 /// to (dotfile managers link these files), and is abandoned if the file changed since it was read.
-pub(super) fn write_with_backup(config: &Path, original: &[u8], bytes: &[u8]) -> Result<PathBuf, String> {
+pub(super) fn write_with_backup(
+    config: &Path,
+    original: &[u8],
+    bytes: &[u8],
+) -> Result<PathBuf, String> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let target = std::fs::canonicalize(config)
         .map_err(|e| format!("cannot resolve {}: {e}", config.display()))?;
@@ -137,7 +141,6 @@ pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> Str
     }
     out
 }
-
 
 #[cfg(test)]
 mod tests {

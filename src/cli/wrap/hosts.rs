@@ -90,12 +90,7 @@ pub(super) fn detect(doc: &Value, syntax: Syntax) -> Result<Format, String> {
     let found: Vec<Format> = candidates
         .iter()
         .copied()
-        .filter(|f| {
-            f.path()
-                .iter()
-                .try_fold(doc, |v, k| v.get(k))
-                .is_some()
-        })
+        .filter(|f| f.path().iter().try_fold(doc, |v, k| v.get(k)).is_some())
         .collect();
     match found.as_slice() {
         [] => {
@@ -107,7 +102,8 @@ pub(super) fn detect(doc: &Value, syntax: Syntax) -> Result<Format, String> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            if syntax == Syntax::Yaml && obj.get("mcp").is_some_and(|m| m.get("targets").is_some()) {
+            if syntax == Syntax::Yaml && obj.get("mcp").is_some_and(|m| m.get("targets").is_some())
+            {
                 why.push_str(
                     "; its `mcp.targets` shorthand is not rewritten: write each server as an entry of `mcp.servers` (command, args) and wrap again",
                 );
@@ -302,20 +298,48 @@ mod tests {
     #[test]
     fn formats_are_detected_or_refused() {
         let cases = [
-            (json!({"mcpServers": {}}), Syntax::Json, Ok(Format::McpServers)),
-            (json!({"servers": {}, "inputs": []}), Syntax::Json, Ok(Format::VsCode)),
+            (
+                json!({"mcpServers": {}}),
+                Syntax::Json,
+                Ok(Format::McpServers),
+            ),
+            (
+                json!({"servers": {}, "inputs": []}),
+                Syntax::Json,
+                Ok(Format::VsCode),
+            ),
             (
                 json!({"editor.fontSize": 12, "mcp": {"servers": {}}}),
                 Syntax::Json,
                 Ok(Format::VsCodeSettings),
             ),
-            (json!({"theme": "One", "context_servers": {}}), Syntax::Json, Ok(Format::Zed)),
-            (json!({"mcp": {"servers": {}}}), Syntax::Yaml, Ok(Format::FastAgent)),
-            (json!({"GOOSE_MODEL": "x", "extensions": {}}), Syntax::Yaml, Ok(Format::Goose)),
+            (
+                json!({"theme": "One", "context_servers": {}}),
+                Syntax::Json,
+                Ok(Format::Zed),
+            ),
+            (
+                json!({"mcp": {"servers": {}}}),
+                Syntax::Yaml,
+                Ok(Format::FastAgent),
+            ),
+            (
+                json!({"GOOSE_MODEL": "x", "extensions": {}}),
+                Syntax::Yaml,
+                Ok(Format::Goose),
+            ),
             (json!({"mcp": {}}), Syntax::Json, Err(())),
-            (json!({"mcpServers": {}, "servers": {}}), Syntax::Json, Err(())),
+            (
+                json!({"mcpServers": {}, "servers": {}}),
+                Syntax::Json,
+                Err(()),
+            ),
             (json!({"mcpServers": {}}), Syntax::Yaml, Err(())),
-            (json!({"mcp": {"servers": {}}, "extensions": {}}), Syntax::Yaml, Err(())),
+            (
+                json!({"mcp": {"servers": {}}, "extensions": {}}),
+                Syntax::Yaml,
+                Err(()),
+            ),
             (json!([]), Syntax::Json, Err(())),
         ];
         for (doc, syntax, want) in cases {
@@ -336,21 +360,35 @@ mod tests {
             json!({"command": {"path": "npx", "args": ["-y", "x"], "env": {"K": "v"}}, "settings": {}}),
         )
         .unwrap();
-        assert_eq!(v, json!({"command": "npx", "args": ["-y", "x"], "env": {"K": "v"}}));
+        assert_eq!(
+            v,
+            json!({"command": "npx", "args": ["-y", "x"], "env": {"K": "v"}})
+        );
         assert_eq!(d, &ZED_NESTED);
-        let (_, d) = entry(Format::Zed, json!({"source": "custom", "command": "npx", "args": []})).unwrap();
+        let (_, d) = entry(
+            Format::Zed,
+            json!({"source": "custom", "command": "npx", "args": []}),
+        )
+        .unwrap();
         assert_eq!(d, &PLAIN);
         assert!(entry(Format::Zed, json!({"source": "extension", "settings": {}})).is_none());
         assert!(entry(Format::Zed, json!({"settings": {"k": 1}})).is_none());
         assert!(entry(Format::Zed, json!({"url": "https://example.test/mcp"})).is_some());
-        let (v, _) = entry(Format::FastAgent, json!({"transport": "http", "url": "https://e.test"})).unwrap();
+        let (v, _) = entry(
+            Format::FastAgent,
+            json!({"transport": "http", "url": "https://e.test"}),
+        )
+        .unwrap();
         assert_eq!(v, json!({"type": "http", "url": "https://e.test"}));
         let (v, d) = entry(
             Format::Goose,
             json!({"type": "stdio", "name": "G", "cmd": "npx", "args": ["x"], "envs": {"T": "1"}, "enabled": true}),
         )
         .unwrap();
-        assert_eq!(v, json!({"type": "stdio", "command": "npx", "args": ["x"], "env": {"T": "1"}}));
+        assert_eq!(
+            v,
+            json!({"type": "stdio", "command": "npx", "args": ["x"], "env": {"T": "1"}})
+        );
         assert_eq!(d, &GOOSE);
         for skipped in ["builtin", "platform", "sse", "streamable_http"] {
             assert!(entry(Format::Goose, json!({"type": skipped, "name": "d"})).is_none());

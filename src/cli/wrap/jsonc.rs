@@ -164,7 +164,12 @@ impl Layout {
 /// The text that puts a new member `key: value` after `after` (a member of an object written with
 /// `layout`): a comma, then the member on a line of its own at the member's indentation, or on the
 /// same line for a one-line object. A comma that followed `after` stays after the new member.
-pub(super) fn member_after(after: &Member, key: &str, value: &Value, layout: &Layout) -> (Range<usize>, String) {
+pub(super) fn member_after(
+    after: &Member,
+    key: &str,
+    value: &Value,
+    layout: &Layout,
+) -> (Range<usize>, String) {
     let at = after.value.span.end;
     let key = Value::String(key.to_string());
     let text = if layout.multiline {
@@ -176,7 +181,11 @@ pub(super) fn member_after(after: &Member, key: &str, value: &Value, layout: &La
 }
 
 /// The text that fills an empty object `{}` at `node` with its first members.
-pub(super) fn fill_empty(node: &Node, members: &[(String, Value)], layout: &Layout) -> (Range<usize>, String) {
+pub(super) fn fill_empty(
+    node: &Node,
+    members: &[(String, Value)],
+    layout: &Layout,
+) -> (Range<usize>, String) {
     let object: serde_json::Map<String, Value> = members.iter().cloned().collect();
     (node.span.clone(), layout.render(&Value::Object(object)))
 }
@@ -190,7 +199,10 @@ mod tests {
     fn comments_and_trailing_commas_are_read_with_spans() {
         let text = "{\n  // servers\n  \"servers\": {\n    \"a\": {\"command\": \"x\", \"args\": [\"1\",],},\n  },\n}\n";
         let tree = parse(text).unwrap();
-        assert_eq!(tree.to_value(), json!({"servers": {"a": {"command": "x", "args": ["1"]}}}));
+        assert_eq!(
+            tree.to_value(),
+            json!({"servers": {"a": {"command": "x", "args": ["1"]}}})
+        );
         let cmd = tree.at(&["servers", "a", "command"]).unwrap();
         assert_eq!(&text[cmd.span.clone()], "\"x\"");
         let args = tree.at(&["servers", "a", "args"]).unwrap();
@@ -222,7 +234,10 @@ mod tests {
         let cmd = entry.member("command").unwrap();
         let layout = Layout::of(text, entry, cmd.key_span.start);
         assert_eq!(layout.indent, "        ");
-        assert_eq!(layout.render(&json!(["a", "b"])), "[\n            \"a\",\n            \"b\"\n        ]");
+        assert_eq!(
+            layout.render(&json!(["a", "b"])),
+            "[\n            \"a\",\n            \"b\"\n        ]"
+        );
         let (at, new) = member_after(cmd, "args", &json!(["a"]), &layout);
         let out = super::super::tree::splice(text, vec![(at, new)]).unwrap();
         assert_eq!(

@@ -100,25 +100,31 @@ pub(super) fn parse(text: &str) -> Result<Node, String> {
                 }
             }
             Event::SequenceStart(anchor, tag) => {
-                push(&mut stack, Open::Seq {
-                    start,
-                    flow: text[start..].starts_with('['),
-                    anchor,
-                    tagged: tag.is_some(),
-                    items: Vec::new(),
-                })?;
+                push(
+                    &mut stack,
+                    Open::Seq {
+                        start,
+                        flow: text[start..].starts_with('['),
+                        anchor,
+                        tagged: tag.is_some(),
+                        items: Vec::new(),
+                    },
+                )?;
                 continue;
             }
             Event::MappingStart(anchor, tag) => {
-                push(&mut stack, Open::Map {
-                    start,
-                    flow: text[start..].starts_with('{'),
-                    anchor,
-                    tagged: tag.is_some(),
-                    members: Vec::new(),
-                    key: None,
-                    merge: false,
-                })?;
+                push(
+                    &mut stack,
+                    Open::Map {
+                        start,
+                        flow: text[start..].starts_with('{'),
+                        anchor,
+                        tagged: tag.is_some(),
+                        members: Vec::new(),
+                        key: None,
+                        merge: false,
+                    },
+                )?;
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -203,7 +209,12 @@ fn odd_collection(anchor: usize, tagged: bool, merge: bool) -> Option<&'static s
 }
 
 /// Puts a finished node where it belongs: an item, a key, a key's value, or the document.
-fn attach(stack: &mut [Open], root: &mut Option<Node>, node: Node, text: &str) -> Result<(), String> {
+fn attach(
+    stack: &mut [Open],
+    root: &mut Option<Node>,
+    node: Node,
+    text: &str,
+) -> Result<(), String> {
     match stack.last_mut() {
         None => *root = Some(node),
         Some(Open::Seq { items, .. }) => items.push(node),
@@ -247,7 +258,9 @@ fn attach(stack: &mut [Open], root: &mut Option<Node>, node: Node, text: &str) -
 fn quoted_end(text: &str, start: usize, quote: char) -> Result<usize, String> {
     let mut chars = text[start..].char_indices();
     if chars.next().map(|(_, c)| c) != Some(quote) {
-        return Err(format!("a quoted string at byte {start} does not begin with its quote"));
+        return Err(format!(
+            "a quoted string at byte {start} does not begin with its quote"
+        ));
     }
     while let Some((i, c)) = chars.next() {
         if quote == '"' && c == '\\' {
@@ -384,7 +397,10 @@ mod tests {
         assert_eq!(&FILE[cmd.span.clone()], "\"u\\u0076x\"");
         assert_eq!(cmd.to_value(), json!("uvx"));
         let args = tree.at(&["mcp", "servers", "time", "args"]).unwrap();
-        assert_eq!(&FILE[args.span.clone()], "- mcp-server-time\n      - 'it''s'");
+        assert_eq!(
+            &FILE[args.span.clone()],
+            "- mcp-server-time\n      - 'it''s'"
+        );
         assert_eq!(args.to_value(), json!(["mcp-server-time", "it's"]));
         let web = tree.at(&["mcp", "servers", "web"]).unwrap();
         assert_eq!(
@@ -392,21 +408,30 @@ mod tests {
             "{transport: http, url: \"https://example.test/mcp\"}"
         );
         let list = tree.at(&["mcp", "servers", "list", "args"]).unwrap();
-        assert_eq!(&FILE[list.span.clone()], "- a\n\n        # between\n        - b");
+        assert_eq!(
+            &FILE[list.span.clone()],
+            "- a\n\n        # between\n        - b"
+        );
         assert_eq!(tree.at(&["last"]).unwrap().to_value(), json!(2));
     }
 
     #[test]
     fn what_a_splice_could_break_is_marked() {
-        let text = "base: &b {command: x}\ns:\n  a: *b\n  c: !custom y\n  d:\n    <<: *b\n  e: |\n    z\n";
+        let text =
+            "base: &b {command: x}\ns:\n  a: *b\n  c: !custom y\n  d:\n    <<: *b\n  e: |\n    z\n";
         let tree = parse(text).unwrap();
         let odd = |k: &str| tree.at(&["s", k]).unwrap().first_odd();
         assert_eq!(odd("a"), Some("an alias (*name)"));
-        assert_eq!(tree.at(&["s", "a"]).unwrap().to_value(), json!({"command": "x"}));
+        assert_eq!(
+            tree.at(&["s", "a"]).unwrap().to_value(),
+            json!({"command": "x"})
+        );
         assert_eq!(odd("c"), Some("a tag (!name)"));
         assert_eq!(odd("d"), Some("a merge key (<<)"));
         assert_eq!(odd("e"), Some("a block scalar (| or >)"));
-        assert!(parse("a: 1\n---\nb: 2\n").unwrap_err().contains("more than one YAML document"));
+        assert!(parse("a: 1\n---\nb: 2\n")
+            .unwrap_err()
+            .contains("more than one YAML document"));
         assert!(parse("a: 1\na: 2\n").unwrap_err().contains("appears twice"));
         assert!(parse("a: [1\n").is_err());
     }
