@@ -7,6 +7,7 @@
 //! was meant (the old document with the changed entries' new values), nothing is written.
 
 use std::ops::Range;
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -18,18 +19,31 @@ use super::{rewrite, Rewritten, WrapArgs};
 /// The keys of the view that `wrap` writes into existing entries.
 const WRITTEN: [&str; 2] = ["command", "args"];
 
-/// Wraps (or pins) the servers of one JSON or YAML file; the new text and what was done.
-pub(super) fn run(
-    text: &str,
-    syntax: Syntax,
-    args: &WrapArgs<'_>,
-    shown: &str,
-) -> Result<(String, Rewritten), String> {
-    let parse = |t: &str| match syntax {
-        Syntax::Json => jsonc::parse(t),
-        Syntax::Yaml => super::yaml::parse(t),
-    };
-    let tree = parse(text).map_err(|e| match syntax {
+/// A configuration file read: its tree, its host, and the view of each entry `wrap` may change.
+struct Read {
+    tree: Node,
+    doc: Value,
+    format: Format,
+    views: Map<String, Value>,
+    dialects: Vec<(String, &'static Dialect)>,
+    /// What is left alone, said before anything else.
+    notes: Vec<String>,
+}
+
+fn parse(text: &str, syntax: Syntax) -> Result<Node, String> {
+    match syntax {
+        Syntax::Json => jsonc::parse(text),
+        Syntax::Yaml => super::yaml::parse(text),
+    }
+}
+
+fn refusal(shown: &str, why: &str) -> String {
+    format!("refusing to change {shown}: {why}; nothing was changed")
+}
+
+/// Reads the file into the views of its entries, refusing what it does not fully understand.
+fn read(text: &str, syntax: Syntax, shown: &str) -> Result<Read, String> {
+    let tree = parse(text, syntax).map_err(|e| match syntax {
         Syntax::Json => format!(
             "{shown} is not JSON (comments and trailing commas are understood), so mcpguard will not rewrite it ({e}); nothing was changed"
         ),
@@ -37,18 +51,18 @@ pub(super) fn run(
             "{shown} is not YAML mcpguard can edit, so it will not rewrite it ({e}); nothing was changed"
         ),
     })?;
-    let refuse = |why: String| format!("refusing to change {shown}: {why}; nothing was changed");
+    let refuse = |why: String| refusal(shown, &why);
     let doc = tree.to_value();
     let format = hosts::detect(&doc, syntax).map_err(refuse)?;
-    let servers_node = tree
-        .at(format.path())
-        .filter(|n| matches!(n.kind, Kind::Map { .. }))
-        .ok_or_else(|| refuse(format!("{} is not an object", format.describe())))?;
-    let Kind::Map { members, .. } = &servers_node.kind else {
-        unreachable!("checked just above");
+    let Some(Node {
+        kind: Kind::Map { members, .. },
+        ..
+    }) = tree.at(format.path())
+    else {
+        return Err(refuse(format!("{} is not an object", format.describe())));
     };
     let mut views = Map::new();
-    let mut dialects: Vec<(String, &'static Dialect)> = Vec::new();
+    let mut dialects = Vec::new();
     let mut notes = Vec::new();
     for m in members {
         if let Some(why) = m.value.first_odd() {
@@ -57,7 +71,7 @@ pub(super) fn run(
                 m.key
             )));
         }
-        match hosts::view(format, &m.key, &m.value.to_value()).map_err(&refuse)? {
+        match hosts::view(format, &m.key, &m.value.to_value()).map_err(refuse)? {
             Viewed::Entry { view, dialect } => {
                 views.insert(m.key.clone(), view);
                 dialects.push((m.key.clone(), dialect));
@@ -65,29 +79,134 @@ pub(super) fn run(
             Viewed::Skip(note) => notes.push(note),
         }
     }
-    if format == Format::McpServers {
-        notes.extend(super::unwrapped_claude_code_projects(&doc));
+    match format {
+        Format::McpServers => notes.extend(super::unwrapped_claude_code_projects(&doc)),
+        Format::FastAgent => {
+            let targets = doc.pointer("/mcp/targets").and_then(Value::as_array);
+            if let Some(t) = targets.filter(|t| !t.is_empty()) {
+                notes.push(format!(
+                    "left alone: {} server(s) of the `mcp.targets` shorthand; write them as entries of `mcp.servers` (command, args) and wrap again",
+                    t.len()
+                ));
+            }
+        }
+        _ => {}
     }
-    let before = views.clone();
+    Ok(Read {
+        tree,
+        doc,
+        format,
+        views,
+        dialects,
+        notes,
+    })
+}
+
+/// fast-agent merges `fastagent.secrets.yaml` (beside the configuration) into it, and the `env`
+/// it sets for a server reaches that server: the names are added to the entries' views so that
+/// the sandbox passes them. Only names are read out of it, never values.
+fn add_fast_agent_secret_names(
+    config: &Path,
+    views: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) {
+    let Some(secrets) = config
+        .parent()
+        .map(|d| d.join("fastagent.secrets.yaml"))
+        .filter(|p| p.exists())
+    else {
+        return;
+    };
+    let shown = secrets.display();
+    let doc = match std::fs::read_to_string(&secrets)
+        .map_err(|e| e.to_string())
+        .and_then(|t| super::yaml::parse(&t))
+    {
+        Ok(tree) => tree.to_value(),
+        Err(e) => {
+            notes.push(format!(
+                "note: cannot read {shown} ({e}); the variables it sets for servers are not passed to them (add --entry NAME --sandbox-env VAR for each)"
+            ));
+            return;
+        }
+    };
+    for (name, view) in views.iter_mut() {
+        let Some(env) = doc
+            .get("mcp")
+            .and_then(|m| m.get("servers"))
+            .and_then(|s| s.get(name))
+            .and_then(|e| e.get("env"))
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        let Some(obj) = view.as_object_mut() else {
+            continue;
+        };
+        let into = obj
+            .entry("env")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(into) = into.as_object_mut() {
+            for k in env.keys() {
+                into.entry(k.clone()).or_insert(Value::Null);
+            }
+            notes.push(format!(
+                "note: {name:?}: the variables {shown} sets for it ({}) are passed by name as well",
+                env.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+}
+
+/// Wraps (or pins) the servers of one JSON or YAML file; the new text and what was done.
+pub(super) fn run(
+    text: &str,
+    syntax: Syntax,
+    args: &WrapArgs<'_>,
+    shown: &str,
+) -> Result<(String, Rewritten), String> {
+    let mut file = read(text, syntax, shown)?;
+    if file.format == Format::FastAgent {
+        add_fast_agent_secret_names(args.config, &mut file.views, &mut file.notes);
+    }
+    let mut views = file.views.clone();
     let mut outcome = rewrite(&mut views, args, shown)?;
+    let mut notes = std::mem::take(&mut file.notes);
     notes.append(&mut outcome.notes);
     outcome.notes = notes;
+    let updated = write(text, syntax, &file, &views).map_err(|why| refusal(shown, &why))?;
+    Ok((updated, outcome))
+}
 
+/// The text of the file with the entries' new views written into it: only the values that
+/// changed are replaced; the result is read back and must say exactly what was meant.
+fn write(
+    text: &str,
+    syntax: Syntax,
+    file: &Read,
+    views: &Map<String, Value>,
+) -> Result<String, String> {
+    let servers_node = file
+        .tree
+        .at(file.format.path())
+        .ok_or("the servers object is gone")?;
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-    let mut expected = doc.clone();
+    let mut expected = file.doc.clone();
     let mut added: Vec<(String, Value)> = Vec::new();
-    for (name, new) in &views {
-        let entry_path: Vec<&str> = format
+    for (name, new) in views {
+        let entry_path: Vec<&str> = file
+            .format
             .path()
             .iter()
             .copied()
             .chain([name.as_str()])
             .collect();
-        let old = before.get(name);
+        let old = file.views.get(name);
         if old == Some(new) {
             continue;
         }
-        let dialect = dialects
+        let dialect = file
+            .dialects
             .iter()
             .find(|(n, _)| n == name)
             .map_or(&hosts::PLAIN, |(_, d)| *d);
@@ -108,11 +227,11 @@ pub(super) fn run(
                 hosts::set_at(&mut expected, &entry_path, native);
             }
             (_, member) => {
-                let native = hosts::native_entry(format, new).ok_or_else(|| {
-                    refuse(format!(
+                let native = hosts::native_entry(file.format, new).ok_or_else(|| {
+                    format!(
                         "--from-lock would add or replace the whole entry {name:?}, and mcpguard writes only the command and arguments of existing entries into {}; add a local entry {name:?} with any command by hand, then run again",
-                        format.describe()
-                    ))
+                        file.format.describe()
+                    )
                 })?;
                 match member {
                     Some(m) => {
@@ -129,18 +248,18 @@ pub(super) fn run(
         edits.extend(add_members(text, servers_node, &added));
     }
     if edits.is_empty() {
-        return Ok((text.to_string(), outcome));
+        return Ok(text.to_string());
     }
     let updated = tree::splice(text, edits)?;
     // Read back: the new text must say exactly what was meant, and nothing else may differ.
-    let back = parse(&updated).map(|t| t.to_value());
+    let back = parse(&updated, syntax).map(|t| t.to_value());
     if back.as_ref() != Ok(&expected) {
         return Err(format!(
-            "refusing to change {shown}: mcpguard's edit of it did not read back as intended (a layout the editor does not know{}); nothing was changed. Wrap it by hand as README.md shows, and please report this",
+            "mcpguard's edit of it did not read back as intended (a layout the editor does not know{}). Wrap it by hand as README.md shows, and please report this",
             back.err().map(|e| format!(": {e}")).unwrap_or_default()
         ));
     }
-    Ok((updated, outcome))
+    Ok(updated)
 }
 
 /// Whether two views of an entry differ only in the keys `wrap` writes into existing entries.
@@ -214,7 +333,14 @@ fn set(
                     [tree::line_start(text, after.key_span.start)..after.key_span.start]
                     .chars()
                     .count();
-                Ok((at..at, format!("\n{}{key}: {rendered}", " ".repeat(column))))
+                Ok((
+                    at..at,
+                    format!(
+                        "{}{}{key}: {rendered}",
+                        tree::newline_of(text),
+                        " ".repeat(column)
+                    ),
+                ))
             }
         }
     }
@@ -244,8 +370,126 @@ fn add_members(
                 indent: tree::indentation_at(text, servers.span.start).to_string(),
                 unit: jsonc::indent_unit(text),
                 multiline: text.trim_end().contains('\n'),
+                newline: tree::newline_of(text),
             };
             vec![jsonc::fill_empty(servers, added, &layout)]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Reads `text`, applies `change` to the views, and writes them back.
+    fn rewrite_with(
+        text: &str,
+        syntax: Syntax,
+        change: impl FnOnce(&mut Map<String, Value>),
+    ) -> Result<String, String> {
+        let file = read(text, syntax, "f")?;
+        let mut views = file.views.clone();
+        change(&mut views);
+        write(text, syntax, &file, &views)
+    }
+
+    fn wrap_one(views: &mut Map<String, Value>, name: &str) {
+        let v = views.get_mut(name).unwrap();
+        v["command"] = json!("/bin/mcpguard");
+        v["args"] = json!(["--", "uvx", "t"]);
+    }
+
+    #[test]
+    fn jsonc_keeps_every_byte_but_the_changed_values() {
+        let text = "{\n  // mine\n  \"servers\": {\n    \"t\": {\n      \"command\": \"uvx\", // runner\n      \"env\": {},\n    },\n    \"r\": {\"url\": \"https://e.test\"},\n  },\n}\n";
+        let out = rewrite_with(text, Syntax::Json, |v| wrap_one(v, "t")).unwrap();
+        assert_eq!(
+            out,
+            "{\n  // mine\n  \"servers\": {\n    \"t\": {\n      \"command\": \"/bin/mcpguard\",\n      \"args\": [\n        \"--\",\n        \"uvx\",\n        \"t\"\n      ], // runner\n      \"env\": {},\n    },\n    \"r\": {\"url\": \"https://e.test\"},\n  },\n}\n"
+        );
+    }
+
+    #[test]
+    fn yaml_flow_mappings_and_crlf_files_are_edited_in_their_own_style() {
+        let text =
+            "mcp:\r\n  servers:\r\n    t: {command: uvx}\r\n    u:\r\n      command: uvx # c\r\n";
+        let out = rewrite_with(text, Syntax::Yaml, |v| {
+            wrap_one(v, "t");
+            wrap_one(v, "u");
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            "mcp:\r\n  servers:\r\n    t: {command: \"/bin/mcpguard\", args: [\"--\", \"uvx\", \"t\"]}\r\n    u:\r\n      command: \"/bin/mcpguard\" # c\r\n      args: [\"--\", \"uvx\", \"t\"]\r\n"
+        );
+    }
+
+    #[test]
+    fn zed_nested_commands_are_written_where_zed_reads_them() {
+        let text =
+            "{\"context_servers\": {\"g\": {\"command\": {\"path\": \"uvx\"}, \"settings\": {}}}}";
+        let out = rewrite_with(text, Syntax::Json, |v| wrap_one(v, "g")).unwrap();
+        assert_eq!(
+            out,
+            "{\"context_servers\": {\"g\": {\"command\": {\"path\": \"/bin/mcpguard\", \"args\": [\"--\", \"uvx\", \"t\"]}, \"settings\": {}}}}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_span_is_caught_by_the_read_back() {
+        let text = "extensions:\n  m:\n    type: stdio\n    cmd: npx\n";
+        let mut file = read(text, Syntax::Yaml, "f").unwrap();
+        // Shorten the span of `npx` to `np`, as a parser with wrong positions would.
+        let Kind::Map { members, .. } = &mut file.tree.kind else {
+            panic!()
+        };
+        let Kind::Map { members, .. } = &mut members[0].value.kind else {
+            panic!()
+        };
+        let Kind::Map { members, .. } = &mut members[0].value.kind else {
+            panic!()
+        };
+        members[1].value.span.end -= 1;
+        let mut views = file.views.clone();
+        wrap_one(&mut views, "m");
+        let e = write(text, Syntax::Yaml, &file, &views).unwrap_err();
+        assert!(e.contains("did not read back as intended"), "{e}");
+    }
+
+    #[test]
+    fn whole_entries_are_written_only_into_json() {
+        let yaml = "mcp:\n  servers:\n    r: {url: \"https://e.test\"}\n";
+        let e = rewrite_with(yaml, Syntax::Yaml, |v| {
+            v.insert("n".into(), json!({"command": "x", "args": []}));
+        })
+        .unwrap_err();
+        assert!(
+            e.contains("add a local entry \"n\" with any command by hand"),
+            "{e}"
+        );
+        let json = "{\"context_servers\": {}}";
+        let out = rewrite_with(json, Syntax::Json, |v| {
+            v.insert("n".into(), json!({"command": "x", "args": []}));
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            "{\"context_servers\": {\"n\":{\"source\":\"custom\",\"command\":\"x\",\"args\":[]}}}"
+        );
+    }
+
+    #[test]
+    fn only_command_and_args_count_as_a_small_change() {
+        let old = json!({"type": "stdio", "command": "a", "env": {}});
+        assert!(only_written_keys_differ(
+            &old,
+            &json!({"command": "b", "args": [], "env": {}})
+        ));
+        assert!(!only_written_keys_differ(&old, &json!({"command": "b"})));
+        assert!(!only_written_keys_differ(
+            &json!({"url": "https://e.test"}),
+            &json!({"command": "b"})
+        ));
     }
 }

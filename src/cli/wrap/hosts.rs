@@ -180,6 +180,11 @@ pub(super) fn view(format: Format, name: &str, native: &Value) -> Result<Viewed,
     };
     Ok(match format {
         Format::McpServers | Format::VsCode | Format::VsCodeSettings => plain(),
+        // Zed starts a `"remote": true` server on the machine of a remote-development project,
+        // where the mcpguard path written here need not exist.
+        Format::Zed if obj.get("remote") == Some(&Value::Bool(true)) => Viewed::Skip(format!(
+            "left alone: {name:?} runs on the remote-development machine (`\"remote\": true`); mcpguard guards the servers this machine starts"
+        )),
         Format::Zed => match obj.get("command") {
             Some(Value::Object(cmd)) => {
                 let mut v = Map::new();
@@ -206,11 +211,28 @@ pub(super) fn view(format: Format, name: &str, native: &Value) -> Result<Viewed,
             _ => plain(),
         },
         Format::FastAgent => {
+            if obj.contains_key("target") {
+                return Err(format!(
+                    "server {name:?} uses the `target` shorthand, which wrap does not rewrite: write it as `command` and `args` (and `env`), then wrap again"
+                ));
+            }
+            if obj.get("management").and_then(Value::as_str) == Some("provider") {
+                return Ok(Viewed::Skip(format!(
+                    "left alone: {name:?} is run by the model provider (`management: provider`), not started here"
+                )));
+            }
             let mut v = obj.clone();
             if let Some(t) = v.remove("transport") {
                 if v.contains_key("type") {
                     return Err(format!("server {name:?} has both `transport` and `type`"));
                 }
+                // fast-agent's (and its predecessor mcp-agent's) names for the remote
+                // transports, in the words `classify` knows.
+                let t = match t.as_str() {
+                    Some("streamable_http") => Value::from("http"),
+                    Some("websocket") => Value::from("ws"),
+                    _ => t,
+                };
                 v.insert("type".into(), t);
             }
             Viewed::Entry {
@@ -225,6 +247,18 @@ pub(super) fn view(format: Format, name: &str, native: &Value) -> Result<Viewed,
                 for (from, to) in [("cmd", "command"), ("args", "args"), ("envs", "env")] {
                     if let Some(x) = obj.get(from) {
                         v.insert(to.into(), x.clone());
+                    }
+                }
+                // `env_keys` names variables whose values Goose keeps in its secret store and
+                // sets for the server: they must pass the sandbox too. Only the names are used.
+                if let Some(keys) = obj.get("env_keys").and_then(Value::as_array) {
+                    let env = v
+                        .entry("env")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Some(env) = env.as_object_mut() {
+                        for k in keys.iter().filter_map(Value::as_str) {
+                            env.entry(k).or_insert(Value::Null);
+                        }
                     }
                 }
                 if !v.contains_key("command") {
@@ -390,6 +424,34 @@ mod tests {
             json!({"type": "stdio", "command": "npx", "args": ["x"], "env": {"T": "1"}})
         );
         assert_eq!(d, &GOOSE);
+        let (v, _) = entry(
+            Format::Goose,
+            json!({"type": "stdio", "cmd": "npx", "envs": {"A": "1"}, "env_keys": ["TOKEN", "A"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            v["env"],
+            json!({"A": "1", "TOKEN": null}),
+            "env_keys are passed by name"
+        );
+        assert!(entry(Format::Zed, json!({"command": "x", "remote": true})).is_none());
+        assert!(entry(
+            Format::FastAgent,
+            json!({"management": "provider", "url": "https://e.test"})
+        )
+        .is_none());
+        assert!(view(
+            Format::FastAgent,
+            "s",
+            &json!({"target": "uvx mcp-server-fetch"})
+        )
+        .is_err());
+        let (v, _) = entry(
+            Format::FastAgent,
+            json!({"transport": "streamable_http", "url": "https://e.test"}),
+        )
+        .unwrap();
+        assert_eq!(v["type"], "http");
         for skipped in ["builtin", "platform", "sse", "streamable_http"] {
             assert!(entry(Format::Goose, json!({"type": skipped, "name": "d"})).is_none());
         }

@@ -122,6 +122,8 @@ pub(super) struct Layout {
     pub indent: String,
     pub unit: String,
     pub multiline: bool,
+    /// The file's line break.
+    pub newline: &'static str,
 }
 
 impl Layout {
@@ -132,6 +134,7 @@ impl Layout {
             indent: indentation_at(text, at).to_string(),
             unit: indent_unit(text),
             multiline: text[entry.span.clone()].contains('\n'),
+            newline: super::tree::newline_of(text),
         }
     }
 
@@ -157,7 +160,7 @@ impl Layout {
         // Serializing a Value into a Vec cannot fail.
         let _ = serde::Serialize::serialize(value, &mut ser);
         let pretty = String::from_utf8(buf).unwrap_or_default();
-        pretty.replace('\n', &format!("\n{}", self.indent))
+        pretty.replace('\n', &format!("{}{}", self.newline, self.indent))
     }
 }
 
@@ -173,7 +176,12 @@ pub(super) fn member_after(
     let at = after.value.span.end;
     let key = Value::String(key.to_string());
     let text = if layout.multiline {
-        format!(",\n{}{key}: {}", layout.indent, layout.render(value))
+        format!(
+            ",{}{}{key}: {}",
+            layout.newline,
+            layout.indent,
+            layout.render(value)
+        )
     } else {
         format!(", {key}: {}", layout.render(value))
     };

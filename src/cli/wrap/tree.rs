@@ -108,9 +108,24 @@ pub(super) fn line_start(text: &str, at: usize) -> usize {
     text[..at].rfind('\n').map_or(0, |i| i + 1)
 }
 
-/// The end of the line that holds byte `at` (the position of its newline, or the text's end).
+/// The end of the line that holds byte `at` (the position of its line break, `\r\n` or `\n`,
+/// or the text's end).
 pub(super) fn line_end(text: &str, at: usize) -> usize {
-    text[at..].find('\n').map_or(text.len(), |i| at + i)
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    if end > at && text[..end].ends_with('\r') {
+        end - 1
+    } else {
+        end
+    }
+}
+
+/// The line break the file uses: new lines written into a CRLF file get CRLF too.
+pub(super) fn newline_of(text: &str) -> &'static str {
+    if text.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    }
 }
 
 /// The whitespace that begins the line holding byte `at`.
@@ -145,5 +160,8 @@ mod tests {
         assert_eq!(line_start(text, 4), 2);
         assert_eq!(line_end(text, 4), 6);
         assert_eq!(indentation_at(text, 5), "  ");
+        assert_eq!(line_end("ab\r\ncd", 1), 2);
+        assert_eq!(newline_of("a\r\nb"), "\r\n");
+        assert_eq!(newline_of("a\nb"), "\n");
     }
 }

@@ -374,7 +374,7 @@ pub(super) fn render(value: &Value, old: Option<&Node>, text: &str) -> Result<St
                         .iter()
                         .map(|w| format!("- {w}"))
                         .collect::<Vec<_>>()
-                        .join(&format!("\n{prefix}")));
+                        .join(&format!("{}{prefix}", super::tree::newline_of(text))));
                 }
             }
             Ok(format!("[{}]", words.join(", ")))
