@@ -978,3 +978,109 @@ fn yaml_it_cannot_edit_safely_is_refused_whole() {
         assert!(backups(dir.path()).is_empty(), "{text}: no backup");
     }
 }
+
+/// The whole way for a YAML host: fast-agent's configuration wrapped (with the variable names
+/// its `fastagent.secrets.yaml` sets for the server passed by name, never their values), pinned
+/// after review, and the entry, read as fast-agent reads it and run that way, guards the server.
+#[test]
+fn fast_agent_entry_is_wrapped_pinned_and_guards_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fastagent.config.yaml");
+    let log = dir.path().join("server.log");
+    let original = format!(
+        "default_model: passthrough\nmcp:\n  servers:\n    fixture:   # the test server\n      command: {}\n      args:\n        - --log\n        - {}\n",
+        quoted(&fixture().display().to_string()),
+        quoted(&log.display().to_string())
+    );
+    std::fs::write(&config, &original).unwrap();
+    std::fs::write(
+        dir.path().join("fastagent.secrets.yaml"),
+        "mcp:\n  servers:\n    fixture:\n      env:\n        FIXTURE_MODE: secret-plain-value\n",
+    )
+    .unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
+            dir.path().display().to_string()
+        )),
+    )
+    .unwrap();
+    let out = wrap(
+        &config,
+        &[
+            "--snapshot-dir",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("fastagent.secrets.yaml sets for it (FIXTURE_MODE)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&out).contains("secret-plain-value"),
+        "{}",
+        stderr(&out)
+    );
+    let entry = || {
+        let text = std::fs::read_to_string(&config).unwrap();
+        let parts = replaced(
+            &original,
+            &text,
+            &[
+                &quoted(&fixture().display().to_string()),
+                &format!("- --log\n        - {}", quoted(&log.display().to_string())),
+            ],
+        );
+        let command: String = serde_json::from_str(&parts[0]).unwrap();
+        (command, yaml_strings(&parts[1]))
+    };
+    let (command, args) = entry();
+    assert_eq!(command, mcpguard().display().to_string());
+    let snap = dir.path().join("fixture.snapshot.json");
+    let fixture_s = fixture().display().to_string();
+    let log_s = log.display().to_string();
+    let want = [
+        "--manifest",
+        snap.to_str().unwrap(),
+        "--sha256",
+        "PENDING-REVIEW",
+        "--server",
+        "fixture",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--sandbox-env",
+        "FIXTURE_MODE",
+        "--",
+        &fixture_s,
+        "--log",
+        &log_s,
+    ];
+    assert_eq!(args, want);
+
+    let (reviewed, digest) = reviewed_snapshot(dir.path(), &[]);
+    assert_eq!(reviewed, snap);
+    let out = wrap(&config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (command, args) = entry();
+    assert_eq!(args[3], digest);
+    let mut p = Peer::start_with(
+        Command::new(&command)
+            .args(&args)
+            .env("FIXTURE_MODE", "plain"),
+    );
+    let init = p.initialize();
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcpguard-fixture",
+        "{init}"
+    );
+    let list = p.request(1, "tools/list", json!({}));
+    assert!(tool_names(&list).contains(&"echo"), "{list}");
+    p.close_stdin();
+    assert!(p.wait().success());
+}
