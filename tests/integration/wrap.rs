@@ -758,6 +758,10 @@ fn vscode_jsonc_files_keep_their_comments_and_trailing_commas() {
 
     let (_d, new, said, snaps) = wrap_twice("settings.json", settings_json);
     assert!(said.contains("left alone: \"docs\""), "{said}");
+    assert!(
+        !said.contains("read plain JSON only"),
+        "VS Code reads JSONC: {said}"
+    );
     // The entry had no `args`: they are added after the command, on the entry's one line.
     let parts = replaced(settings_json, &new, &["\"uvx\""]);
     let want_args = wrapped_args(&snaps, "time", &["--sandbox-env", "TZ"], &["uvx"]);
@@ -1083,4 +1087,34 @@ fn fast_agent_entry_is_wrapped_pinned_and_guards_the_server() {
     assert!(tool_names(&list).contains(&"echo"), "{list}");
     p.close_stdin();
     assert!(p.wait().success());
+}
+
+/// A file a Windows editor wrote keeps its byte-order mark and its CRLF line breaks, also on the
+/// lines wrap adds.
+#[test]
+fn a_byte_order_mark_and_crlf_line_breaks_are_kept() {
+    let original = "\u{feff}{\r\n  \"mcpServers\": {\r\n    \"time\": {\r\n      \"command\": \"uvx\"\r\n    }\r\n  }\r\n}\r\n";
+    let (_d, new, said, snaps) = wrap_twice("claude_desktop_config.json", original);
+    assert!(!said.contains("read plain JSON only"), "{said}");
+    assert!(new.starts_with('\u{feff}'), "{new:?}");
+    assert_eq!(
+        new.matches('\n').count(),
+        new.matches("\r\n").count(),
+        "a bare LF was written: {new:?}"
+    );
+    let parts = replaced(original, &new, &["\"uvx\""]);
+    let want = wrapped_args(&snaps, "time", &[], &["uvx"]);
+    let (command, args) = parts[0].split_once(",\r\n      \"args\": ").unwrap();
+    assert_eq!(command, quoted(&mcpguard().display().to_string()));
+    assert_eq!(serde_json::from_str::<Vec<String>>(args).unwrap(), want);
+}
+
+/// Comments in a file of the `mcpServers` shape are kept, and the person is told that Claude
+/// Desktop, Claude Code and Cursor do not read them.
+#[test]
+fn comments_in_an_mcp_servers_file_are_kept_with_a_warning() {
+    let original = "{\n  // mine\n  \"mcpServers\": {\"time\": {\"command\": \"uvx\"}}\n}\n";
+    let (_d, new, said, _) = wrap_twice("mcp.json", original);
+    assert!(said.contains("has comments or trailing commas; they are kept, but Claude Desktop, Claude Code and Cursor read plain JSON only"), "{said}");
+    assert!(new.starts_with("{\n  // mine\n"), "{new}");
 }

@@ -80,7 +80,17 @@ fn read(text: &str, syntax: Syntax, shown: &str) -> Result<Read, String> {
         }
     }
     match format {
-        Format::McpServers => notes.extend(super::unwrapped_claude_code_projects(&doc)),
+        Format::McpServers => {
+            notes.extend(super::unwrapped_claude_code_projects(&doc));
+            // Claude Desktop, Claude Code and Cursor read these files as plain JSON (a trailing
+            // comma breaks Cursor's mcp.json); other hosts of this shape may not. wrap keeps
+            // what it found and adds neither, so the person is told rather than the file refused.
+            if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+                notes.push(format!(
+                    "note: {shown} has comments or trailing commas; they are kept, but Claude Desktop, Claude Code and Cursor read plain JSON only"
+                ));
+            }
+        }
         Format::FastAgent => {
             let targets = doc.pointer("/mcp/targets").and_then(Value::as_array);
             if let Some(t) = targets.filter(|t| !t.is_empty()) {
@@ -165,6 +175,11 @@ pub(super) fn run(
     args: &WrapArgs<'_>,
     shown: &str,
 ) -> Result<(String, Rewritten), String> {
+    // A byte-order mark (which some Windows editors write) is kept and not parsed.
+    let (bom, text) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
+    };
     let mut file = read(text, syntax, shown)?;
     if file.format == Format::FastAgent {
         add_fast_agent_secret_names(args.config, &mut file.views, &mut file.notes);
@@ -175,7 +190,7 @@ pub(super) fn run(
     notes.append(&mut outcome.notes);
     outcome.notes = notes;
     let updated = write(text, syntax, &file, &views).map_err(|why| refusal(shown, &why))?;
-    Ok((updated, outcome))
+    Ok((format!("{bom}{updated}"), outcome))
 }
 
 /// The text of the file with the entries' new views written into it: only the values that
