@@ -15,6 +15,96 @@ fn wrap(config: &Path, extra: &[&str]) -> Output {
     run_bounded(Command::new(mcpguard()).arg("wrap").arg(config).args(extra))
 }
 
+/// Wraps `config` with its snapshots in `dir` and the policy every wrapped fixture starts with:
+/// the fixture's tools are reads, and the sandbox lets the fixture write its log in `dir` (the
+/// lists a policy names replace the defaults). Returns what wrap did and the policy's path.
+fn wrap_for_fixture(config: &Path, dir: &Path) -> (Output, PathBuf) {
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
+            dir.display().to_string()
+        )),
+    )
+    .unwrap();
+    let args = [
+        "--snapshot-dir",
+        dir.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ];
+    (wrap(config, &args), policy)
+}
+
+/// Each text, written as `file` and wrapped, is refused with exit status 1 and a message holding
+/// its reason, and left untouched without a backup.
+fn refused_whole(file: &str, cases: &[(&str, &str)]) {
+    for (text, why) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(file);
+        std::fs::write(&config, text).unwrap();
+        let out = wrap(&config, &["--snapshot-dir", dir.path().to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(stderr(&out).contains(why), "{text}: {}", stderr(&out));
+        assert_eq!(
+            &std::fs::read_to_string(&config).unwrap(),
+            text,
+            "untouched"
+        );
+        assert!(backups(dir.path()).is_empty(), "{text}: no backup");
+    }
+}
+
+/// The fixture's entry, wrapped by [`wrap_for_fixture`] with its `FIXTURE_MODE` variable passed
+/// by name, read by `entry` as the host reads it: it runs mcpguard with the expected arguments;
+/// after capture and review `--pin` records the digest; and the entry, run the way the host runs
+/// it, serves the reviewed fixture.
+fn wrapped_fixture_is_pinned_and_guards(
+    config: &Path,
+    dir: &Path,
+    policy: &Path,
+    log: &Path,
+    entry: impl Fn() -> (String, Vec<String>),
+) {
+    let (command, args) = entry();
+    assert_eq!(command, mcpguard().display().to_string());
+    let fixture_s = fixture().display().to_string();
+    let log_s = log.display().to_string();
+    let want = wrapped_args(
+        dir,
+        "fixture",
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--sandbox-env",
+            "FIXTURE_MODE",
+        ],
+        &[&fixture_s, "--log", &log_s],
+    );
+    assert_eq!(args, want);
+    let (snap, digest) = reviewed_snapshot(dir, &[]);
+    assert_eq!(snap, dir.join("fixture.snapshot.json"));
+    let out = wrap(config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (command, args) = entry();
+    assert_eq!(args[3], digest);
+    let mut p = Peer::start_with(
+        Command::new(&command)
+            .args(&args)
+            .env("FIXTURE_MODE", "plain"),
+    );
+    let init = p.initialize();
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcpguard-fixture",
+        "{init}"
+    );
+    let list = p.request(1, "tools/list", json!({}));
+    assert!(tool_names(&list).contains(&"echo"), "{list}");
+    p.close_stdin();
+    assert!(p.wait().success());
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -227,16 +317,7 @@ fn a_file_it_does_not_understand_is_refused_whole() {
         ("{\"mcpServers\": {\"ok\": {\"command\": \"x\"}, \"odd\": {\"command\": \"y\", \"args\": [1]}}}", "`args`"),
         ("{\"mcpServers\": {\"odd\": {\"env\": {}}}}", "neither `command` nor `url`"),
     ];
-    for (text, why) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("config.json");
-        std::fs::write(&config, text).unwrap();
-        let out = wrap(&config, &["--snapshot-dir", dir.path().to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(stderr(&out).contains(why), "{text}: {}", stderr(&out));
-        assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "untouched");
-        assert!(backups(dir.path()).is_empty(), "{text}: no backup");
-    }
+    refused_whole("config.json", &cases);
 }
 
 #[test]
@@ -276,26 +357,7 @@ fn a_wrapped_entry_fails_closed_until_pinned_then_guards_the_server() {
         .to_string(),
     )
     .unwrap();
-    // The policy every wrapped server starts with: the fixture's tools are reads, and the
-    // sandbox lets the fixture write its log (the lists a policy names replace the defaults).
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        reads_policy_with(&format!(
-            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
-            dir.path().display().to_string()
-        )),
-    )
-    .unwrap();
-    let out = wrap(
-        &config,
-        &[
-            "--snapshot-dir",
-            dir.path().to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-        ],
-    );
+    let (out, _policy) = wrap_for_fixture(&config, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let entry = |config: &Path| {
         let doc = read_json(config);
@@ -459,24 +521,7 @@ fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
         log.display().to_string()
     );
     std::fs::write(&config, &original).unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        reads_policy_with(&format!(
-            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
-            dir.path().display().to_string()
-        )),
-    )
-    .unwrap();
-    let out = wrap(
-        &config,
-        &[
-            "--snapshot-dir",
-            dir.path().to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-        ],
-    );
+    let (out, policy) = wrap_for_fixture(&config, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("left alone: \"docs\""),
@@ -495,8 +540,8 @@ fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
     ] {
         assert!(text.contains(kept), "lost {kept:?}:\n{text}");
     }
-    let doc: toml::Table = toml::from_str(&text).unwrap();
-    let entry = |doc: &toml::Table| {
+    let entry = || {
+        let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
         let e = &doc["mcp_servers"]["fixture"];
         let args: Vec<String> = e["args"]
             .as_array()
@@ -506,54 +551,8 @@ fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
             .collect();
         (e["command"].as_str().unwrap().to_string(), args)
     };
-    let (command, args) = entry(&doc);
-    assert_eq!(command, mcpguard().display().to_string());
-    let snap_s = dir
-        .path()
-        .join("fixture.snapshot.json")
-        .display()
-        .to_string();
-    let fixture_s = fixture().display().to_string();
-    let log_s = log.display().to_string();
-    let want: Vec<&str> = vec![
-        "--manifest",
-        &snap_s,
-        "--sha256",
-        "PENDING-REVIEW",
-        "--server",
-        "fixture",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--sandbox-env",
-        "FIXTURE_MODE",
-        "--",
-        &fixture_s,
-        "--log",
-        &log_s,
-    ];
-    assert_eq!(args, want);
     assert_eq!(backups(dir.path()).len(), 1);
-
-    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    assert_eq!(snap.display().to_string(), snap_s);
-    let out = wrap(&config, &["--pin"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    let (command, args) = entry(&doc);
-    assert_eq!(args[3], digest);
-    let mut p = Peer::start_with(
-        Command::new(&command)
-            .args(&args)
-            .env("FIXTURE_MODE", "plain"),
-    );
-    let r = p.request(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "codex-like", "version": "0"}}),
-    );
-    assert_eq!(r["result"]["serverInfo"]["name"], "mcpguard-fixture", "{r}");
-    p.close_stdin();
-    assert!(p.wait().success());
+    wrapped_fixture_is_pinned_and_guards(&config, dir.path(), &policy, &log, entry);
 }
 
 /// Gemini CLI's `settings.json` (`mcpServers`, remote servers under `httpUrl`) and Claude Code's
@@ -971,16 +970,7 @@ fn yaml_it_cannot_edit_safely_is_refused_whole() {
             "`command` is not a non-empty string",
         ),
     ];
-    for (text, why) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("config.yaml");
-        std::fs::write(&config, text).unwrap();
-        let out = wrap(&config, &["--snapshot-dir", dir.path().to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(stderr(&out).contains(why), "{text}: {}", stderr(&out));
-        assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "untouched");
-        assert!(backups(dir.path()).is_empty(), "{text}: no backup");
-    }
+    refused_whole("config.yaml", &cases);
 }
 
 /// The whole way for a YAML host: fast-agent's configuration wrapped (with the variable names
@@ -1002,24 +992,7 @@ fn fast_agent_entry_is_wrapped_pinned_and_guards_the_server() {
         "mcp:\n  servers:\n    fixture:\n      env:\n        FIXTURE_MODE: secret-plain-value\n",
     )
     .unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        reads_policy_with(&format!(
-            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
-            dir.path().display().to_string()
-        )),
-    )
-    .unwrap();
-    let out = wrap(
-        &config,
-        &[
-            "--snapshot-dir",
-            dir.path().to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-        ],
-    );
+    let (out, policy) = wrap_for_fixture(&config, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("fastagent.secrets.yaml sets for it (FIXTURE_MODE)"),
@@ -1044,49 +1017,7 @@ fn fast_agent_entry_is_wrapped_pinned_and_guards_the_server() {
         let command: String = serde_json::from_str(&parts[0]).unwrap();
         (command, yaml_strings(&parts[1]))
     };
-    let (command, args) = entry();
-    assert_eq!(command, mcpguard().display().to_string());
-    let snap = dir.path().join("fixture.snapshot.json");
-    let fixture_s = fixture().display().to_string();
-    let log_s = log.display().to_string();
-    let want = [
-        "--manifest",
-        snap.to_str().unwrap(),
-        "--sha256",
-        "PENDING-REVIEW",
-        "--server",
-        "fixture",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--sandbox-env",
-        "FIXTURE_MODE",
-        "--",
-        &fixture_s,
-        "--log",
-        &log_s,
-    ];
-    assert_eq!(args, want);
-
-    let (reviewed, digest) = reviewed_snapshot(dir.path(), &[]);
-    assert_eq!(reviewed, snap);
-    let out = wrap(&config, &["--pin"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let (command, args) = entry();
-    assert_eq!(args[3], digest);
-    let mut p = Peer::start_with(
-        Command::new(&command)
-            .args(&args)
-            .env("FIXTURE_MODE", "plain"),
-    );
-    let init = p.initialize();
-    assert_eq!(
-        init["result"]["serverInfo"]["name"], "mcpguard-fixture",
-        "{init}"
-    );
-    let list = p.request(1, "tools/list", json!({}));
-    assert!(tool_names(&list).contains(&"echo"), "{list}");
-    p.close_stdin();
-    assert!(p.wait().success());
+    wrapped_fixture_is_pinned_and_guards(&config, dir.path(), &policy, &log, entry);
 }
 
 /// A file a Windows editor wrote keeps its byte-order mark and its CRLF line breaks, also on the

@@ -140,15 +140,8 @@ pub(super) fn parse(text: &str) -> Result<Node, String> {
                     } else {
                         dash_before(text, first)..items.last().map_or(first, |n| n.span.end)
                     };
-                    let node = Node {
-                        span,
-                        kind: Kind::Seq { items, flow },
-                        odd: odd_collection(anchor, tagged, false),
-                    };
-                    if anchor != 0 {
-                        anchors.insert(anchor, node.to_value());
-                    }
-                    node
+                    let kind = Kind::Seq { items, flow };
+                    collection(span, kind, (anchor, tagged, false), &mut anchors)
                 }
                 _ => return Err("a sequence ends that did not begin (a parser error)".into()),
             },
@@ -167,15 +160,8 @@ pub(super) fn parse(text: &str) -> Result<Node, String> {
                     } else {
                         first..members.last().map_or(first, |m| m.value.span.end)
                     };
-                    let node = Node {
-                        span,
-                        kind: Kind::Map { members, flow },
-                        odd: odd_collection(anchor, tagged, merge),
-                    };
-                    if anchor != 0 {
-                        anchors.insert(anchor, node.to_value());
-                    }
-                    node
+                    let kind = Kind::Map { members, flow };
+                    collection(span, kind, (anchor, tagged, merge), &mut anchors)
                 }
                 _ => return Err("a mapping ends that did not begin (a parser error)".into()),
             },
@@ -196,8 +182,15 @@ fn push(stack: &mut Vec<Open>, open: Open) -> Result<(), String> {
     Ok(())
 }
 
-fn odd_collection(anchor: usize, tagged: bool, merge: bool) -> Option<&'static str> {
-    if merge {
+/// A finished collection, marked when it has an anchor, a tag or a merge key (`marks`), and
+/// remembered under its anchor for the aliases that follow.
+fn collection(
+    span: Range<usize>,
+    kind: Kind,
+    (anchor, tagged, merge): (usize, bool, bool),
+    anchors: &mut HashMap<usize, Value>,
+) -> Node {
+    let odd = if merge {
         Some("a merge key (<<)")
     } else if tagged {
         Some("a tag (!name)")
@@ -205,7 +198,12 @@ fn odd_collection(anchor: usize, tagged: bool, merge: bool) -> Option<&'static s
         Some("an anchor (&name)")
     } else {
         None
+    };
+    let node = Node { span, kind, odd };
+    if anchor != 0 {
+        anchors.insert(anchor, node.to_value());
     }
+    node
 }
 
 /// Puts a finished node where it belongs: an item, a key, a key's value, or the document.
