@@ -294,7 +294,9 @@ fn only_written_keys_differ(old: &Value, new: &Value) -> bool {
 }
 
 /// The splice that sets the value at `path` in the entry `node`: the old value's text replaced,
-/// or, when the key is missing (an entry without `args`), a new member after the command.
+/// or, when the key is missing (an entry without `args`), a new member after the command. A JSON
+/// value is laid out over lines when the object that holds it is (Zed's nested `command` object
+/// can be one line inside an entry of several).
 fn set(
     text: &str,
     syntax: Syntax,
@@ -310,7 +312,7 @@ fn set(
     if let Some(member) = parent.member(last) {
         let old = &member.value;
         let new = match syntax {
-            Syntax::Json => Layout::of(text, node, member.key_span.start).render(value),
+            Syntax::Json => Layout::of(text, parent, member.key_span.start).render(value),
             Syntax::Yaml => super::yaml::render(value, Some(old), text)?,
         };
         return Ok((old.span.clone(), new));
@@ -327,7 +329,7 @@ fn set(
         .ok_or("the entry is empty")?;
     match syntax {
         Syntax::Json => {
-            let layout = Layout::of(text, node, after.key_span.start);
+            let layout = Layout::of(text, parent, after.key_span.start);
             Ok(jsonc::member_after(after, last, value, &layout))
         }
         Syntax::Yaml => {
@@ -448,6 +450,13 @@ mod tests {
         assert_eq!(
             out,
             "{\"context_servers\": {\"g\": {\"command\": {\"path\": \"/bin/mcpguard\", \"args\": [\"--\", \"uvx\", \"t\"]}, \"settings\": {}}}}"
+        );
+        // A one-line `command` object in an entry of several lines stays on its line.
+        let text = "{\"context_servers\": {\n  \"g\": {\n    \"command\": {\"path\": \"uvx\"},\n    \"settings\": {}\n  }\n}}";
+        let out = rewrite_with(text, Syntax::Json, |v| wrap_one(v, "g")).unwrap();
+        assert!(
+            out.contains("\n    \"command\": {\"path\": \"/bin/mcpguard\", \"args\": [\"--\", \"uvx\", \"t\"]},\n"),
+            "{out}"
         );
     }
 
