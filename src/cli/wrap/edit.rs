@@ -91,6 +91,17 @@ fn read(text: &str, syntax: Syntax, shown: &str) -> Result<Read, String> {
                 ));
             }
         }
+        Format::VsCode | Format::VsCodeSettings => {
+            // VS Code sets the variables of an entry's `envFile` too; wrap cannot see their
+            // names, and the sandbox removes what is not named.
+            for (name, view) in &views {
+                if view.get("envFile").is_some() {
+                    notes.push(format!(
+                        "note: {name:?} reads variables from its `envFile`, which the sandbox removes unless named: add `--sandbox-env VAR` for each before `--` in its arguments (or name them with --entry {name} --sandbox-env VAR when you wrap it)"
+                    ));
+                }
+            }
+        }
         Format::FastAgent => {
             let targets = doc.pointer("/mcp/targets").and_then(Value::as_array);
             if let Some(t) = targets.filter(|t| !t.is_empty()) {
@@ -135,7 +146,7 @@ fn add_fast_agent_secret_names(
         Ok(tree) => tree.to_value(),
         Err(e) => {
             notes.push(format!(
-                "note: cannot read {shown} ({e}); the variables it sets for servers are not passed to them (add --entry NAME --sandbox-env VAR for each)"
+                "note: cannot read {shown} ({e}); the variables it sets for servers are not passed to them: add `--sandbox-env VAR` for each before `--` in the server's arguments"
             ));
             return;
         }
