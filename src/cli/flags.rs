@@ -279,13 +279,16 @@ pub enum Command {
         #[arg(long)]
         next_release: bool,
     },
-    /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code) so that every local
-    /// server runs under mcpguard. A wrapped server refuses to start until its snapshot is
-    /// captured, reviewed and pinned (`wrap --pin`). Keeps a backup; idempotent.
+    /// Rewrite a host's MCP configuration (Claude Desktop, Claude Code, Cursor, VS Code, Zed,
+    /// Gemini CLI, Windsurf, Codex, fast-agent, Goose) so that every local server runs under
+    /// mcpguard, changing only each wrapped entry's command and arguments (comments and layout
+    /// are kept). A wrapped server refuses to start until its snapshot is captured, reviewed and
+    /// pinned (`wrap --pin`). Keeps a backup; idempotent.
     Wrap {
         /// The host's configuration file (claude_desktop_config.json, Claude Code's .mcp.json or
-        /// ~/.claude.json, .cursor/mcp.json, Gemini CLI's settings.json, .vscode/mcp.json, VS
-        /// Code's settings.json, or Codex's config.toml).
+        /// ~/.claude.json, .cursor/mcp.json, Gemini CLI's settings.json, Windsurf's
+        /// mcp_config.json, .vscode/mcp.json, VS Code's or Zed's settings.json (JSONC), Codex's
+        /// config.toml, fast-agent's fastagent.config.yaml, or Goose's config.yaml).
         config: PathBuf,
         /// Print the changes as a diff and write nothing.
         #[arg(long)]

@@ -15,6 +15,96 @@ fn wrap(config: &Path, extra: &[&str]) -> Output {
     run_bounded(Command::new(mcpguard()).arg("wrap").arg(config).args(extra))
 }
 
+/// Wraps `config` with its snapshots in `dir` and the policy every wrapped fixture starts with:
+/// the fixture's tools are reads, and the sandbox lets the fixture write its log in `dir` (the
+/// lists a policy names replace the defaults). Returns what wrap did and the policy's path.
+fn wrap_for_fixture(config: &Path, dir: &Path) -> (Output, PathBuf) {
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
+            dir.display().to_string()
+        )),
+    )
+    .unwrap();
+    let args = [
+        "--snapshot-dir",
+        dir.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ];
+    (wrap(config, &args), policy)
+}
+
+/// Each text, written as `file` and wrapped, is refused with exit status 1 and a message holding
+/// its reason, and left untouched without a backup.
+fn refused_whole(file: &str, cases: &[(&str, &str)]) {
+    for (text, why) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(file);
+        std::fs::write(&config, text).unwrap();
+        let out = wrap(&config, &["--snapshot-dir", dir.path().to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(stderr(&out).contains(why), "{text}: {}", stderr(&out));
+        assert_eq!(
+            &std::fs::read_to_string(&config).unwrap(),
+            text,
+            "untouched"
+        );
+        assert!(backups(dir.path()).is_empty(), "{text}: no backup");
+    }
+}
+
+/// The fixture's entry, wrapped by [`wrap_for_fixture`] with its `FIXTURE_MODE` variable passed
+/// by name, read by `entry` as the host reads it: it runs mcpguard with the expected arguments;
+/// after capture and review `--pin` records the digest; and the entry, run the way the host runs
+/// it, serves the reviewed fixture.
+fn wrapped_fixture_is_pinned_and_guards(
+    config: &Path,
+    dir: &Path,
+    policy: &Path,
+    log: &Path,
+    entry: impl Fn() -> (String, Vec<String>),
+) {
+    let (command, args) = entry();
+    assert_eq!(command, mcpguard().display().to_string());
+    let fixture_s = fixture().display().to_string();
+    let log_s = log.display().to_string();
+    let want = wrapped_args(
+        dir,
+        "fixture",
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--sandbox-env",
+            "FIXTURE_MODE",
+        ],
+        &[&fixture_s, "--log", &log_s],
+    );
+    assert_eq!(args, want);
+    let (snap, digest) = reviewed_snapshot(dir, &[]);
+    assert_eq!(snap, dir.join("fixture.snapshot.json"));
+    let out = wrap(config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (command, args) = entry();
+    assert_eq!(args[3], digest);
+    let mut p = Peer::start_with(
+        Command::new(&command)
+            .args(&args)
+            .env("FIXTURE_MODE", "plain"),
+    );
+    let init = p.initialize();
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcpguard-fixture",
+        "{init}"
+    );
+    let list = p.request(1, "tools/list", json!({}));
+    assert!(tool_names(&list).contains(&"echo"), "{list}");
+    p.close_stdin();
+    assert!(p.wait().success());
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -216,9 +306,10 @@ fn a_file_it_does_not_understand_is_refused_whole() {
         ("[1, 2]", "not a JSON object"),
         ("{\"mcpServers\": {}, \"servers\": {}}", "more than one servers object"),
         ("{\"mcpServers\": []}", "is not an object"),
-        // VS Code allows comments; a rewrite would drop them, so the file is left alone.
-        ("{\n  // my servers\n  \"servers\": {}\n}", "not plain JSON"),
-        ("{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", "not plain JSON"),
+        // Comments and trailing commas are JSONC, which VS Code and Zed read; JSON5's other
+        // extensions are read by no host wrap knows.
+        ("{\n  // my servers\n  \"servers\": {'a': {}}\n}", "is not JSON"),
+        ("{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", "\"a\" appears twice in /mcpServers"),
         (
             "{\"mcpServers\": {\"ok\": {\"command\": \"x\"}, \"odd\": {\"type\": \"pipe\", \"command\": \"y\"}}}",
             "type \"pipe\"",
@@ -226,16 +317,7 @@ fn a_file_it_does_not_understand_is_refused_whole() {
         ("{\"mcpServers\": {\"ok\": {\"command\": \"x\"}, \"odd\": {\"command\": \"y\", \"args\": [1]}}}", "`args`"),
         ("{\"mcpServers\": {\"odd\": {\"env\": {}}}}", "neither `command` nor `url`"),
     ];
-    for (text, why) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("config.json");
-        std::fs::write(&config, text).unwrap();
-        let out = wrap(&config, &["--snapshot-dir", dir.path().to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(stderr(&out).contains(why), "{text}: {}", stderr(&out));
-        assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "untouched");
-        assert!(backups(dir.path()).is_empty(), "{text}: no backup");
-    }
+    refused_whole("config.json", &cases);
 }
 
 #[test]
@@ -275,26 +357,7 @@ fn a_wrapped_entry_fails_closed_until_pinned_then_guards_the_server() {
         .to_string(),
     )
     .unwrap();
-    // The policy every wrapped server starts with: the fixture's tools are reads, and the
-    // sandbox lets the fixture write its log (the lists a policy names replace the defaults).
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        reads_policy_with(&format!(
-            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
-            dir.path().display().to_string()
-        )),
-    )
-    .unwrap();
-    let out = wrap(
-        &config,
-        &[
-            "--snapshot-dir",
-            dir.path().to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-        ],
-    );
+    let (out, _policy) = wrap_for_fixture(&config, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let entry = |config: &Path| {
         let doc = read_json(config);
@@ -458,24 +521,7 @@ fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
         log.display().to_string()
     );
     std::fs::write(&config, &original).unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        reads_policy_with(&format!(
-            "[sandbox]\nread_write = [\"$TMPDIR\", \"/dev/null\", {:?}]\n",
-            dir.path().display().to_string()
-        )),
-    )
-    .unwrap();
-    let out = wrap(
-        &config,
-        &[
-            "--snapshot-dir",
-            dir.path().to_str().unwrap(),
-            "--policy",
-            policy.to_str().unwrap(),
-        ],
-    );
+    let (out, policy) = wrap_for_fixture(&config, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("left alone: \"docs\""),
@@ -494,8 +540,8 @@ fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
     ] {
         assert!(text.contains(kept), "lost {kept:?}:\n{text}");
     }
-    let doc: toml::Table = toml::from_str(&text).unwrap();
-    let entry = |doc: &toml::Table| {
+    let entry = || {
+        let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
         let e = &doc["mcp_servers"]["fixture"];
         let args: Vec<String> = e["args"]
             .as_array()
@@ -505,54 +551,8 @@ fn codex_config_toml_is_wrapped_keeping_its_layout_then_pinned() {
             .collect();
         (e["command"].as_str().unwrap().to_string(), args)
     };
-    let (command, args) = entry(&doc);
-    assert_eq!(command, mcpguard().display().to_string());
-    let snap_s = dir
-        .path()
-        .join("fixture.snapshot.json")
-        .display()
-        .to_string();
-    let fixture_s = fixture().display().to_string();
-    let log_s = log.display().to_string();
-    let want: Vec<&str> = vec![
-        "--manifest",
-        &snap_s,
-        "--sha256",
-        "PENDING-REVIEW",
-        "--server",
-        "fixture",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--sandbox-env",
-        "FIXTURE_MODE",
-        "--",
-        &fixture_s,
-        "--log",
-        &log_s,
-    ];
-    assert_eq!(args, want);
     assert_eq!(backups(dir.path()).len(), 1);
-
-    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    assert_eq!(snap.display().to_string(), snap_s);
-    let out = wrap(&config, &["--pin"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    let (command, args) = entry(&doc);
-    assert_eq!(args[3], digest);
-    let mut p = Peer::start_with(
-        Command::new(&command)
-            .args(&args)
-            .env("FIXTURE_MODE", "plain"),
-    );
-    let r = p.request(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "codex-like", "version": "0"}}),
-    );
-    assert_eq!(r["result"]["serverInfo"]["name"], "mcpguard-fixture", "{r}");
-    p.close_stdin();
-    assert!(p.wait().success());
+    wrapped_fixture_is_pinned_and_guards(&config, dir.path(), &policy, &log, entry);
 }
 
 /// Gemini CLI's `settings.json` (`mcpServers`, remote servers under `httpUrl`) and Claude Code's
@@ -616,4 +616,436 @@ fn gemini_and_claude_code_configurations_are_wrapped() {
         doc["projects"]["/home/you/app"]["mcpServers"]["git"]["command"],
         "uvx"
     );
+}
+
+/// Checks that `new` is `original` with only the `changed` snippets (found in this order in the
+/// original) replaced, every other byte kept, and returns the text that replaced each.
+fn replaced(original: &str, new: &str, changed: &[&str]) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut rest = original;
+    for c in changed {
+        let at = rest
+            .find(c)
+            .unwrap_or_else(|| panic!("{c:?} is not in the original"));
+        kept.push(&rest[..at]);
+        rest = &rest[at + c.len()..];
+    }
+    kept.push(rest);
+    let mut out = Vec::new();
+    assert!(new.starts_with(kept[0]), "the start changed:\n{new}");
+    let mut at = kept[0].len();
+    for (i, piece) in kept.iter().enumerate().skip(1) {
+        let found = if i == kept.len() - 1 {
+            assert!(new.ends_with(piece), "the end changed:\n{new}");
+            new.len() - piece.len()
+        } else {
+            at + new[at..]
+                .find(piece)
+                .unwrap_or_else(|| panic!("{piece:?} is not kept:\n{new}"))
+        };
+        out.push(new[at..found].to_string());
+        at = found + piece.len();
+    }
+    out
+}
+
+/// Wraps `original` as `file` in a new directory, checks that a second wrap changes nothing, and
+/// returns the new text, what wrap said, and the snapshot directory.
+fn wrap_twice(file: &str, original: &str) -> (tempfile::TempDir, String, String, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join(file);
+    std::fs::write(&config, original).unwrap();
+    let snaps = dir.path().join("snaps");
+    let args = ["--snapshot-dir", snaps.to_str().unwrap()];
+    let out = wrap(&config, &args);
+    assert!(out.status.success(), "{file}: {}", stderr(&out));
+    let new = std::fs::read_to_string(&config).unwrap();
+    let again = wrap(&config, &args);
+    assert!(again.status.success(), "{file}: {}", stderr(&again));
+    assert!(
+        stderr(&again).contains("nothing to change"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        new,
+        "{file}: the second wrap changed it"
+    );
+    assert_eq!(backups(dir.path()).len(), 1, "{file}: one backup");
+    (dir, new, stderr(&out), snaps)
+}
+
+/// A YAML list of double-quoted strings as wrap writes it (block `- "a"` lines or flow
+/// `["a", "b"]`), read with JSON's string rules, which agree with YAML's double quotes for the
+/// characters of these tests.
+fn yaml_strings(text: &str) -> Vec<String> {
+    let t = text.trim();
+    if t.starts_with('[') {
+        return serde_json::from_str(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
+    t.lines()
+        .map(|l| {
+            let item = l
+                .trim()
+                .strip_prefix("- ")
+                .unwrap_or_else(|| panic!("{l:?}"));
+            serde_json::from_str(item).unwrap_or_else(|e| panic!("{item}: {e}"))
+        })
+        .collect()
+}
+
+fn quoted(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+/// VS Code's `.vscode/mcp.json` and user `settings.json` are JSONC: comments and trailing commas
+/// are kept, with every other byte, and only the stdio entry's command and arguments change.
+#[test]
+fn vscode_jsonc_files_keep_their_comments_and_trailing_commas() {
+    let mcp_json = r#"{
+  // Servers for this workspace.
+  "inputs": [
+    {"type": "promptString", "id": "token", "password": true},
+  ],
+  "servers": {
+    "time": {
+      "type": "stdio",
+      "command": "uvx", // from PyPI
+      "args": ["mcp-server-time", "--local-timezone=UTC",],
+      "env": {"TZ": "UTC"},
+    },
+    /* the hosted one */
+    "docs": {"type": "http", "url": "https://example.test/mcp"},
+  },
+}
+"#;
+    let settings_json = r#"// User settings
+{
+    "editor.fontSize": 13,
+    "mcp": {
+        "servers": {
+            "time": {"command": "uvx", "env": {"TZ": "UTC"}}, // one line, no args
+            "docs": {"type": "sse", "url": "https://example.test/sse"},
+        },
+    },
+    "workbench.colorTheme": "Default Dark",
+}
+"#;
+    let server = ["uvx", "mcp-server-time", "--local-timezone=UTC"];
+    let (_d, new, said, snaps) = wrap_twice("mcp.json", mcp_json);
+    assert!(said.contains("left alone: \"docs\""), "{said}");
+    let parts = replaced(
+        mcp_json,
+        &new,
+        &[
+            "\"uvx\"",
+            "[\"mcp-server-time\", \"--local-timezone=UTC\",]",
+        ],
+    );
+    assert_eq!(parts[0], quoted(&mcpguard().display().to_string()));
+    let args: Vec<String> = serde_json::from_str(&parts[1]).unwrap();
+    assert_eq!(
+        args,
+        wrapped_args(&snaps, "time", &["--sandbox-env", "TZ"], &server)
+    );
+    assert!(
+        parts[1].starts_with("[\n        \"--manifest\",\n") && parts[1].ends_with("\n      ]"),
+        "laid out like the file: {}",
+        parts[1]
+    );
+
+    let (_d, new, said, snaps) = wrap_twice("settings.json", settings_json);
+    assert!(said.contains("left alone: \"docs\""), "{said}");
+    assert!(
+        !said.contains("read plain JSON only"),
+        "VS Code reads JSONC: {said}"
+    );
+    // The entry had no `args`: they are added after the command, on the entry's one line.
+    let parts = replaced(settings_json, &new, &["\"uvx\""]);
+    let want_args = wrapped_args(&snaps, "time", &["--sandbox-env", "TZ"], &["uvx"]);
+    assert_eq!(
+        parts[0],
+        format!(
+            "{}, \"args\": [{}]",
+            quoted(&mcpguard().display().to_string()),
+            want_args
+                .iter()
+                .map(|a| quoted(a))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    );
+}
+
+/// Zed's `settings.json` (JSONC, `context_servers`): a custom server in the current form
+/// (`"source": "custom"`, `command`, `args`) and one in the older nested form (`"command":
+/// {"path", "args"}`) are wrapped; a server an extension provides and a remote one are left alone.
+#[test]
+fn zed_settings_are_wrapped_in_both_custom_forms() {
+    let original = r#"// Zed settings
+{
+  "theme": "One Dark",
+  "context_servers": {
+    "time": {
+      "source": "custom",
+      "command": "uvx",
+      "args": ["mcp-server-time"],
+      "env": {},
+    },
+    "git": {
+      "command": {
+        "path": "uvx",
+        "args": ["mcp-server-git"],
+      },
+      "settings": {},
+    },
+    "postgres-context-server": {
+      "source": "extension",
+      "settings": {"database_url": "postgresql://localhost/db"},
+    },
+    "remote": {"url": "https://example.test/mcp"},
+  },
+}
+"#;
+    let (_d, new, said, snaps) = wrap_twice("settings.json", original);
+    for note in [
+        "left alone: \"postgres-context-server\" is a server a Zed extension provides",
+        "left alone: \"remote\" is a remote server",
+        "wrapped: \"time\"",
+        "wrapped: \"git\"",
+    ] {
+        assert!(said.contains(note), "{note}: {said}");
+    }
+    let parts = replaced(
+        original,
+        &new,
+        &[
+            "\"uvx\"",
+            "[\"mcp-server-time\"]",
+            "\"uvx\"",
+            "[\"mcp-server-git\"]",
+        ],
+    );
+    let ours = quoted(&mcpguard().display().to_string());
+    assert_eq!(parts[0], ours);
+    assert_eq!(parts[2], ours, "the nested form's `path`");
+    let args = |t: &str| serde_json::from_str::<Vec<String>>(t).unwrap();
+    assert_eq!(
+        args(&parts[1]),
+        wrapped_args(&snaps, "time", &[], &["uvx", "mcp-server-time"])
+    );
+    assert_eq!(
+        args(&parts[3]),
+        wrapped_args(&snaps, "git", &[], &["uvx", "mcp-server-git"])
+    );
+}
+
+/// fast-agent's `fastagent.config.yaml` (`mcp.servers`): comments, quoting and layout are kept;
+/// a block list stays a block list, a flow list a flow list, missing `args` are added on a line
+/// of their own; an `http` server is left alone.
+#[test]
+fn fast_agent_yaml_is_wrapped_keeping_comments_and_layout() {
+    let original = "# fast-agent configuration\ndefault_model: passthrough\n\nlogger:\n  level: error\n\nmcp:\n  servers:\n    # the local clock\n    time:\n      command: uvx   # from PyPI\n      args: [\"mcp-server-time\"]\n      env:\n        TZ: UTC\n    fetch:\n      transport: stdio\n      command: \"uvx\"\n      args:\n        - mcp-server-fetch\n    tool:\n      command: /opt/tools/server # no args\n      cwd: /tmp\n    docs:\n      transport: http\n      url: \"https://example.test/mcp\"\n";
+    let (_d, new, said, snaps) = wrap_twice("fastagent.config.yaml", original);
+    assert!(
+        said.contains("left alone: \"docs\" is a remote server"),
+        "{said}"
+    );
+    let parts = replaced(
+        original,
+        &new,
+        &[
+            "uvx",
+            "[\"mcp-server-time\"]",
+            "\"uvx\"",
+            "- mcp-server-fetch",
+            "/opt/tools/server # no args",
+        ],
+    );
+    let ours = quoted(&mcpguard().display().to_string());
+    assert_eq!(parts[0], ours);
+    assert_eq!(
+        yaml_strings(&parts[1]),
+        wrapped_args(
+            &snaps,
+            "time",
+            &["--sandbox-env", "TZ"],
+            &["uvx", "mcp-server-time"]
+        )
+    );
+    assert!(
+        parts[1].starts_with('['),
+        "a flow list stays one: {}",
+        parts[1]
+    );
+    assert_eq!(parts[2], ours);
+    assert!(
+        parts[3].starts_with("- \"--manifest\"\n        - "),
+        "a block list stays one, at its indentation: {}",
+        parts[3]
+    );
+    assert_eq!(
+        yaml_strings(&parts[3]),
+        wrapped_args(&snaps, "fetch", &[], &["uvx", "mcp-server-fetch"])
+    );
+    let (command, args) = parts[4]
+        .split_once(" # no args\n      args: ")
+        .unwrap_or_else(|| {
+            panic!(
+                "args on a line of their own after the comment: {}",
+                parts[4]
+            )
+        });
+    assert_eq!(command, ours);
+    assert_eq!(
+        yaml_strings(args),
+        wrapped_args(&snaps, "tool", &[], &["/opt/tools/server"])
+    );
+}
+
+/// Goose's `config.yaml` (`extensions`, written by Goose with keys sorted and lists at the key's
+/// indentation): the stdio extension's `cmd` and `args` are wrapped and its `envs` passed by
+/// name; the builtin and the remote extension are left alone.
+#[test]
+fn goose_yaml_is_wrapped_leaving_builtins_and_remotes() {
+    let original = "GOOSE_PROVIDER: openai\nGOOSE_MODEL: gpt-4o\nextensions:\n  developer:\n    bundled: true\n    display_name: Developer\n    enabled: true\n    name: developer\n    timeout: 300\n    type: builtin\n  memory:\n    args:\n    - -y\n    - '@modelcontextprotocol/server-memory'\n    cmd: npx\n    enabled: true\n    envs:\n      MEMORY_FILE_PATH: /home/you/memory.jsonl\n    name: memory\n    timeout: 300\n    type: stdio\n  search:\n    enabled: true\n    name: search\n    type: streamable_http\n    uri: https://example.test/mcp\n";
+    let (_d, new, said, snaps) = wrap_twice("config.yaml", original);
+    assert!(
+        said.contains("left alone: \"developer\" is a Goose builtin extension"),
+        "{said}"
+    );
+    assert!(
+        said.contains("left alone: \"search\" is a remote server"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("/home/you/memory.jsonl"),
+        "a variable's value was printed: {said}"
+    );
+    let parts = replaced(
+        original,
+        &new,
+        &["- -y\n    - '@modelcontextprotocol/server-memory'", "npx"],
+    );
+    assert_eq!(
+        yaml_strings(&parts[0]),
+        wrapped_args(
+            &snaps,
+            "memory",
+            &["--sandbox-env", "MEMORY_FILE_PATH"],
+            &["npx", "-y", "@modelcontextprotocol/server-memory"]
+        )
+    );
+    assert!(
+        parts[0].starts_with("- \"--manifest\"\n    - "),
+        "{}",
+        parts[0]
+    );
+    assert_eq!(parts[1], quoted(&mcpguard().display().to_string()));
+}
+
+/// What a splice could silently break in YAML is refused with the thing to change by hand.
+#[test]
+fn yaml_it_cannot_edit_safely_is_refused_whole() {
+    let cases = [
+        (
+            "defaults: &d {command: uvx}\nmcp:\n  servers:\n    time: *d\n",
+            "uses an alias (*name)",
+        ),
+        (
+            "mcp:\n  servers:\n    time:\n      command: !env CMD\n",
+            "uses a tag (!name)",
+        ),
+        (
+            "a: 1\n---\nmcp:\n  servers: {}\n",
+            "more than one YAML document",
+        ),
+        (
+            "mcp:\n  targets:\n    - name: fetch\n      target: uvx mcp-server-fetch\n",
+            "`mcp.targets` shorthand",
+        ),
+        (
+            "extensions:\n  x:\n    type: stdio\n    cmd: [npx]\n",
+            "`command` is not a non-empty string",
+        ),
+    ];
+    refused_whole("config.yaml", &cases);
+}
+
+/// The whole way for a YAML host: fast-agent's configuration wrapped (with the variable names
+/// its `fastagent.secrets.yaml` sets for the server passed by name, never their values), pinned
+/// after review, and the entry, read as fast-agent reads it and run that way, guards the server.
+#[test]
+fn fast_agent_entry_is_wrapped_pinned_and_guards_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fastagent.config.yaml");
+    let log = dir.path().join("server.log");
+    let original = format!(
+        "default_model: passthrough\nmcp:\n  servers:\n    fixture:   # the test server\n      command: {}\n      args:\n        - --log\n        - {}\n",
+        quoted(&fixture().display().to_string()),
+        quoted(&log.display().to_string())
+    );
+    std::fs::write(&config, &original).unwrap();
+    std::fs::write(
+        dir.path().join("fastagent.secrets.yaml"),
+        "mcp:\n  servers:\n    fixture:\n      env:\n        FIXTURE_MODE: secret-plain-value\n",
+    )
+    .unwrap();
+    let (out, policy) = wrap_for_fixture(&config, dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("fastagent.secrets.yaml sets for it (FIXTURE_MODE)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&out).contains("secret-plain-value"),
+        "{}",
+        stderr(&out)
+    );
+    let entry = || {
+        let text = std::fs::read_to_string(&config).unwrap();
+        let parts = replaced(
+            &original,
+            &text,
+            &[
+                &quoted(&fixture().display().to_string()),
+                &format!("- --log\n        - {}", quoted(&log.display().to_string())),
+            ],
+        );
+        let command: String = serde_json::from_str(&parts[0]).unwrap();
+        (command, yaml_strings(&parts[1]))
+    };
+    wrapped_fixture_is_pinned_and_guards(&config, dir.path(), &policy, &log, entry);
+}
+
+/// A file a Windows editor wrote keeps its byte-order mark and its CRLF line breaks, also on the
+/// lines wrap adds.
+#[test]
+fn a_byte_order_mark_and_crlf_line_breaks_are_kept() {
+    let original = "\u{feff}{\r\n  \"mcpServers\": {\r\n    \"time\": {\r\n      \"command\": \"uvx\"\r\n    }\r\n  }\r\n}\r\n";
+    let (_d, new, said, snaps) = wrap_twice("claude_desktop_config.json", original);
+    assert!(!said.contains("read plain JSON only"), "{said}");
+    assert!(new.starts_with('\u{feff}'), "{new:?}");
+    assert_eq!(
+        new.matches('\n').count(),
+        new.matches("\r\n").count(),
+        "a bare LF was written: {new:?}"
+    );
+    let parts = replaced(original, &new, &["\"uvx\""]);
+    let want = wrapped_args(&snaps, "time", &[], &["uvx"]);
+    let (command, args) = parts[0].split_once(",\r\n      \"args\": ").unwrap();
+    assert_eq!(command, quoted(&mcpguard().display().to_string()));
+    assert_eq!(serde_json::from_str::<Vec<String>>(args).unwrap(), want);
+}
+
+/// Comments in a file of the `mcpServers` shape are kept, and the person is told that Claude
+/// Desktop, Claude Code and Cursor do not read them.
+#[test]
+fn comments_in_an_mcp_servers_file_are_kept_with_a_warning() {
+    let original = "{\n  // mine\n  \"mcpServers\": {\"time\": {\"command\": \"uvx\"}}\n}\n";
+    let (_d, new, said, _) = wrap_twice("mcp.json", original);
+    assert!(said.contains("has comments or trailing commas; they are kept, but Claude Desktop, Claude Code and Cursor read plain JSON only"), "{said}");
+    assert!(new.starts_with("{\n  // mine\n"), "{new}");
 }
