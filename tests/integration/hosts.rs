@@ -1313,3 +1313,80 @@ fn fast_agent_elicitation_form_approves_a_write_once_and_declines_it_once() {
     );
     tmux.keys(&["C-d"]);
 }
+
+/// The whole way a person takes with fast-agent: its `fastagent.config.yaml` (with a comment)
+/// starts the fixture directly; `mcpguard wrap` rewrites the entry in place, the snapshot is
+/// captured and reviewed, `wrap --pin` records its digest; then the real fast-agent, reading
+/// the file as it is, starts the server through mcpguard, and a call of the reviewed `echo`
+/// comes back as the answer. The comment is still there.
+#[test]
+fn fast_agent_runs_the_server_through_the_entry_mcpguard_wrap_wrote() {
+    use crate::wrap::{wrap, wrap_for_fixture};
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fastagent.config.yaml");
+    let log = dir.path().join("server.log");
+    let quoted = |s: &str| Value::String(s.to_string()).to_string();
+    let original = format!(
+        "default_model: passthrough\n\nmcp:\n  servers:\n    fixture:  # the guarded test server\n      command: {}\n      args: [\"--log\", {}]\n",
+        quoted(&crate::support::fixture().display().to_string()),
+        quoted(&log.display().to_string())
+    );
+    std::fs::write(&config, &original).unwrap();
+    let (out, _policy) = wrap_for_fixture(&config, dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    reviewed_snapshot(dir.path(), &[]);
+    let out = wrap(&config, &["--pin"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wrapped = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        wrapped.contains("    fixture:  # the guarded test server\n")
+            && wrapped.contains(&quoted(&mcpguard().display().to_string())),
+        "{wrapped}"
+    );
+
+    let message = call_tool("echo", &json!({"text": MARK}));
+    let out = run_bounded(&mut fast_agent(
+        dir.path(),
+        dir.path(),
+        &[
+            "go",
+            "--model",
+            "passthrough",
+            "--servers",
+            "fixture",
+            "-m",
+            &message,
+        ],
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "fast-agent go: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer = stdout.trim_end().lines().last().unwrap_or_default();
+    assert_eq!(
+        serde_json::from_str::<Value>(answer).ok(),
+        Some(json!({"text": MARK})),
+        "{stdout}"
+    );
+    // mcpguard lists the server's tools again before it lets a call through, under ids of its
+    // own; fast-agent talking to the server directly would not.
+    let received = received(&log);
+    assert!(
+        received.iter().any(|m| m["method"] == "tools/list"
+            && m["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("mcpguard-"))),
+        "the server ran under mcpguard: {received:?}"
+    );
+    assert_eq!(calls_of(&log, "echo"), 1);
+}

@@ -11,14 +11,14 @@ use serde_json::{json, Value};
 use crate::gate::{reviewed_snapshot, tool_names};
 use crate::support::{fixture, mcpguard, reads_policy_with, run_bounded, Peer};
 
-fn wrap(config: &Path, extra: &[&str]) -> Output {
+pub fn wrap(config: &Path, extra: &[&str]) -> Output {
     run_bounded(Command::new(mcpguard()).arg("wrap").arg(config).args(extra))
 }
 
 /// Wraps `config` with its snapshots in `dir` and the policy every wrapped fixture starts with:
 /// the fixture's tools are reads, and the sandbox lets the fixture write its log in `dir` (the
 /// lists a policy names replace the defaults). Returns what wrap did and the policy's path.
-fn wrap_for_fixture(config: &Path, dir: &Path) -> (Output, PathBuf) {
+pub fn wrap_for_fixture(config: &Path, dir: &Path) -> (Output, PathBuf) {
     let policy = dir.join("policy.toml");
     std::fs::write(
         &policy,
