@@ -1390,3 +1390,102 @@ fn fast_agent_runs_the_server_through_the_entry_mcpguard_wrap_wrote() {
     );
     assert_eq!(calls_of(&log, "echo"), 1);
 }
+
+/// Runs Codex's interactive interface in a terminal (tmux) over the guarded fixture, with the
+/// working directory trusted and the server's tools approved by Codex itself (as the README
+/// says), types "Write a note for today.", waits for mcpguard's question in Codex's form, reads it
+/// for two seconds as a person would, types `keys`, and returns the form's screen and the screen
+/// once the turn has ended.
+fn codex_tui_write(keys: &[&str], log_of: impl FnOnce(&Path)) -> (String, String) {
+    use crate::support::tmux::Tmux;
+    use std::time::Duration;
+    let (dir, home, work, log, args) = codex_setup();
+    let (url, _seen) = stand_in(codex_answer);
+    let mut config = codex_config(&url, &args, Some("approve"), &runtime_dir(dir.path()));
+    config += &format!(
+        "\n[projects.{}]\ntrust_level = \"trusted\"\n",
+        Value::String(work.display().to_string())
+    );
+    std::fs::write(home.join(".codex/config.toml"), config).unwrap();
+    // The environment `codex exec` runs with, for the interactive interface.
+    let cmd = codex_exec(&home, &work, "");
+    let codex = argv(&peers()["codex"]);
+    let mut tui = Command::new(&codex[0]);
+    tui.args(&codex[1..]).current_dir(&work);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => tui.env(k, v),
+            None => tui.env_remove(k),
+        };
+    }
+    let tmux = Tmux::start(dir.path(), &tui);
+    tmux.wait_for(&["Ask Codex to do anything"], Duration::from_secs(60))
+        .unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while !received(&log).iter().any(|m| m["method"] == "tools/list") {
+        assert!(
+            std::time::Instant::now() < until,
+            "Codex never listed the guarded tools:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Codex takes keys that arrive in a burst for a paste, where Enter is a new line; so the
+    // Enter comes a second after the text, as a person's would.
+    tmux.keys(&["Write a note for today."]);
+    std::thread::sleep(Duration::from_secs(1));
+    tmux.keys(&["Enter"]);
+    let form = tmux
+        .wait_for(
+            &["mcpguard: allow the AI", "enter to submit"],
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    tmux.keys(keys);
+    let done = tmux
+        .wait_for(&["FINAL: "], Duration::from_secs(60))
+        .unwrap();
+    log_of(&log);
+    (form, done)
+}
+
+/// Codex's interactive interface, run in a terminal (tmux), asks mcpguard's question in its own
+/// form: the three lines of the question, then the box as True / False. True submitted, the
+/// write reaches the server and its result the answer on screen; False submitted (the person
+/// did not approve, two seconds after the form appeared), the write never reaches the server and
+/// mcpguard's refusal is what the model gets. Codex's own approval is off for the server, as the
+/// README says, so mcpguard's question is the only one.
+#[test]
+fn codex_interactive_form_approves_a_write_once_and_declines_it_once() {
+    let (form, done) = codex_tui_write(&["Up", "Enter"], |log| {
+        assert_eq!(
+            calls_of(log, "write_note"),
+            1,
+            "the approved write reached the server"
+        )
+    });
+    for line in [
+        r#"mcpguard: allow the AI to call "write_note" on the MCP server "fixture"?"#,
+        &format!(r#"Arguments: body="{MARK}", path="notes/today.txt""#),
+        "Approve runs this one call once, now; Decline refuses it. No answer within 60 s refuses it.",
+    ] {
+        assert!(form.contains(line), "the form shows {line:?}:\n{form}");
+    }
+    assert!(
+        done.contains("wrote "),
+        "the approved write's result reaches the answer:\n{done}"
+    );
+
+    let (_, done) = codex_tui_write(&["Enter"], |log| {
+        assert_eq!(
+            calls_of(log, "write_note"),
+            0,
+            "the declined write never reaches the server"
+        )
+    });
+    assert!(
+        done.contains("did not tick approve"),
+        "mcpguard's refusal reaches the answer:\n{done}"
+    );
+}
