@@ -4,8 +4,11 @@
 //! in the provider's API format — the first request with a call of the guarded tool (for Claude
 //! Code, which defers MCP tools, first a `ToolSearch` that loads it), the next with text that
 //! echoes the tool's result — so the host calls an MCP tool for real and the result must reach
-//! its final answer. Hosts: Gemini CLI (Gemini API), Claude Code (Anthropic Messages API) and
-//! Codex (OpenAI Responses API). Where a host has an approval of its own in front of mcpguard's
+//! its final answer. Hosts: Gemini CLI (Gemini API), Claude Code (Anthropic Messages API),
+//! Codex (OpenAI Responses API) and fast-agent (its `passthrough` model, which needs no
+//! endpoint). The interactive interfaces of Claude Code, Codex and fast-agent run in a terminal
+//! (tmux, `support::tmux`), where a person approves a write once and declines it once in the
+//! host's own dialog. Where a host has an approval of its own in front of mcpguard's
 //! question, a test shows that the setting the README names leaves mcpguard's question as the
 //! only one. The hosts are installed pinned into `.peers/` by `scripts/install-peers.sh`. Slow (a
 //! host starts in a second or more), so they live in a module of their own.
