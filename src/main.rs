@@ -379,6 +379,7 @@ fn run_command(cmd: Command) -> ExitCode {
             policy: policy.as_deref(),
             read: &grants.read,
             write: &grants.write,
+            env: &grants.env,
             command,
         }),
         Command::Lock(LockCommand::Check {

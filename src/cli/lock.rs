@@ -11,6 +11,7 @@
 //! package = "npm:@modelcontextprotocol/server-filesystem@2026.1.14"   # must be in `command`
 //! policy = "team-policy.toml"                  # optional, relative to this file
 //! sandbox_read = ["/srv/docs"]                 # optional grants, as --sandbox-read
+//! sandbox_env = ["DOCS_TOKEN"]                 # optional variables passed by name, as --sandbox-env
 //! ```
 //!
 //! Each server is *current* (digest, reviews and the live catalogue all match), *drifted* (the
@@ -70,6 +71,10 @@ pub struct LockedServer {
     pub sandbox_read: Vec<PathBuf>,
     #[serde(default)]
     pub sandbox_write: Vec<PathBuf>,
+    /// Variables passed to the server by exact name (`--sandbox-env`); values are never in the
+    /// lock, each machine's environment provides them.
+    #[serde(default)]
+    pub sandbox_env: Vec<String>,
 }
 
 impl Lockfile {
@@ -114,6 +119,11 @@ impl Lockfile {
                     p.display()
                 ));
             }
+            // The same names `--sandbox-env` takes, so a lock cannot pass a pattern or TMPDIR.
+            for name in &s.sandbox_env {
+                crate::cli::flags::env_name(name)
+                    .map_err(|e| format!("{}: servers.{key}.sandbox_env: {e}", path.display()))?;
+            }
         }
         lock.dir = std::path::absolute(path)
             .ok()
@@ -148,6 +158,7 @@ pub struct AddArgs<'a> {
     pub policy: Option<&'a Path>,
     pub read: &'a [PathBuf],
     pub write: &'a [PathBuf],
+    pub env: &'a [String],
     pub command: &'a [String],
 }
 
@@ -213,6 +224,9 @@ pub fn add(args: &AddArgs<'_>) -> CmdResult {
     }
     if !args.write.is_empty() {
         entry.insert("sandbox_write".into(), paths(args.write));
+    }
+    if !args.env.is_empty() {
+        entry.insert("sandbox_env".into(), strings(args.env.to_vec()));
     }
     let servers = doc
         .entry("servers")
@@ -362,7 +376,7 @@ fn check_one(lock: &Lockfile, key: &str, s: &LockedServer, env: &Env<'_>) -> Sta
     let grants = crate::cli::flags::SandboxGrants {
         read: s.sandbox_read.clone(),
         write: s.sandbox_write.clone(),
-        env: Vec::new(),
+        env: s.sandbox_env.clone(),
     };
     let setup = match (env.sandbox)(&policy, policy_file.as_deref(), &command, &grants) {
         Ok(s) => s,

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::{json, Value};
 
 use crate::gate::{reviewed_snapshot, tool_names};
-use crate::support::{fixture, mcpguard, reads_policy, Peer};
+use crate::support::{fixture, mcpguard, reads_policy, reads_policy_with, Peer};
 
 fn lock_check(lock: &Path, format: &str) -> Output {
     Command::new(mcpguard())
@@ -401,4 +401,112 @@ fn lock_add_writes_an_entry_that_lock_check_accepts() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("does not name the pinned package"));
     assert_eq!(std::fs::read(&lock).unwrap(), before);
+}
+
+/// `lock add --sandbox-env NAME` records the name as `sandbox_env`; `lock check`
+/// passes that variable to the server, and `wrap --from-lock` writes it as `--sandbox-env`. The
+/// server here is a shell that starts the fixture only when the variable has reached it, so
+/// without the name the check fails, which shows that the check can fail. A name the flag would
+/// refuse (TMPDIR) is refused in a hand-written lock too, at its line.
+#[test]
+fn a_variable_named_in_the_lock_reaches_the_server_in_check_and_in_wrapped_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (snap, _digest) = reviewed_snapshot(d, &[]);
+    let lock = d.join("mcpguard.lock");
+    let script = format!(
+        "test \"$LOCK_TEST_VAR\" = from-the-environment && exec {}",
+        fixture().display()
+    );
+    // The shell runs the fixture, whose folder the sandbox must then let it execute.
+    let policy = d.join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[sandbox]\nexecute = [\"/usr\", \"/bin\", \"/lib\", \"/lib64\", {:?}]\n",
+            fixture().parent().unwrap().display().to_string()
+        )),
+    )
+    .unwrap();
+    let add = |extra: &[&str]| {
+        let o = Command::new(mcpguard())
+            .args(["lock", "add", "fixture", "--snapshot"])
+            .arg(&snap)
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--policy")
+            .arg(&policy)
+            .args(extra)
+            .args(["--", "/bin/sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let check = || {
+        Command::new(mcpguard())
+            .args(["lock", "check"])
+            .arg(&lock)
+            .args(["--timeout", "20s"])
+            .env("LOCK_TEST_VAR", "from-the-environment")
+            .output()
+            .unwrap()
+    };
+
+    add(&[]);
+    let o = check();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "without the name the server cannot start: {}",
+        stdout(&o)
+    );
+
+    add(&["--sandbox-env", "LOCK_TEST_VAR"]);
+    let text = std::fs::read_to_string(&lock).unwrap();
+    let written: toml::Table = text.parse().unwrap();
+    assert_eq!(
+        written["servers"]["fixture"]["sandbox_env"],
+        toml::Value::Array(vec!["LOCK_TEST_VAR".into()])
+    );
+    let o = check();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let config = d.join("claude_desktop_config.json");
+    std::fs::write(&config, "{\"mcpServers\": {}}\n").unwrap();
+    let o = Command::new(mcpguard())
+        .args(["wrap", "--from-lock"])
+        .arg(&lock)
+        .arg(&config)
+        .arg("--mcpguard")
+        .arg(mcpguard())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    let args: Vec<&str> = doc["mcpServers"]["fixture"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--sandbox-env", "LOCK_TEST_VAR"]),
+        "{args:?}"
+    );
+
+    std::fs::write(&lock, text.replace("\"LOCK_TEST_VAR\"", "\"TMPDIR\"")).unwrap();
+    let o = check();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("servers.fixture.sandbox_env: TMPDIR"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -594,6 +594,10 @@ fn from_lock(
             args.push("--sandbox-write".into());
             args.push(w.display().to_string());
         }
+        for name in &s.sandbox_env {
+            args.push("--sandbox-env".into());
+            args.push(name.clone());
+        }
         args.push("--".into());
         args.extend(s.command.iter().cloned());
         let replaced = servers.contains_key(key);
