@@ -1173,6 +1173,35 @@ fn call_tool(tool: &str, args: &Value) -> String {
     format!("***CALL_TOOL fixture__{tool} {args}")
 }
 
+/// `fast-agent go --model passthrough -m "***CALL_TOOL fixture__echo …"` in `work`: checks that it
+/// succeeded and that the echoed text is its final answer; returns what it printed.
+fn fast_agent_echo(home: &Path, work: &Path) -> (String, String) {
+    let message = call_tool("echo", &json!({"text": MARK}));
+    let out = run_bounded(&mut fast_agent(
+        home,
+        work,
+        &[
+            "go",
+            "--model",
+            "passthrough",
+            "--servers",
+            "fixture",
+            "-m",
+            &message,
+        ],
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "fast-agent go: {stdout}\n{stderr}");
+    let answer = stdout.trim_end().lines().last().unwrap_or_default();
+    assert_eq!(
+        serde_json::from_str::<Value>(answer).ok(),
+        Some(json!({"text": MARK})),
+        "the tool result is the final answer: {stdout}"
+    );
+    (stdout, stderr)
+}
+
 /// fast-agent (on CPython 3.13, which it needs) runs mcpguard over a default snapshot: `fast-agent
 /// check` lists the guarded server, and a one-shot `fast-agent go` calls the reviewed `echo`
 /// through mcpguard; the result comes back as the passthrough model's final answer. fast-agent
@@ -1190,29 +1219,7 @@ fn fast_agent_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
         "fast-agent check lists the guarded server: {checked}"
     );
 
-    let message = call_tool("echo", &json!({"text": MARK}));
-    let out = run_bounded(&mut fast_agent(
-        dir.path(),
-        &work,
-        &[
-            "go",
-            "--model",
-            "passthrough",
-            "--servers",
-            "fixture",
-            "-m",
-            &message,
-        ],
-    ));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "fast-agent go: {stdout}\n{stderr}");
-    let answer = stdout.trim_end().lines().last().unwrap_or_default();
-    assert_eq!(
-        serde_json::from_str::<Value>(answer).ok(),
-        Some(json!({"text": MARK})),
-        "the tool result is the final answer: {stdout}"
-    );
+    let (stdout, stderr) = fast_agent_echo(dir.path(), &work);
     assert!(
         !stdout.contains("mcpguard:") && !stderr.contains("mcpguard:"),
         "a healthy run is quiet at the default level: {stdout}\n{stderr}"
@@ -1355,32 +1362,7 @@ fn fast_agent_runs_the_server_through_the_entry_mcpguard_wrap_wrote() {
         "{wrapped}"
     );
 
-    let message = call_tool("echo", &json!({"text": MARK}));
-    let out = run_bounded(&mut fast_agent(
-        dir.path(),
-        dir.path(),
-        &[
-            "go",
-            "--model",
-            "passthrough",
-            "--servers",
-            "fixture",
-            "-m",
-            &message,
-        ],
-    ));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "fast-agent go: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answer = stdout.trim_end().lines().last().unwrap_or_default();
-    assert_eq!(
-        serde_json::from_str::<Value>(answer).ok(),
-        Some(json!({"text": MARK})),
-        "{stdout}"
-    );
+    fast_agent_echo(dir.path(), dir.path());
     // mcpguard lists the server's tools again before it lets a call through, under ids of its
     // own; fast-agent talking to the server directly would not.
     let received = received(&log);
