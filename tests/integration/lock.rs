@@ -52,6 +52,18 @@ fn copy_as(dir: &Path, snap: &Path, key: &str) -> (String, String) {
     )
 }
 
+/// `mcpguard wrap --from-lock LOCK CONFIG`, with this build's mcpguard in the entries.
+fn wrap_from_lock(lock: &Path, config: &Path) -> Output {
+    Command::new(mcpguard())
+        .args(["wrap", "--from-lock"])
+        .arg(lock)
+        .arg(config)
+        .arg("--mcpguard")
+        .arg(mcpguard())
+        .output()
+        .unwrap()
+}
+
 fn fixture_cmd(extra: &[&str]) -> Vec<String> {
     std::iter::once(fixture().display().to_string())
         .chain(extra.iter().map(|s| s.to_string()))
@@ -291,14 +303,7 @@ fn wrap_from_lock_writes_a_pinned_host_entry_that_runs() {
         "{\n  \"mcpServers\": {\n    \"remote\": {\"url\": \"https://example.test/mcp\"}\n  }\n}\n",
     )
     .unwrap();
-    let o = Command::new(mcpguard())
-        .args(["wrap", "--from-lock"])
-        .arg(&lock)
-        .arg(&config)
-        .arg("--mcpguard")
-        .arg(mcpguard())
-        .output()
-        .unwrap();
+    let o = wrap_from_lock(&lock, &config);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("added: \"fixture\" from"),
@@ -479,14 +484,7 @@ fn a_variable_named_in_the_lock_reaches_the_server_in_check_and_in_wrapped_entri
 
     let config = d.join("claude_desktop_config.json");
     std::fs::write(&config, "{\"mcpServers\": {}}\n").unwrap();
-    let o = Command::new(mcpguard())
-        .args(["wrap", "--from-lock"])
-        .arg(&lock)
-        .arg(&config)
-        .arg("--mcpguard")
-        .arg(mcpguard())
-        .output()
-        .unwrap();
+    let o = wrap_from_lock(&lock, &config);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
     let args: Vec<&str> = doc["mcpServers"]["fixture"]["args"]
