@@ -256,7 +256,7 @@ impl LiveCatalogue {
                 ))
             }
         };
-        if canonical::canonical_bytes(&live) == tool.canonical {
+        if canonical::canonical_bytes(&live) == tool.canonical() {
             return None;
         }
         let changes = crate::snapshot::diff::diff_tool(pin_key, &tool.name, &tool.tool, &live);
