@@ -857,8 +857,7 @@ fn confirmation_modes_and_authority_channels() {
         }}
     });
     let now = "2026-11-02T00:00:00Z".parse().unwrap();
-    let pin =
-        pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap();
+    let pin = pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap();
     assert!(pin.tool("echo").unwrap().authority);
     let mut t = T::with_policy(Mode::Pinned(Arc::new(pin)), ECHO_READ);
     t.handshake();
