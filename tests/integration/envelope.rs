@@ -56,9 +56,6 @@ impl Rng {
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
 }
 
 /// A generator's choice: in a clean line every pick is valid JSON, so that accepted lines (where
@@ -71,9 +68,6 @@ struct Gen {
 impl Gen {
     fn below(&mut self, n: usize) -> usize {
         self.r.below(n)
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        self.r.pick(items)
     }
     /// From `valid` in a clean line, from both lists otherwise.
     fn choose<'a>(&mut self, valid: &[&'a str], bad: &[&'a str]) -> &'a str {
