@@ -88,16 +88,22 @@ fn proxy_figures(
     println!("machine: {} cores, {}", cores(), cpu_model());
     println!();
     println!(
-        "{:<12} {:>10} {:>10} {:>14}",
-        "path", "p50 µs", "p99 µs", "msgs/s"
+        "{:<12} {:>10} {:>10} {:>14} {:>10} {:>12}",
+        "path", "p50 µs", "p99 µs", "msgs/s", "idle MiB", "pipelined MiB"
     );
     let mut results = Vec::new();
     for (name, cmd) in configs.iter() {
         let lat = latency(cmd, round_trips);
-        let tput = throughput(cmd, pipelined);
+        let (tput, hwm) = throughput(cmd, pipelined);
+        let idle = idle_rss(cmd);
         println!(
-            "{:<12} {:>10.1} {:>10.1} {:>14.0}",
-            name, lat.0, lat.1, tput
+            "{:<12} {:>10.1} {:>10.1} {:>14.0} {:>10} {:>12}",
+            name,
+            lat.0,
+            lat.1,
+            tput,
+            idle >> 10,
+            hwm >> 10
         );
         results.push((name.to_string(), lat, tput));
     }
@@ -823,8 +829,32 @@ fn latency(cmd: &[OsString], n: usize) -> (f64, f64) {
     )
 }
 
-/// `n` requests written by one thread while another reads the responses; messages per second.
-fn throughput(cmd: &[OsString], n: usize) -> f64 {
+/// The resident memory of the first process of `cmd` (the relaying process; for the direct
+/// path, the server) when it has started and nothing has been sent yet, in KiB.
+fn idle_rss(cmd: &[OsString]) -> u64 {
+    let mut child = spawn(cmd);
+    thread::sleep(Duration::from_millis(200));
+    let rss = status_kib(child.id(), "VmRSS:");
+    drop(child.stdin.take());
+    let _ = child.wait();
+    rss
+}
+
+/// A `/proc/PID/status` figure in KiB (`VmRSS:`, `VmHWM:`), 0 when it cannot be read.
+fn status_kib(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `n` requests written by one thread while another reads the responses; messages per second
+/// and the relaying process's peak RSS in KiB.
+fn throughput(cmd: &[OsString], n: usize) -> (f64, u64) {
     let mut child = spawn(cmd);
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
@@ -849,9 +879,10 @@ fn throughput(cmd: &[OsString], n: usize) -> f64 {
         assert!(!line.is_empty(), "the server stopped answering");
     }
     let elapsed = start.elapsed();
+    let hwm = status_kib(child.id(), "VmHWM:");
     drop(writer.join());
     let _ = child.wait();
-    n as f64 / elapsed.as_secs_f64()
+    (n as f64 / elapsed.as_secs_f64(), hwm)
 }
 
 /// Sends `count` messages of `size` bytes through the path with `cat` as the server; returns the
