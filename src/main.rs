@@ -578,14 +578,6 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    if args.manifest.is_some() {
-        // The schema validator's one-time set-up runs beside the policy and snapshot load
-        // instead of after them (see `schema::warm_up`); if the thread cannot start, the first
-        // compile does the same work itself.
-        let _ = std::thread::Builder::new()
-            .name("schema-warm-up".into())
-            .spawn(mcpguard::gate::schema::warm_up);
-    }
     let policy = match policy::load_layered(args.policy.as_deref()) {
         Ok(layered) => {
             if let Err(why) = layered.check_overrides(

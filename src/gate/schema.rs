@@ -243,17 +243,6 @@ impl fmt::Debug for CompiledSchema {
     }
 }
 
-/// Makes the validator build its own process-wide state (its registry of drafts and
-/// meta-schemas), which the first compile in a process otherwise pays: about 1.5 ms in the
-/// benchmark, against some 20 µs for each later compile. The proxy runs this on a thread of its
-/// own while the main thread reads the policy and hashes the snapshot, so a start with a pinned
-/// snapshot overlaps the two. Nothing depends on its result: the state is built once whoever
-/// asks first, and a compile that needs it before this thread is done waits for it or builds it.
-pub fn warm_up() {
-    let _ =
-        compile(&serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}}));
-}
-
 /// Compiles a tool's `inputSchema` or `outputSchema`, refusing anything mcpguard cannot validate
 /// safely (see the module documentation).
 pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
