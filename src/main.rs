@@ -612,7 +612,7 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
             ) {
                 Ok(mut pin) => {
                     // A pinned package runs from its checked install, never from the registry.
-                    match mcpguard::cli::launch::for_run(&args.server, path, key) {
+                    match mcpguard::cli::launch::for_run_with(&args.server, pin.package.as_ref()) {
                         Ok(command) => args.server = command,
                         Err(e) => return fail(&format!("refusing to start the server: {e}")),
                     }

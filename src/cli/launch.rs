@@ -47,15 +47,26 @@ pub fn for_capture(command: &[OsString]) -> Result<(Vec<OsString>, Option<Value>
     Ok((installed.command, Some(installed.package.to_json())))
 }
 
-/// The command a run (the proxy, a live check) starts for the snapshot `file`'s server `key`.
+/// The command a live check starts for the snapshot `file`'s server `key` (reads the snapshot;
+/// the proxy, which has already verified it, uses [`for_run_with`]).
 pub fn for_run(command: &[OsString], file: &Path, key: &str) -> Result<Vec<OsString>, String> {
     // Most commands are not runners; only those read the snapshot a second time.
+    if packages::parse(command)?.is_none() {
+        return Ok(command.to_vec());
+    }
+    let m = manifest::load(file)?;
+    let entry = m.server(key).map_err(|p| p.to_string())?;
+    for_run_with(command, entry.get("package"))
+}
+
+/// The command the proxy starts, given the package record of the snapshot it has already loaded
+/// and verified (`Pin::package`): the snapshot is not read again, so a start parses and hashes
+/// it once, and the record checked is the one in the bytes whose digest was checked.
+pub fn for_run_with(command: &[OsString], record: Option<&Value>) -> Result<Vec<OsString>, String> {
     let Some(runner) = packages::parse(command)? else {
         return Ok(command.to_vec());
     };
-    let m = manifest::load(file)?;
-    let entry = m.server(key).map_err(|p| p.to_string())?;
-    let Some(record) = entry.get("package") else {
+    let Some(record) = record else {
         diag::emit(
             Level::Warn,
             &format!(

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::value::RawValue;
+use crate::wire::message::Raw;
 
 use crate::gate::pin::ReviewedTool;
 use crate::snapshot::canonical;
@@ -22,13 +22,13 @@ pub struct LivePage {
     pub next_cursor: Option<String>,
 }
 
-/// Reads one page result. The page is a `RawValue`, which serde_json has already validated as
-/// JSON when the response was parsed; the page is then read in one pass over its text, without
+/// Reads one page result. The page is a `Raw`, which the envelope reader has already validated
+/// as JSON when the response was parsed; the page is then read in one pass over its text, without
 /// a second validation (on the gated path a second serde pass over a 200 KiB page, and a third
 /// one per Tool for its name, cost more than everything else mcpguard does for a call). A
 /// repeated `tools`, `nextCursor` or Tool `name` member is an error, as it is for the strict
 /// parser; other members are ignored.
-pub fn parse_page(raw: &RawValue) -> Result<LivePage, String> {
+pub fn parse_page(raw: Raw<'_>) -> Result<LivePage, String> {
     let bad = |e: String| format!("a live tools/list page is not acceptable: {e}");
     let text = raw.get();
     let b = text.as_bytes();
@@ -88,7 +88,7 @@ fn read_tools(text: &str, mut i: usize) -> Result<(usize, Vec<LiveTool>), String
 }
 
 /// Walks the object that starts at `i` in `raw`, which must be valid JSON (a validated
-/// `RawValue` or a part of one), calling `f(key, value start)` for each member; `f` returns the
+/// `Raw` or a part of one), calling `f(key, value start)` for each member; `f` returns the
 /// index just past the value (usually [`skip_value`]), so that a caller can read a value while
 /// skipping it. Keys are passed decoded (`"n\u0061me"` is `name`). Returns the index past the
 /// object. Skipping by brackets and quotes is sound only on valid JSON.
@@ -256,7 +256,7 @@ impl LiveCatalogue {
                 ))
             }
         };
-        if canonical::canonical_bytes(&live) == tool.canonical {
+        if canonical::canonical_bytes(&live) == tool.canonical() {
             return None;
         }
         let changes = crate::snapshot::diff::diff_tool(pin_key, &tool.name, &tool.tool, &live);
@@ -280,8 +280,8 @@ mod tests {
 
     #[test]
     fn live_catalogue_rejects_duplicates() {
-        // Pages reach `parse_page` as validated RawValues, as they do from the envelope parse.
-        let page = |text: &str| parse_page(&serde_json::from_str::<Box<RawValue>>(text).unwrap());
+        // Pages reach `parse_page` validated, as they do from the envelope parse.
+        let page = |text: &str| parse_page(Raw::validate(text).unwrap());
         let one = r#"{"tools": [{"name": "a", "inputSchema": {}}]}"#;
         let pages = vec![page(one).unwrap(), page(one).unwrap()];
         assert!(LiveCatalogue::from_pages(pages)
@@ -356,8 +356,7 @@ mod tests {
                 page["nextCursor"] = json!(format!("c{round}"));
             }
             let text = serde_json::to_string_pretty(&page).unwrap();
-            let raw: Box<RawValue> = serde_json::from_str(&text).unwrap();
-            let got = parse_page(&raw).unwrap();
+            let got = parse_page(Raw::validate(&text).unwrap()).unwrap();
             assert_eq!(got.next_cursor.as_deref(), page["nextCursor"].as_str());
             assert_eq!(got.tools.len(), tools.len());
             for ((name, raw_tool), tool) in got.tools.iter().zip(&tools) {

@@ -2,6 +2,14 @@
 //! server is spawned (digest, strict parse, expiry, reviews), with each reviewed tool's exact
 //! object, canonical bytes and compiled schemas.
 //!
+//! Start-up cost: the snapshot is parsed, canonicalized and hashed once; validation borrows from
+//! the parsed document, and the pin then *moves* each reviewed Tool object and its review out of
+//! it (no copy of the catalogue). A tool's canonical bytes, needed only when the tool is called,
+//! are computed on its first call. Its schemas are still compiled here, eagerly: compiling is
+//! the only complete check that a schema can be enforced (a remote `$ref`, a bad pattern, an
+//! unknown draft), and a snapshot whose schema cannot be enforced must be refused before the
+//! server is spawned, not at the first call.
+//!
 //! Pure data built once; the state machine that applies it is `gate::session`. Nothing here
 //! performs IO except `load_pin` reading the snapshot file.
 
@@ -19,7 +27,8 @@ use crate::snapshot::manifest::{self, Acceptance, Manifest};
 pub struct ReviewedTool {
     pub name: String,
     pub tool: Value,
-    pub canonical: Vec<u8>,
+    /// The RFC 8785 form of `tool`, made on the first call that compares against it.
+    canonical: std::sync::OnceLock<Vec<u8>>,
     pub review: Value,
     pub input: Option<CompiledSchema>,
     pub output: Option<CompiledSchema>,
@@ -35,6 +44,13 @@ pub struct ReviewedTool {
 }
 
 impl ReviewedTool {
+    /// The RFC 8785 canonical bytes of the reviewed Tool object, computed once, on first use:
+    /// start-up does not pay for tools that are never called.
+    pub fn canonical(&self) -> &[u8] {
+        self.canonical
+            .get_or_init(|| canonical::canonical_bytes(&self.tool))
+    }
+
     /// What the review says that bears on the policy's classification.
     pub fn reviewed(&self) -> crate::policy::Reviewed {
         crate::policy::Reviewed {
@@ -71,6 +87,9 @@ pub struct Pin {
     pub refused_reviews: Vec<(String, String)>,
     /// What a 2026-07-28 snapshot pins beyond the above; `None` for a legacy snapshot.
     pub modern: Option<crate::gate::modern::ModernPin>,
+    /// The server entry's `package` record (a pinned package runner), kept so that the launch
+    /// checks the install against the verified bytes without reading the snapshot again.
+    pub package: Option<Value>,
 }
 
 impl Pin {
@@ -142,18 +161,19 @@ pub fn load_pin(
             path.display()
         ));
     }
-    pin_from_manifest(&m, server_key, now, acceptance)
+    pin_from_manifest(m, server_key, now, acceptance)
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Builds the pin from a loaded manifest (split out for tests).
+/// Builds the pin from a loaded manifest (split out for tests). The manifest is consumed: the
+/// reviewed Tool objects and reviews are moved out of it into the pin.
 pub fn pin_from_manifest(
-    m: &Manifest,
+    mut m: Manifest,
     server_key: &str,
     now: Timestamp,
     acceptance: &Acceptance,
 ) -> Result<Pin, String> {
-    let problems = manifest::validate(m, now, acceptance);
+    let problems = manifest::validate(&m, now, acceptance);
     if !problems.is_empty() {
         let list: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         return Err(format!(
@@ -174,17 +194,18 @@ pub fn pin_from_manifest(
             crate::protocol::MODERN_VERSIONS.join(", ")
         ));
     };
-    let all = manifest::tools(server_key, entry).map_err(|ps| {
+    let all = manifest::tool_refs(server_key, entry).map_err(|ps| {
         ps.iter()
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
             .join("; ")
     })?;
-    let mut tools = Vec::new();
+    // First every check that borrows the document, then the moves out of it.
+    let mut reviewed = Vec::new();
     let mut unreviewed = Vec::new();
     for (name, pointer, tool) in all {
-        let Some(review) = manifest::review_of(entry, &name) else {
-            unreviewed.push(name);
+        let Some(review) = manifest::review_of(entry, name) else {
+            unreviewed.push(name.to_string());
             continue;
         };
         let compile = |field: &str| -> Result<Option<CompiledSchema>, String> {
@@ -212,29 +233,60 @@ pub fn pin_from_manifest(
         // The validation above admits only the four classes, so nothing is lost here.
         let side_effect =
             manifest::reviewed_side_effect(review).and_then(crate::policy::SideEffect::parse);
-        tools.push(ReviewedTool {
-            authority,
-            side_effect,
-            canonical: canonical::canonical_bytes(&tool),
-            name,
-            tool,
-            review: review.clone(),
-            input,
-            output,
-            serialize,
-            requires_task,
-        });
+        reviewed.push((
+            pointer,
+            ReviewedTool {
+                authority,
+                side_effect,
+                canonical: std::sync::OnceLock::new(),
+                name: name.to_string(),
+                tool: Value::Null,
+                review: Value::Null,
+                input,
+                output,
+                serialize,
+                requires_task,
+            },
+        ));
+    }
+    let server_info = entry.get("serverInfo").cloned().unwrap_or(Value::Null);
+    let instructions = entry.get("instructions").cloned();
+    let package = entry.get("package").cloned();
+    let reviews_at = format!(
+        "/servers/{}/reviews",
+        crate::snapshot::manifest::escape_token(server_key)
+    );
+    let mut tools = Vec::with_capacity(reviewed.len());
+    for (pointer, mut t) in reviewed {
+        // The pointers were read off this document just above, so both values are there; the
+        // document is not used again after the moves.
+        t.tool = m
+            .doc
+            .pointer_mut(&pointer)
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        let review_at = format!(
+            "{reviews_at}/{}",
+            crate::snapshot::manifest::escape_token(&t.name)
+        );
+        t.review = m
+            .doc
+            .pointer_mut(&review_at)
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        tools.push(t);
     }
     Ok(Pin {
-        digest: m.digest.clone(),
+        digest: m.digest,
         server_key: server_key.to_string(),
         protocol_version,
-        server_info: entry.get("serverInfo").cloned().unwrap_or(Value::Null),
-        instructions: entry.get("instructions").cloned(),
+        server_info,
+        instructions,
         tools,
         unreviewed,
         refused_by_policy: Vec::new(),
         refused_reviews: Vec::new(),
         modern,
+        package,
     })
 }

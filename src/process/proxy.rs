@@ -147,7 +147,14 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         return Err(io::Error::other("the child's pipes were not created"));
     };
 
-    let budget = (4 << 20).max(opts.max_message_bytes.min(64 << 20));
+    // What may wait for the server's stdin before the host's reader waits too. A message
+    // larger than this still passes (the sink admits any message into an empty queue), so the
+    // bound is on how much is in flight, not on message size. One MiB keeps a host that
+    // pipelines thousands of small requests from queueing all of them: each queued request is
+    // also an entry of the id-correlation table, and a table of a hundred thousand entries
+    // costs cache misses on every insert and remove (and its memory), where the pipe relay
+    // holds no more than its pipes do.
+    let budget = 1 << 20;
     let to_server = Sink::new(
         File::from(OwnedFd::from(child_in)),
         true,

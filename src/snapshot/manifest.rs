@@ -168,14 +168,32 @@ fn instant(doc: &Value, field: &str) -> Result<Timestamp, Problem> {
 }
 
 /// Every Tool object of a server entry, across all pages, with its pointer. A name occurring
-/// twice is a problem: the seed requires each selected name to occur exactly once.
+/// twice is a problem: the seed requires each selected name to occur exactly once. The objects
+/// are copies; [`tool_refs`] borrows them instead.
 pub fn tools(
     server_key: &str,
     entry: &Value,
 ) -> Result<Vec<(String, String, Value)>, Vec<Problem>> {
+    tool_refs(server_key, entry).map(|tools| {
+        tools
+            .into_iter()
+            .map(|(name, pointer, tool)| (name.to_string(), pointer, tool.clone()))
+            .collect()
+    })
+}
+
+/// Like [`tools`], borrowing every Tool object and its name from `entry`: start-up validates
+/// and pins from these without copying the catalogue. Duplicate names are found through a hash
+/// set, so a catalogue of a thousand tools costs a thousand look-ups, not half a million
+/// comparisons.
+pub fn tool_refs<'a>(
+    server_key: &str,
+    entry: &'a Value,
+) -> Result<Vec<(&'a str, String, &'a Value)>, Vec<Problem>> {
     let base = format!("/servers/{}", escape_token(server_key));
     let mut problems = Vec::new();
-    let mut out: Vec<(String, String, Value)> = Vec::new();
+    let mut out: Vec<(&'a str, String, &'a Value)> = Vec::new();
+    let mut seen: std::collections::HashMap<&'a str, usize> = std::collections::HashMap::new();
     let Some(pages) = entry.get("toolPages").and_then(Value::as_array) else {
         return Err(vec![problem(
             format!("{base}/toolPages"),
@@ -202,14 +220,18 @@ pub fn tools(
                 problems.push(problem(pointer, "a Tool without a string name"));
                 continue;
             };
-            if let Some((_, first, _)) = out.iter().find(|(n, _, _)| n == name) {
+            if let Some(&first) = seen.get(name) {
                 problems.push(problem(
                     pointer.clone(),
-                    format!("tool {name:?} occurs twice (first at {first}); each name must occur exactly once"),
+                    format!(
+                        "tool {name:?} occurs twice (first at {}); each name must occur exactly once",
+                        out[first].1
+                    ),
                 ));
                 continue;
             }
-            out.push((name.to_string(), pointer, tool.clone()));
+            seen.insert(name, out.len());
+            out.push((name, pointer, tool));
         }
     }
     if problems.is_empty() {
@@ -322,11 +344,11 @@ pub fn validate_server(key: &str, entry: &Value, acceptance: &Acceptance) -> Vec
             "missing or not an object",
         ));
     }
-    let tools = match tools(key, entry) {
-        Ok(t) => t,
+    let tools: std::collections::HashMap<&str, &Value> = match tool_refs(key, entry) {
+        Ok(t) => t.into_iter().map(|(name, _, tool)| (name, tool)).collect(),
         Err(p) => {
             problems.extend(p);
-            Vec::new()
+            Default::default()
         }
     };
     let reviews = match entry.get("reviews") {
@@ -339,12 +361,12 @@ pub fn validate_server(key: &str, entry: &Value, acceptance: &Acceptance) -> Vec
     };
     for (name, review) in reviews {
         let at = format!("{base}/reviews/{}", escape_token(name));
-        match tools.iter().find(|(n, _, _)| n == name) {
+        match tools.get(name.as_str()) {
             None => problems.push(problem(
                 at,
                 format!("a review of tool {name:?}, which is not in the capture"),
             )),
-            Some((_, _, tool)) => problems.extend(validate_review(&at, tool, review, acceptance)),
+            Some(tool) => problems.extend(validate_review(&at, tool, review, acceptance)),
         }
     }
     problems

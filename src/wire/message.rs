@@ -1,10 +1,16 @@
 //! A read-only, lossless view of one JSON-RPC line.
 //!
 //! The view borrows from the original bytes: `params`, `result` and `error` stay raw JSON text
-//! (`RawValue`), so classifying a message costs one validating scan and no tree building, and the
+//! (`Raw`), so classifying a message costs one validating scan and no tree building, and the
 //! original bytes remain the thing that is forwarded. Members are parsed strictly: a repeated
 //! top-level member name is an error, because two peers that resolve duplicates differently
 //! would see two different messages.
+//!
+//! Two readers produce the view. `wire::envelope` is the fast path every line tries first: one
+//! hand-written scan that only ever accepts, and declines whatever it cannot judge exactly. The
+//! serde_json path below (`parse_with_serde`) is the reference: it judges every declined line,
+//! so every refusal and its error text come from it, and the differential test
+//! (`tests/integration/envelope.rs`) holds the fast path to it.
 //!
 //! Knows the JSON-RPC shapes and nothing of MCP methods' meaning, the gate, the snapshot or IO.
 
@@ -14,6 +20,35 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use super::envelope;
+
+/// The JSON text of one value that an envelope reader has validated (as serde_json's
+/// `RawValue` would be). Only this module makes one from a line, so holding a `Raw` is proof
+/// that its text is valid JSON; `Raw::validate` makes one from other text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    /// The raw JSON text.
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
+
+    /// Checks that `text` is one JSON value (surrounding whitespace allowed, as serde_json
+    /// allows it) and wraps it; the error is serde_json's.
+    pub fn validate(text: &'a str) -> Result<Raw<'a>, String> {
+        serde_json::from_str::<&RawValue>(text)
+            .map(|raw| Raw(raw.get()))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl fmt::Debug for Raw<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Raw({})", self.0)
+    }
+}
 
 /// A JSON-RPC request id. MCP allows strings and integers, never null.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,9 +134,9 @@ pub struct Message<'a> {
     pub kind: Kind,
     pub id: Option<Id>,
     pub method: Option<Cow<'a, str>>,
-    pub params: Option<&'a RawValue>,
-    pub result: Option<&'a RawValue>,
-    pub error: Option<&'a RawValue>,
+    pub params: Option<Raw<'a>>,
+    pub result: Option<Raw<'a>>,
+    pub error: Option<Raw<'a>>,
     /// Top-level member names JSON-RPC does not define, in order of appearance.
     pub unknown_members: Vec<String>,
 }
@@ -169,8 +204,32 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 
-/// Parses the envelope of one line.
+/// Parses the envelope of one line: the one-pass reader first, the serde_json path for every
+/// line it declines (so for every refusal).
 pub fn parse(line: &[u8]) -> Result<Message<'_>, Invalid> {
+    if let Ok(text) = std::str::from_utf8(line) {
+        if let Some(env) = envelope::read(text, MAX_DEPTH) {
+            return RawEnvelope {
+                jsonrpc: env.jsonrpc.map(Cow::Borrowed),
+                id: env.id,
+                method: env.method.map(Cow::Borrowed),
+                params: env.params.map(Raw),
+                result: env.result.map(Raw),
+                error: env.error.map(Raw),
+                unknown: env.unknown.into_iter().map(str::to_string).collect(),
+            }
+            .into_message();
+        }
+    }
+    parse_with_serde(line)
+}
+
+/// The reference envelope parse: serde_json's streaming deserializer over the top-level members
+/// (`RawValue` for the values below them), with mcpguard's own checks around it (UTF-8 with the
+/// offset of the first bad byte, the nesting bound, batches, duplicate top-level members). Every
+/// line the fast reader declines is judged here, and the differential test uses it as the
+/// oracle.
+pub fn parse_with_serde(line: &[u8]) -> Result<Message<'_>, Invalid> {
     let text = match std::str::from_utf8(line) {
         Ok(t) => t,
         Err(e) => {
@@ -331,11 +390,11 @@ fn salvage_id_from_prefix(text: &str) -> Option<Id> {
 /// The top-level members as they appear, before validation of their combination.
 struct RawEnvelope<'a> {
     jsonrpc: Option<Cow<'a, str>>,
-    id: Option<&'a RawValue>,
+    id: Option<&'a str>,
     method: Option<Cow<'a, str>>,
-    params: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
-    error: Option<&'a RawValue>,
+    params: Option<Raw<'a>>,
+    result: Option<Raw<'a>>,
+    error: Option<Raw<'a>>,
     unknown: Vec<String>,
 }
 
@@ -345,10 +404,10 @@ impl<'a> RawEnvelope<'a> {
             reason: InvalidReason::NotJsonRpc(msg.to_string()),
             id,
         };
-        let id = match (self.id, self.id.and_then(|raw| fast_id(raw.get()))) {
+        let id = match (self.id, self.id.and_then(fast_id)) {
             (None, _) => None,
             (Some(_), Some(id)) => Some(id),
-            (Some(raw), None) => match serde_json::from_str::<serde_json::Value>(raw.get()) {
+            (Some(raw), None) => match serde_json::from_str::<serde_json::Value>(raw) {
                 Ok(serde_json::Value::Null) => {
                     return Err(invalid(
                         "the id is null; MCP ids are strings or integers",
@@ -439,6 +498,9 @@ impl<'de: 'a, 'a> Visitor<'de> for EnvelopeVisitor<'a> {
             error: None,
             unknown: Vec::new(),
         };
+        fn raw(value: &RawValue) -> Raw<'_> {
+            Raw(value.get())
+        }
         fn set<T, E: de::Error>(slot: &mut Option<T>, v: T, name: &str) -> Result<(), E> {
             if slot.is_some() {
                 return Err(E::custom(format_args!("duplicate member \"{name}\"")));
@@ -453,15 +515,15 @@ impl<'de: 'a, 'a> Visitor<'de> for EnvelopeVisitor<'a> {
                     map.next_value::<MaybeBorrowed>()?.0,
                     "jsonrpc",
                 )?,
-                "id" => set(&mut env.id, map.next_value()?, "id")?,
+                "id" => set(&mut env.id, map.next_value::<&'a RawValue>()?.get(), "id")?,
                 "method" => set(
                     &mut env.method,
                     map.next_value::<MaybeBorrowed>()?.0,
                     "method",
                 )?,
-                "params" => set(&mut env.params, map.next_value()?, "params")?,
-                "result" => set(&mut env.result, map.next_value()?, "result")?,
-                "error" => set(&mut env.error, map.next_value()?, "error")?,
+                "params" => set(&mut env.params, raw(map.next_value()?), "params")?,
+                "result" => set(&mut env.result, raw(map.next_value()?), "result")?,
+                "error" => set(&mut env.error, raw(map.next_value()?), "error")?,
                 other => {
                     if env.unknown.iter().any(|k| k == other) {
                         return Err(de::Error::custom(format_args!(

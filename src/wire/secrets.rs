@@ -210,8 +210,39 @@ struct Pattern {
     group: bool,
 }
 
+/// The built-in shapes, compiled on the first search that needs them (once per process): the
+/// quick test (`may_contain`) needs only the anchors, so a start-up, and every message without
+/// a secret-shaped anchor, never pays for compiling them. They are constants, compiled by the
+/// unit tests; if one still failed to compile here, the `Err` makes every search report the
+/// whole text as a finding (fail closed: redacted or refused, never passed unchecked).
+static BUILTIN_PATTERNS: std::sync::OnceLock<Result<Vec<Pattern>, String>> =
+    std::sync::OnceLock::new();
+
+fn builtin_patterns() -> &'static Result<Vec<Pattern>, String> {
+    BUILTIN_PATTERNS.get_or_init(|| {
+        BUILTINS
+            .iter()
+            .map(|b| {
+                let regex =
+                    compile(b.pattern).map_err(|e| format!("built-in pattern {}: {e}", b.kind))?;
+                Ok(Pattern {
+                    kind: b.kind.to_string(),
+                    group: regex.capture_names().any(|n| n == Some("s")),
+                    regex,
+                    check: b.check,
+                })
+            })
+            .collect()
+    })
+}
+
 /// The detectors one policy asks for, compiled once.
 pub struct Detector {
+    /// The built-in shapes are searched for (they are compiled lazily, see
+    /// [`BUILTIN_PATTERNS`]).
+    builtin: bool,
+    /// The policy's own patterns, compiled when the detector is made, so that a pattern that
+    /// does not compile is refused at start-up.
     patterns: Vec<Pattern>,
     /// Literal values, longest first, with their kind (`env:NAME`).
     literals: Vec<(String, String)>,
@@ -225,7 +256,12 @@ impl std::fmt::Debug for Detector {
         f.debug_struct("Detector")
             .field(
                 "kinds",
-                &self.patterns.iter().map(|p| &p.kind).collect::<Vec<_>>(),
+                &BUILTINS
+                    .iter()
+                    .filter(|_| self.builtin)
+                    .map(|b| b.kind)
+                    .chain(self.patterns.iter().map(|p| p.kind.as_str()))
+                    .collect::<Vec<_>>(),
             )
             .field(
                 "literals",
@@ -247,6 +283,7 @@ impl Detector {
     /// A detector with nothing to find.
     pub fn none() -> Detector {
         Detector {
+            builtin: false,
             patterns: Vec::new(),
             literals: Vec::new(),
             union: None,
@@ -262,18 +299,6 @@ impl Detector {
         literals: &[(String, String)],
     ) -> Result<Detector, String> {
         let mut out = Vec::new();
-        if builtin {
-            for b in BUILTINS {
-                let regex =
-                    compile(b.pattern).map_err(|e| format!("built-in pattern {}: {e}", b.kind))?;
-                out.push(Pattern {
-                    kind: b.kind.to_string(),
-                    group: regex.capture_names().any(|n| n == Some("s")),
-                    regex,
-                    check: b.check,
-                });
-            }
-        }
         let union = if builtin {
             // Only literals: the regex crate runs such an expression as a multi-literal search.
             let all: Vec<String> = ANCHORS.iter().map(|a| regex::escape(a)).collect();
@@ -297,6 +322,7 @@ impl Detector {
             .collect();
         literals.sort_by_key(|l| std::cmp::Reverse(l.0.len()));
         Ok(Detector {
+            builtin,
             patterns: out,
             literals,
             union,
@@ -305,7 +331,7 @@ impl Detector {
 
     /// Whether there is anything to find at all.
     pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty() && self.literals.is_empty()
+        !self.builtin && self.patterns.is_empty() && self.literals.is_empty()
     }
 
     /// A quick test of a whole JSON message's text: `false` only when no string in it can hold
@@ -317,9 +343,8 @@ impl Detector {
         if self.is_empty() {
             return false;
         }
-        if self.patterns.len() > BUILTINS.len()
-            || (self.union.is_none() && !self.patterns.is_empty())
-        {
+        // A user-given pattern can match anything: only the full search can tell.
+        if !self.patterns.is_empty() {
             return true;
         }
         if json_text.contains("\\u") || json_text.contains("\\/") {
@@ -341,7 +366,17 @@ impl Detector {
     /// overlap, the earlier-starting one wins, then the longer).
     pub fn find(&self, text: &str) -> Vec<Hit> {
         let mut hits: Vec<Hit> = Vec::new();
-        for p in &self.patterns {
+        let builtin: &[Pattern] = match (self.builtin, builtin_patterns()) {
+            (false, _) => &[],
+            (true, Ok(patterns)) => patterns,
+            (true, Err(_)) => {
+                return vec![Hit {
+                    kind: "built-in-detector-unavailable".to_string(),
+                    range: 0..text.len(),
+                }]
+            }
+        };
+        for p in builtin.iter().chain(&self.patterns) {
             if p.group {
                 for caps in p.regex.captures_iter(text) {
                     if let Some(m) = caps.name("s") {

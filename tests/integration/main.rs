@@ -10,6 +10,7 @@ mod content;
 mod demo;
 mod desktop;
 mod docs;
+mod envelope;
 mod escape;
 mod floor;
 mod gate;

@@ -685,8 +685,8 @@ fn pin_entries(
             max_validity: policy.review.max_validity,
         };
         let verified = crate::snapshot::manifest::load(snap).and_then(|m| {
-            crate::gate::pin::pin_from_manifest(&m, key, jiff::Timestamp::now(), &acceptance)
-                .map(|pin| (m.digest, pin.tools.len()))
+            crate::gate::pin::pin_from_manifest(m, key, jiff::Timestamp::now(), &acceptance)
+                .map(|pin| (pin.digest, pin.tools.len()))
         });
         match verified {
             Err(e) => notes.push(format!("not pinned: {name:?}: {e}")),

@@ -36,7 +36,7 @@ fn pin_at(version: &str) -> Arc<Pin> {
         }}
     });
     let now = "2026-11-02T00:00:00Z".parse().unwrap();
-    Arc::new(pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
+    Arc::new(pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
 }
 
 fn live_page() -> Value {
@@ -857,8 +857,7 @@ fn confirmation_modes_and_authority_channels() {
         }}
     });
     let now = "2026-11-02T00:00:00Z".parse().unwrap();
-    let pin =
-        pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap();
+    let pin = pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap();
     assert!(pin.tool("echo").unwrap().authority);
     let mut t = T::with_policy(Mode::Pinned(Arc::new(pin)), ECHO_READ);
     t.handshake();
@@ -962,7 +961,7 @@ fn task_pin() -> Arc<Pin> {
         }}
     });
     let now = "2026-11-02T00:00:00Z".parse().unwrap();
-    Arc::new(pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
+    Arc::new(pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
 }
 
 #[test]
@@ -1581,7 +1580,7 @@ fn pin_with_classes() -> Arc<Pin> {
         }}
     });
     let now = "2026-11-02T00:00:00Z".parse().unwrap();
-    Arc::new(pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
+    Arc::new(pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
 }
 
 /// With no `[writes.tools]` table, the reviews' classes decide: the reviewed read is forwarded

@@ -50,7 +50,7 @@ fn pin() -> Arc<pin::Pin> {
         }}
     });
     let now = "2026-11-02T00:00:00Z".parse().unwrap();
-    Arc::new(pin::pin_from_manifest(&Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
+    Arc::new(pin::pin_from_manifest(Manifest::new(doc), "s", now, &Acceptance::default()).unwrap())
 }
 
 fn meta() -> Value {
