@@ -210,35 +210,9 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "gemini -p: {stdout}\n{stderr}");
-    let answer = stdout
-        .lines()
-        .find(|l| l.starts_with("FINAL: "))
-        .unwrap_or_else(|| {
-            panic!(
-                "no final answer; stdout: {stdout}\nstderr: {stderr}\nrequests: {:?}",
-                seen.lock().unwrap()
-            )
-        });
-    assert!(
-        answer.contains(MARK),
-        "the tool result reaches the answer: {answer}"
-    );
+    assert_answer_echoes_the_result(&stdout, &stderr, &seen);
 
-    let received = received(&log);
-    let init = received
-        .iter()
-        .find(|m| m["method"] == "initialize")
-        .expect("initialize");
-    assert_eq!(
-        init["params"]["protocolVersion"], "2025-11-25",
-        "the server runs the pinned version"
-    );
-    assert!(
-        received.iter().any(|m| m["method"] == "tools/call"
-            && m["params"]["name"] == "echo"
-            && m["params"]["arguments"]["text"] == MARK),
-        "the call reached the server through mcpguard: {received:?}"
-    );
+    assert_pinned_echo_reached_the_server(&log);
 }
 
 /// Gemini CLI does not advertise elicitation, so mcpguard cannot ask through it: a write waits
@@ -481,6 +455,46 @@ fn claude_mcp_errors(home: &Path) -> Vec<String> {
     found
 }
 
+/// The host's final answer (its `FINAL: ` line on stdout, which the stand-in wrote from the
+/// tool result) echoes the guarded tool's result.
+fn assert_answer_echoes_the_result(stdout: &str, stderr: &str, seen: &Seen) {
+    let answer = stdout
+        .lines()
+        .find(|l| l.starts_with("FINAL: "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no final answer; stdout: {stdout}\nstderr: {stderr}\nrequests: {:?}",
+                seen.lock().unwrap()
+            )
+        });
+    assert!(
+        answer.contains(MARK),
+        "the tool result reaches the answer: {answer}"
+    );
+}
+
+/// The fixture was initialized in the pinned 2025-11-25 and received the host's `echo` call
+/// with its argument; returns the `initialize` it received.
+fn assert_pinned_echo_reached_the_server(log: &Path) -> Value {
+    let received = received(log);
+    let init = received
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize")
+        .clone();
+    assert_eq!(
+        init["params"]["protocolVersion"], "2025-11-25",
+        "the server runs the pinned version"
+    );
+    assert!(
+        received.iter().any(|m| m["method"] == "tools/call"
+            && m["params"]["name"] == "echo"
+            && m["params"]["arguments"]["text"] == MARK),
+        "the call reached the server through mcpguard: {received:?}"
+    );
+    init
+}
+
 /// The JSON lines the fixture server logged (every message it received).
 fn received(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -658,21 +672,7 @@ fn claude_code_connects_to_a_default_snapshot_quietly_and_its_tool_result_reache
         "a healthy start is quiet at the default level: {errors:?}"
     );
 
-    let received = received(&log);
-    let init = received
-        .iter()
-        .find(|m| m["method"] == "initialize")
-        .expect("initialize");
-    assert_eq!(
-        init["params"]["protocolVersion"], "2025-11-25",
-        "the server runs the pinned version"
-    );
-    assert!(
-        received.iter().any(|m| m["method"] == "tools/call"
-            && m["params"]["name"] == "echo"
-            && m["params"]["arguments"]["text"] == MARK),
-        "the call reached the server through mcpguard: {received:?}"
-    );
+    assert_pinned_echo_reached_the_server(&log);
 }
 
 /// Claude Code has a permission question of its own in front of mcpguard's. Without the
@@ -834,10 +834,18 @@ fn codex_config(url: &str, args: &[String], approval: Option<&str>, runtime: &Pa
 /// `CODEX_HOME`, outside a Git repository (`--skip-git-repo-check`). The variables that would
 /// point it at OpenAI's own provider are removed.
 fn codex_exec(home: &Path, work: &Path, prompt: &str) -> Command {
+    let mut cmd = codex(home, work);
+    cmd.args(["exec", "--skip-git-repo-check", prompt]);
+    cmd
+}
+
+/// Codex with its own HOME and `CODEX_HOME`, the stand-in's key, and the variables that would
+/// point it at another endpoint or make mcpguard talkative removed; the interactive interface
+/// when no arguments are added.
+fn codex(home: &Path, work: &Path) -> Command {
     let codex = argv(&peers()["codex"]);
     let mut cmd = Command::new(&codex[0]);
     cmd.args(&codex[1..])
-        .args(["exec", "--skip-git-repo-check", prompt])
         .current_dir(work)
         .env("HOME", home)
         .env("CODEX_HOME", home.join(".codex"))
@@ -887,35 +895,9 @@ fn codex_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_answer()
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "codex exec: {stdout}\n{stderr}");
-    let answer = stdout
-        .lines()
-        .find(|l| l.starts_with("FINAL: "))
-        .unwrap_or_else(|| {
-            panic!(
-                "no final answer; stdout: {stdout}\nstderr: {stderr}\nrequests: {:?}",
-                seen.lock().unwrap()
-            )
-        });
-    assert!(
-        answer.contains(MARK),
-        "the tool result reaches the answer: {answer}"
-    );
+    assert_answer_echoes_the_result(&stdout, &stderr, &seen);
 
-    let received = received(&log);
-    let init = received
-        .iter()
-        .find(|m| m["method"] == "initialize")
-        .expect("initialize");
-    assert_eq!(
-        init["params"]["protocolVersion"], "2025-11-25",
-        "the server runs the pinned version"
-    );
-    assert!(
-        received.iter().any(|m| m["method"] == "tools/call"
-            && m["params"]["name"] == "echo"
-            && m["params"]["arguments"]["text"] == MARK),
-        "the call reached the server through mcpguard: {received:?}"
-    );
+    assert_pinned_echo_reached_the_server(&log);
 }
 
 /// Codex has a tool approval of its own in front of mcpguard's question. Left at its default
@@ -987,6 +969,29 @@ fn claude_skip_first_run(home: &Path, work: &Path) {
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
 }
 
+/// How many `tools/list` requests the fixture has received.
+fn lists_of(log: &Path) -> usize {
+    received(log)
+        .iter()
+        .filter(|m| m["method"] == "tools/list")
+        .count()
+}
+
+/// Waits (up to a minute) until the fixture has received more than `before` `tools/list`
+/// requests: the host has connected the guarded server and listed its tools, so a prompt typed
+/// now can use them. Fails with the host's screen.
+fn wait_until_listed(log: &Path, before: usize, tmux: &crate::support::tmux::Tmux, host: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while lists_of(log) <= before {
+        assert!(
+            std::time::Instant::now() < until,
+            "{host} never listed the guarded tools:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// The `tools/call`s of `tool` the fixture server received.
 fn calls_of(log: &Path, tool: &str) -> usize {
     received(log)
@@ -1009,26 +1014,10 @@ fn claude_tui_write(
     keys: &[&str],
 ) -> (String, String) {
     use crate::support::tmux::Tmux;
-    use std::time::{Duration, Instant};
-    let listed = received(log)
-        .iter()
-        .filter(|m| m["method"] == "tools/list")
-        .count();
+    use std::time::Duration;
+    let listed = lists_of(log);
     let tmux = Tmux::start(dir, &claude(home, work, url, &[]));
-    let until = Instant::now() + Duration::from_secs(60);
-    while received(log)
-        .iter()
-        .filter(|m| m["method"] == "tools/list")
-        .count()
-        == listed
-    {
-        assert!(
-            Instant::now() < until,
-            "Claude Code never listed the guarded tools:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_listed(log, listed, &tmux, "Claude Code");
     std::thread::sleep(Duration::from_secs(1));
     tmux.keys(&["Write a note for today.", "Enter"]);
     let dialog = tmux
@@ -1224,18 +1213,9 @@ fn fast_agent_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
         !stdout.contains("mcpguard:") && !stderr.contains("mcpguard:"),
         "a healthy run is quiet at the default level: {stdout}\n{stderr}"
     );
-    let received = received(&log);
-    let init = received
-        .iter()
-        .find(|m| m["method"] == "initialize")
-        .expect("initialize");
-    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    let init = assert_pinned_echo_reached_the_server(&log);
     assert_eq!(init["params"]["clientInfo"]["name"], "fast-agent-mcp");
-    assert_eq!(
-        calls_of(&log, "echo"),
-        1,
-        "the call reached the server: {received:?}"
-    );
+    assert_eq!(calls_of(&log, "echo"), 1, "one call reached the server");
 }
 
 /// fast-agent shows mcpguard's question for a write in its elicitation form, in its terminal
@@ -1246,7 +1226,7 @@ fn fast_agent_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
 #[test]
 fn fast_agent_elicitation_form_approves_a_write_once_and_declines_it_once() {
     use crate::support::tmux::Tmux;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let (dir, work, log) = fast_agent_setup();
     let tmux = Tmux::start(
         dir.path(),
@@ -1256,15 +1236,7 @@ fn fast_agent_elicitation_form_approves_a_write_once_and_declines_it_once() {
             &["go", "--model", "passthrough", "--servers", "fixture"],
         ),
     );
-    let until = Instant::now() + Duration::from_secs(60);
-    while !received(&log).iter().any(|m| m["method"] == "tools/list") {
-        assert!(
-            Instant::now() < until,
-            "fast-agent never listed the guarded tools:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_listed(&log, 0, &tmux, "fast-agent");
     tmux.wait_for(&["❯"], Duration::from_secs(30)).unwrap();
     let write = call_tool(
         "write_note",
@@ -1392,29 +1364,10 @@ fn codex_tui_write(keys: &[&str], log_of: impl FnOnce(&Path)) -> (String, String
         Value::String(work.display().to_string())
     );
     std::fs::write(home.join(".codex/config.toml"), config).unwrap();
-    // The environment `codex exec` runs with, for the interactive interface.
-    let cmd = codex_exec(&home, &work, "");
-    let codex = argv(&peers()["codex"]);
-    let mut tui = Command::new(&codex[0]);
-    tui.args(&codex[1..]).current_dir(&work);
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => tui.env(k, v),
-            None => tui.env_remove(k),
-        };
-    }
-    let tmux = Tmux::start(dir.path(), &tui);
+    let tmux = Tmux::start(dir.path(), &codex(&home, &work));
     tmux.wait_for(&["Ask Codex to do anything"], Duration::from_secs(60))
         .unwrap();
-    let until = std::time::Instant::now() + Duration::from_secs(60);
-    while !received(&log).iter().any(|m| m["method"] == "tools/list") {
-        assert!(
-            std::time::Instant::now() < until,
-            "Codex never listed the guarded tools:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_listed(&log, 0, &tmux, "Codex");
     // Codex takes keys that arrive in a burst for a paste, where Enter is a new line; so the
     // Enter comes a second after the text, as a person's would.
     tmux.keys(&["Write a note for today."]);
