@@ -138,6 +138,7 @@ command -v tmux >/dev/null 2>&1 || DEBIAN_PACKAGES+=(tmux)
 command -v cc >/dev/null 2>&1 || DEBIAN_PACKAGES+=(gcc)
 command -v make >/dev/null 2>&1 || DEBIAN_PACKAGES+=(make)
 command -v xz >/dev/null 2>&1 || DEBIAN_PACKAGES+=(xz-utils)
+command -v curl >/dev/null 2>&1 || DEBIAN_PACKAGES+=(curl)
 if command -v dpkg-query >/dev/null 2>&1; then
     for pkg in libssl-dev libffi-dev zlib1g-dev libsqlite3-dev libbz2-dev liblzma-dev libreadline-dev; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || DEBIAN_PACKAGES+=("$pkg")
