@@ -27,6 +27,10 @@ fn main() {
     }
     let quick = args.iter().any(|a| a == "--quick");
     let only_gate = args.iter().any(|a| a == "--gate-only");
+    if args.iter().any(|a| a == "--core-only") {
+        core_cost(if quick { 20_000 } else { 200_000 });
+        return;
+    }
     if args.iter().any(|a| a == "--content-only") {
         content_cost(if quick { 200 } else { 2_000 });
         return;

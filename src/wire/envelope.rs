@@ -114,11 +114,11 @@ struct Reader<'a> {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `x` is zero (exact for presence: the borrow's false positives only occur
-/// above a byte that really is zero).
+/// The high bit of every zero byte of `x`. A borrow can also mark a byte after a zero one, never
+/// before it, so the lowest set bit is always exact (which is all `skip_plain` uses).
 #[inline]
-fn has_zero(x: u64) -> bool {
-    x.wrapping_sub(ONES) & !x & HIGHS != 0
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGHS
 }
 
 impl Reader<'_> {
@@ -260,18 +260,7 @@ impl Reader<'_> {
     fn string(&mut self) -> Option<bool> {
         let mut escaped = false;
         loop {
-            // Eight bytes at a time while none of them is a quote, a backslash or a control
-            // character: long texts (descriptions, file contents) are most of a message's bytes.
-            while let Some(chunk) = self.b.get(self.i..self.i + 8) {
-                let x = u64::from_le_bytes(chunk.try_into().ok()?);
-                let special = has_zero(x ^ (ONES * u64::from(b'"')))
-                    || has_zero(x ^ (ONES * u64::from(b'\\')))
-                    || x.wrapping_sub(ONES * 0x20) & !x & HIGHS != 0;
-                if special {
-                    break;
-                }
-                self.i += 8;
-            }
+            self.skip_plain();
             match self.next()? {
                 b'"' => return Some(escaped),
                 b'\\' => {
@@ -288,9 +277,38 @@ impl Reader<'_> {
                         _ => return None,
                     }
                 }
-                0..=0x1f => return None,
-                _ => {}
+                // Only a control character can be left here: `skip_plain` stops at nothing else.
+                _ => return None,
             }
+        }
+    }
+
+    /// Moves to the next quote, backslash or control character of a string (or the end of the
+    /// text). Eight bytes at a time: long texts (descriptions, file contents) are most of a
+    /// message's bytes. The first special byte of a word is found exactly from the lowest bit of
+    /// its mask, so a short string costs one word, not one word per byte.
+    #[inline]
+    fn skip_plain(&mut self) {
+        while let Some(chunk) = self.b.get(self.i..self.i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_le_bytes(word);
+            let special = zero_bytes(x ^ (ONES * u64::from(b'"')))
+                | zero_bytes(x ^ (ONES * u64::from(b'\\')))
+                | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
+            if special != 0 {
+                // Little-endian: the lowest set bit belongs to the earliest special byte, and the
+                // masks are exact there (a borrow only marks bytes after a real match).
+                self.i += (special.trailing_zeros() / 8) as usize;
+                return;
+            }
+            self.i += 8;
+        }
+        while let Some(&c) = self.b.get(self.i) {
+            if c == b'"' || c == b'\\' || c < 0x20 {
+                return;
+            }
+            self.i += 1;
         }
     }
 }
@@ -346,6 +364,31 @@ mod tests {
         let at = |n: usize| format!("{{\"p\":{}{}}}", "[".repeat(n - 1), "]".repeat(n - 1));
         assert!(read(&at(MAX), MAX).is_some());
         assert!(read(&at(MAX + 1), MAX).is_none());
+    }
+
+    #[test]
+    fn a_special_byte_is_found_at_every_offset_of_a_word() {
+        // The word scan jumps to the first special byte it finds; every position in and across
+        // words, after ASCII or multi-byte text, must give what serde_json says of the line.
+        for filler in ["a", "é", "\u{7f}"] {
+            for before in 0..20 {
+                for special in ["\u{1}", "\u{1f}", "\\\"", "\\u00e9", "\\q", "\"", " "] {
+                    for after in [0, 1, 7, 9] {
+                        let line = format!(
+                            "{{\"p\":\"{}{special}{}\",\"id\":1}}",
+                            filler.repeat(before),
+                            "b".repeat(after)
+                        );
+                        let serde = serde_json::from_str::<serde_json::Value>(&line).is_ok();
+                        let env = read(&line, MAX);
+                        assert_eq!(env.is_some(), serde, "{line:?}");
+                        if let Some(env) = env {
+                            assert_eq!(env.id, Some("1"), "{line:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl Session {
         let in_flight = self
             .host_requests
             .values()
-            .filter(|p| matches!(p.kind, PendingKind::Call { .. }))
+            .filter(|p| matches!(p.kind, PendingKind::Call(_)))
             .count()
             + self
                 .held
@@ -379,12 +379,12 @@ impl Session {
             id,
             Pending {
                 method: methods::TOOLS_CALL.into(),
-                kind: PendingKind::Call {
+                kind: PendingKind::Call(Box::new(Dispatched {
                     tool,
                     progress,
                     indeterminate: false,
                     dispatched_ms: self.clock_ms,
-                },
+                })),
             },
         );
         out.push(Out::Server(line));
@@ -467,7 +467,7 @@ impl Session {
         let mut expired: Vec<Id> = self
             .host_requests
             .iter()
-            .filter(|(_, p)| matches!(p.kind, PendingKind::Call { dispatched_ms, .. } if now_ms.saturating_sub(dispatched_ms) >= timeout))
+            .filter(|(_, p)| matches!(&p.kind, PendingKind::Call(c) if now_ms.saturating_sub(c.dispatched_ms) >= timeout))
             .map(|(id, _)| id.clone())
             .collect();
         expired.sort_by_cached_key(|id| id.to_string());
@@ -475,9 +475,10 @@ impl Session {
             let Some(p) = self.host_requests.remove(&id) else {
                 continue;
             };
-            let PendingKind::Call { tool, progress, .. } = p.kind else {
+            let PendingKind::Call(call) = p.kind else {
                 continue;
             };
+            let Dispatched { tool, progress, .. } = *call;
             if let Some(t) = &progress {
                 self.progress_tokens.remove(t);
             }

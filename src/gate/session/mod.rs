@@ -193,15 +193,24 @@ impl Config {
 enum PendingKind {
     Plain,
     Initialize,
-    /// A dispatched `tools/call`.
-    Call {
-        tool: String,
-        progress: Option<String>,
-        /// The session clock (`tick`) when it was forwarded.
-        dispatched_ms: u64,
-        /// The review was invalidated while the call ran.
-        indeterminate: bool,
-    },
+    /// A dispatched `tools/call`. Boxed so that an entry of the correlation table stays one
+    /// cache line: a pipelining host keeps thousands of plain requests in flight, and the table
+    /// is written by one reader thread and read by the other.
+    Call(Box<Dispatched>),
+}
+
+// One correlation entry (the key and the value) fits a cache line; see `PendingKind::Call`.
+const _: () = assert!(std::mem::size_of::<(Id, Pending)>() <= 64);
+
+/// What is kept of a dispatched `tools/call` until its answer.
+#[derive(Debug)]
+struct Dispatched {
+    tool: String,
+    progress: Option<String>,
+    /// The session clock (`tick`) when it was forwarded.
+    dispatched_ms: u64,
+    /// The review was invalidated while the call ran.
+    indeterminate: bool,
 }
 
 #[derive(Debug)]

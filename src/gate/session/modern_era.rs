@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use super::{
     approval_params, codes, host_answer, refuse_to_host, respond, AuditNote, Call, Confirming, Era,
-    HostAnswer, Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
+    HostAnswer, Level, Mode, Out, Pending, Dispatched, PendingKind, Phase, Purpose, Session,
 };
 use crate::audit::event::EventKind;
 use crate::gate::modern::{self, EnvelopeError, InputRequired};
@@ -518,19 +518,17 @@ impl Session {
             return false;
         }
         let Some(Pending {
-            kind:
-                PendingKind::Call {
-                    tool,
-                    progress,
-                    indeterminate: false,
-                    ..
-                },
+            kind: PendingKind::Call(call),
             ..
         }) = self.host_requests.get(id)
         else {
             return false;
         };
-        let (tool, progress) = (tool.clone(), progress.clone());
+        // A call that ran while the review was invalidated is answered by the drift path.
+        if call.indeterminate {
+            return false;
+        }
+        let (tool, progress) = (call.tool.clone(), call.progress.clone());
         let result: Value = msg
             .result
             .and_then(|r| strict::parse_strict_str(r.get()).ok())
@@ -593,7 +591,8 @@ impl Session {
             return;
         };
         match p.kind {
-            PendingKind::Call { tool, progress, .. } => {
+            PendingKind::Call(call) => {
+                let Dispatched { tool, progress, .. } = *call;
                 if let Some(t) = &progress {
                     self.progress_tokens.remove(t);
                 }

@@ -393,12 +393,13 @@ impl Session {
         match pending.kind {
             PendingKind::Plain => out.push(Out::Host(line)),
             PendingKind::Initialize => self.initialize_response(id, msg, line, out),
-            PendingKind::Call {
-                tool,
-                progress,
-                indeterminate,
-                ..
-            } => {
+            PendingKind::Call(call) => {
+                let Dispatched {
+                    tool,
+                    progress,
+                    indeterminate,
+                    ..
+                } = *call;
                 if let Some(t) = &progress {
                     self.progress_tokens.remove(t);
                 }

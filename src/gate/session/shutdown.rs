@@ -22,8 +22,8 @@ impl Session {
             format!("the review is invalidated: {why}. Every further call is refused; capture and review the server again, then restart mcpguard"),
         ));
         for p in self.host_requests.values_mut() {
-            if let PendingKind::Call { indeterminate, .. } = &mut p.kind {
-                *indeterminate = true;
+            if let PendingKind::Call(call) = &mut p.kind {
+                call.indeterminate = true;
             }
         }
         // A question still with the person is about a call that can no longer run: withdraw it
@@ -71,7 +71,8 @@ impl Session {
         pending.sort_by_cached_key(|(id, _)| id.to_string());
         for (id, p) in pending {
             match p.kind {
-                PendingKind::Call { tool, .. } => {
+                PendingKind::Call(call) => {
+                    let tool = &call.tool;
                     let mut r = Refusal::new(
                         code::UNKNOWN_DISPATCH_OUTCOME,
                         Category::UnknownOutcome,
