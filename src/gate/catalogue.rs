@@ -154,29 +154,30 @@ fn read_tool(text: &str, i: usize) -> Result<(usize, String), String> {
     Ok((end, name))
 }
 
-/// The index just past the JSON string that starts at `i` (a `"`), in valid JSON. A plain loop:
-/// most strings in a catalogue are short keys, for which a vectorised search costs more to set
-/// up than it saves.
+/// The index just past the JSON string that starts at `i` (a `"`), in valid JSON.
 fn skip_string(b: &[u8], i: usize) -> usize {
     scan_string(b, i).0
 }
 
 /// [`skip_string`], also saying whether the string has an escape (keys without one are compared
-/// as they are, with no decoding).
+/// as they are, with no decoding). The plain runs between escapes are skipped a word at a time
+/// by the envelope reader's scan: descriptions are most of a page's bytes.
 fn scan_string(b: &[u8], i: usize) -> (usize, bool) {
     let mut j = i + 1;
     let mut escaped = false;
-    while j < b.len() {
-        match b[j] {
-            b'"' => return (j + 1, escaped),
-            b'\\' => {
+    loop {
+        j = crate::wire::envelope::string_stop(b, j);
+        match b.get(j) {
+            Some(b'"') => return (j + 1, escaped),
+            Some(b'\\') => {
                 escaped = true;
                 j += 2;
             }
-            _ => j += 1,
+            // A control character, which valid JSON does not have in a string: step over it.
+            Some(_) => j += 1,
+            None => return (b.len(), escaped),
         }
     }
-    (b.len(), escaped)
 }
 
 /// The index just past the JSON value that starts at `i`, in valid JSON.
@@ -225,13 +226,17 @@ pub struct LiveCatalogue {
 impl LiveCatalogue {
     /// Builds the catalogue from the pages of a walk; a name occurring twice is an error.
     pub fn from_pages(pages: Vec<LivePage>) -> Result<Self, String> {
-        let mut tools = HashMap::new();
+        let mut tools = HashMap::with_capacity(pages.iter().map(|p| p.tools.len()).sum());
         for page in pages {
             for (name, raw) in page.tools {
-                if tools.contains_key(&name) {
-                    return Err(format!("the live tools/list names {name:?} twice"));
+                match tools.entry(name) {
+                    std::collections::hash_map::Entry::Occupied(seen) => {
+                        return Err(format!("the live tools/list names {:?} twice", seen.key()))
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(raw);
+                    }
                 }
-                tools.insert(name, raw);
             }
         }
         Ok(LiveCatalogue { tools })

@@ -284,33 +284,41 @@ impl Reader<'_> {
     }
 
     /// Moves to the next quote, backslash or control character of a string (or the end of the
-    /// text). Eight bytes at a time: long texts (descriptions, file contents) are most of a
-    /// message's bytes. The first special byte of a word is found exactly from the lowest bit of
-    /// its mask, so a short string costs one word, not one word per byte.
+    /// text).
     #[inline]
     fn skip_plain(&mut self) {
-        while let Some(chunk) = self.b.get(self.i..self.i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let x = u64::from_le_bytes(word);
-            let special = zero_bytes(x ^ (ONES * u64::from(b'"')))
-                | zero_bytes(x ^ (ONES * u64::from(b'\\')))
-                | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
-            if special != 0 {
-                // Little-endian: the lowest set bit belongs to the earliest special byte, and the
-                // masks are exact there (a borrow only marks bytes after a real match).
-                self.i += (special.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.i += 8;
-        }
-        while let Some(&c) = self.b.get(self.i) {
-            if c == b'"' || c == b'\\' || c < 0x20 {
-                return;
-            }
-            self.i += 1;
-        }
+        self.i = string_stop(self.b, self.i);
     }
+}
+
+/// The index of the first quote, backslash or control character of `b` at or after `i` (or the
+/// length of `b`): where a plain run inside a JSON string ends. Eight bytes at a time, since long
+/// texts (descriptions, file contents) are most of a message's bytes; the first special byte of
+/// a word is found exactly from the lowest bit of its mask, so a short string costs one word,
+/// not one word per byte. Shared with the live page reader (`gate::catalogue`).
+#[inline]
+pub fn string_stop(b: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let special = zero_bytes(x ^ (ONES * u64::from(b'"')))
+            | zero_bytes(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
+        if special != 0 {
+            // Little-endian: the lowest set bit belongs to the earliest special byte, and the
+            // masks are exact there (a borrow only marks bytes after a real match).
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
 }
 
 #[cfg(test)]

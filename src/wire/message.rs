@@ -216,7 +216,12 @@ pub fn parse(line: &[u8]) -> Result<Message<'_>, Invalid> {
                 params: env.params.map(Raw),
                 result: env.result.map(Raw),
                 error: env.error.map(Raw),
-                unknown: env.unknown.into_iter().map(str::to_string).collect(),
+                // Almost every line has none; skip the iterator then.
+                unknown: if env.unknown.is_empty() {
+                    Vec::new()
+                } else {
+                    env.unknown.into_iter().map(str::to_string).collect()
+                },
             }
             .into_message();
         }

@@ -468,7 +468,7 @@ impl Session {
             .host_requests
             .iter()
             .filter(|(_, p)| matches!(&p.kind, PendingKind::Call(c) if now_ms.saturating_sub(c.dispatched_ms) >= timeout))
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| id)
             .collect();
         expired.sort_by_cached_key(|id| id.to_string());
         for id in expired {

@@ -36,6 +36,7 @@ use crate::policy::{Classification, Decision, Policy, Reviewed};
 use crate::protocol::{codes, methods, Era, Level};
 use crate::snapshot::strict;
 use crate::wire::frame::Frame;
+use crate::wire::id_table::IdTable;
 use crate::wire::message::{self, Id, IdMap, Invalid, InvalidReason, Kind, Message};
 
 // The parts of the state machine, one concern each; every part adds methods to `Session`.
@@ -303,8 +304,9 @@ struct Confirming {
 #[derive(Debug)]
 pub struct Session {
     config: Config,
-    /// Requests from the host that the server has not answered yet.
-    host_requests: IdMap<Pending>,
+    /// Requests from the host that the server has not answered yet. The one table on the path
+    /// of every pipelined request, so it keeps ascending ids in order (`wire::id_table`).
+    host_requests: IdTable<Pending>,
     /// Requests from the server that the host has not answered yet.
     server_requests: IdMap<Pending>,
     /// Requests mcpguard sent to the server itself.
@@ -354,7 +356,7 @@ impl Session {
         };
         Session {
             config,
-            host_requests: IdMap::default(),
+            host_requests: IdTable::default(),
             server_requests: IdMap::default(),
             own_requests: IdMap::default(),
             own_prefix: format!("mcpguard-{nonce}-"),

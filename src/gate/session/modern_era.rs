@@ -25,8 +25,8 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::{
-    approval_params, codes, host_answer, refuse_to_host, respond, AuditNote, Call, Confirming, Era,
-    HostAnswer, Level, Mode, Out, Pending, Dispatched, PendingKind, Phase, Purpose, Session,
+    approval_params, codes, host_answer, refuse_to_host, respond, AuditNote, Call, Confirming,
+    Dispatched, Era, HostAnswer, Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
 };
 use crate::audit::event::EventKind;
 use crate::gate::modern::{self, EnvelopeError, InputRequired};

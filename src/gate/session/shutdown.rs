@@ -67,7 +67,7 @@ impl Session {
     /// The server's output ended (it exited or closed stdout): every pending host request gets
     /// an answer, so no host waits forever. A dispatched call's outcome is unknown.
     pub fn server_closed(&mut self, why: &str, out: &mut Vec<Out>) {
-        let mut pending: Vec<(Id, Pending)> = self.host_requests.drain().collect();
+        let mut pending: Vec<(Id, Pending)> = self.host_requests.drain();
         pending.sort_by_cached_key(|(id, _)| id.to_string());
         for (id, p) in pending {
             match p.kind {
