@@ -72,7 +72,7 @@ impl Session {
         for (id, p) in pending {
             match p.kind {
                 PendingKind::Call(call) => {
-                    let tool = &call.tool;
+                    let tool = call.tool;
                     let mut r = Refusal::new(
                         code::UNKNOWN_DISPATCH_OUTCOME,
                         Category::UnknownOutcome,
