@@ -579,6 +579,10 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if args.manifest.is_some() {
+        // Started first so that it overlaps the policy and the snapshot (`schema::warm_up`).
+        std::thread::spawn(mcpguard::gate::schema::warm_up);
+    }
     let policy = match policy::load_layered(args.policy.as_deref()) {
         Ok(layered) => {
             if let Err(why) = layered.check_overrides(

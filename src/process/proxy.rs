@@ -154,7 +154,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     // each queued request is also an entry of the id-correlation table, and every entry beyond
     // what the caches hold costs misses on its insert and its remove, where the pipe relay holds
     // no more than its pipes do. Measured with 200,000 pipelined pings (BENCHMARKS.md), 64 KiB
-    // cost about a quarter less CPU than 1 MiB, which cost less than 16 MiB.
+    // cost about a fifth less of mcpguard's CPU than 1 MiB, which cost less than 16 MiB.
     let budget = 64 << 10;
     let to_server = Sink::new(
         File::from(OwnedFd::from(child_in)),

@@ -25,6 +25,8 @@ const RULES: &[(&str, &[&str])] = &[
             "protocol",
             "wire::frame",
             "wire::message",
+            "wire::envelope",
+            "wire::id_table",
             "wire::sanitize",
             "wire::injection",
             "wire::secrets",
