@@ -226,3 +226,53 @@ fn diagnostics_can_be_json_lines() {
         "{err}"
     );
 }
+
+/// A host that pipelines thousands of requests: every one is answered exactly once, in order,
+/// byte for byte. This is the path of the correlation table's ring (ascending integer ids), its
+/// hash map (string ids, ids far ahead, negative ids behind the ring), the batched writes (messages under
+/// and over the size that is copied into one buffer) and the 64 KiB server queue, with a real
+/// proxy and a real server that answers each request as it reads it.
+#[test]
+fn a_pipelined_burst_is_answered_once_each_in_order() {
+    let fixture = crate::support::fixture();
+    let mut p = Peer::guard(&["--".as_ref(), fixture.as_os_str(), "--echo-bench".as_ref()]);
+    let count = 30_000;
+    let ids: Vec<String> = (0..count)
+        .map(|i| match i % 97 {
+            13 => format!("\"s-{i}\""),
+            29 => (1_000_000_000 + i).to_string(),
+            41 => format!("-{i}"),
+            _ => i.to_string(),
+        })
+        .collect();
+    let requests: Vec<u8> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| {
+            // Every 500th request is larger than what is copied into the batch buffer.
+            let pad = if i % 500 == 7 { "p".repeat(6000) } else { String::new() };
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"pad\":\"{pad}\"}}}}\n")
+                .into_bytes()
+        })
+        .collect();
+    let mut stdin = p.take_stdin();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        for chunk in requests.chunks(60_000) {
+            stdin.write_all(chunk).expect("write");
+        }
+        stdin
+    });
+    for id in &ids {
+        let want = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}");
+        assert_eq!(String::from_utf8(p.recv()).unwrap(), want);
+    }
+    drop(writer.join().expect("writer"));
+    assert!(
+        p.recv_timeout(std::time::Duration::from_millis(300))
+            .is_none(),
+        "a response arrived twice"
+    );
+    let stderr = p.stderr();
+    assert!(!stderr.contains("dropped"), "{stderr}");
+}
