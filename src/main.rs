@@ -571,6 +571,13 @@ fn open_audit(
     Ok(Some(std::sync::Arc::new(log.with_system(targets))))
 }
 
+/// What `run_proxy` starts with: a verified snapshot whose schemas are still to be compiled, or
+/// a mode without one.
+enum Snapshot {
+    Loaded(Box<mcpguard::gate::pin::Loaded>),
+    Other(Mode),
+}
+
 fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     if args.server.is_empty() {
         diag::emit(
@@ -580,7 +587,8 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if args.manifest.is_some() {
-        // Started first so that it overlaps the policy and the snapshot (`schema::warm_up`).
+        // Started first so that it overlaps the policy, the snapshot and the sandbox's
+        // preparation (`schema::warm_up`).
         std::thread::spawn(mcpguard::gate::schema::warm_up);
     }
     let policy = match policy::load_layered(args.policy.as_deref()) {
@@ -601,8 +609,9 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         }
         Err(e) => return fail(&format!("refusing to start the server: {e}")),
     };
-    // The snapshot is verified before the server is spawned: a mismatch never starts it.
-    let mode = match (&args.manifest, &args.sha256, &args.server_key) {
+    // The snapshot is verified before the server is spawned: a mismatch never starts it. Its
+    // schemas are compiled after the sandbox is prepared (`pin::Loaded`), still before the spawn.
+    let snapshot = match (&args.manifest, &args.sha256, &args.server_key) {
         (Some(path), Some(sha), Some(key)) => {
             if let Some(why) = mcpguard::cli::wrap::pending_pin(sha, path, key, &args.server) {
                 return fail(&why);
@@ -614,13 +623,19 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                 jiff::Timestamp::now(),
                 &acceptance(&policy),
             ) {
-                Ok(mut pin) => {
+                Ok(mut loaded) => {
                     // A pinned package runs from its checked install, never from the registry.
-                    match mcpguard::cli::launch::for_run_with(&args.server, pin.package.as_ref()) {
+                    match mcpguard::cli::launch::for_run_with(
+                        &args.server,
+                        loaded.pin().package.as_ref(),
+                    ) {
                         Ok(command) => args.server = command,
                         Err(e) => return fail(&format!("refusing to start the server: {e}")),
                     }
-                    for why in pin.apply_policy(|t| policy.refusal(&t.name, t.side_effect)) {
+                    for why in loaded
+                        .pin_mut()
+                        .apply_policy(|t| policy.refusal(&t.name, t.side_effect))
+                    {
                         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
                     }
                     match mcpguard::cli::signed::allowed_signers(&policy) {
@@ -628,7 +643,9 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                         Ok(None) => {}
                         Ok(Some(signers)) => {
                             let now = jiff::Timestamp::now();
-                            for why in mcpguard::cli::signed::check_pin(&mut pin, &signers, now) {
+                            for why in
+                                mcpguard::cli::signed::check_pin(loaded.pin_mut(), &signers, now)
+                            {
                                 diag::emit(
                                     Level::Warn,
                                     &format!("not serving a reviewed tool: {why}"),
@@ -641,11 +658,11 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                         &format!(
                             "enforcing snapshot {} (server {key:?}: {} reviewed tools, {} unreviewed and not served)",
                             path.display(),
-                            pin.tools.len(),
-                            pin.unreviewed.len()
+                            loaded.pin().tools.len(),
+                            loaded.pin().unreviewed.len()
                         ),
                     );
-                    Mode::Pinned(std::sync::Arc::new(pin))
+                    Snapshot::Loaded(Box::new(loaded))
                 }
                 Err(e) => {
                     diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
@@ -655,7 +672,7 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         }
         _ if args.allow_unpinned => {
             diag::emit(Level::Warn, "running without a reviewed snapshot (--allow-unpinned): tools are relayed unpinned");
-            Mode::Unpinned
+            Snapshot::Other(Mode::Unpinned)
         }
         _ => {
             diag::emit(
@@ -664,33 +681,9 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
                  (`mcpguard capture --server KEY --out FILE -- <server command>`, then `mcpguard review FILE ...`) \
                  and start mcpguard with --manifest FILE --sha256 HEX --server KEY",
             );
-            Mode::NoManifest
+            Snapshot::Other(Mode::NoManifest)
         }
     };
-    let (server, digest) = match &mode {
-        Mode::Pinned(pin) => (pin.server_key.clone(), Some(pin.digest.clone())),
-        _ => ("unpinned".to_string(), None),
-    };
-    let audit = match open_audit(&args, &policy, &server, digest) {
-        Ok(a) => a,
-        Err(e) => return fail(&format!("refusing to start the server: {e}")),
-    };
-    if let Some(log) = &audit {
-        use mcpguard::audit::EventKind;
-        use mcpguard::gate::session::AuditNote;
-        // The first records prove every sink works before the server is spawned: a sink that
-        // refuses them would refuse every decision, so the server is not started at all.
-        let mut ok = proxy::record_note(log, &AuditNote::new(EventKind::Start));
-        if ok && matches!(mode, Mode::Pinned(_)) {
-            ok = proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
-        }
-        if !ok {
-            return fail(&format!(
-                "refusing to start the server: the audit record could not be written to {} (see above); every decision must be recorded (fail closed)",
-                log.describe()
-            ));
-        }
-    }
     if args.dry_run {
         diag::emit(
             Level::Warn,
@@ -730,6 +723,40 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         }
         Err(e) => return fail(&format!("refusing to start the server: {e}")),
     };
+    let mode = match snapshot {
+        Snapshot::Loaded(loaded) => match loaded.compile() {
+            Ok(pin) => Mode::Pinned(std::sync::Arc::new(pin)),
+            Err(e) => {
+                diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
+                return ExitCode::from(1);
+            }
+        },
+        Snapshot::Other(mode) => mode,
+    };
+    let (server, digest) = match &mode {
+        Mode::Pinned(pin) => (pin.server_key.clone(), Some(pin.digest.clone())),
+        _ => ("unpinned".to_string(), None),
+    };
+    let audit = match open_audit(&args, &policy, &server, digest) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("refusing to start the server: {e}")),
+    };
+    if let Some(log) = &audit {
+        use mcpguard::audit::EventKind;
+        use mcpguard::gate::session::AuditNote;
+        // The first records prove every sink works before the server is spawned: a sink that
+        // refuses them would refuse every decision, so the server is not started at all.
+        let mut ok = proxy::record_note(log, &AuditNote::new(EventKind::Start));
+        if ok && matches!(mode, Mode::Pinned(_)) {
+            ok = proxy::record_note(log, &AuditNote::new(EventKind::SnapshotVerified));
+        }
+        if !ok {
+            return fail(&format!(
+                "refusing to start the server: the audit record could not be written to {} (see above); every decision must be recorded (fail closed)",
+                log.describe()
+            ));
+        }
+    }
     let opts = proxy::Options {
         command: args.server,
         max_message_bytes,

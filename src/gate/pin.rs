@@ -5,10 +5,11 @@
 //! Start-up cost: the snapshot is parsed, canonicalized and hashed once; validation borrows from
 //! the parsed document, and the pin then *moves* each reviewed Tool object and its review out of
 //! it (no copy of the catalogue). A tool's canonical bytes, needed only when the tool is called,
-//! are computed on its first call. Its schemas are still compiled here, eagerly: compiling is
-//! the only complete check that a schema can be enforced (a remote `$ref`, a bad pattern, an
-//! unknown draft), and a snapshot whose schema cannot be enforced must be refused before the
-//! server is spawned, not at the first call.
+//! are computed on its first call. Its schemas are still compiled before the server is spawned,
+//! never at the first call: compiling is the only complete check that a schema can be enforced
+//! (a remote `$ref`, a bad pattern, an unknown draft), and a snapshot whose schema cannot be
+//! enforced must be refused before the server runs. `load_pin` returns a [`Loaded`] pin, which
+//! only its `compile` turns into a `Pin`, so that the proxy can prepare the sandbox first.
 //!
 //! Pure data built once; the state machine that applies it is `gate::session`. Nothing here
 //! performs IO except `load_pin` reading the snapshot file.
@@ -41,6 +42,8 @@ pub struct ReviewedTool {
     pub authority: bool,
     /// The operation class the review records (`sideEffect`), if it records one.
     pub side_effect: Option<crate::policy::SideEffect>,
+    /// Where the Tool object is in the snapshot (a JSON pointer), for the messages about it.
+    pointer: String,
 }
 
 impl ReviewedTool {
@@ -150,7 +153,7 @@ pub fn load_pin(
     server_key: &str,
     now: Timestamp,
     acceptance: &Acceptance,
-) -> Result<Pin, String> {
+) -> Result<Loaded, String> {
     let m = manifest::load(path)?;
     if !sha256.eq_ignore_ascii_case(&m.digest) {
         return Err(format!(
@@ -161,13 +164,77 @@ pub fn load_pin(
             path.display()
         ));
     }
-    pin_from_manifest(m, server_key, now, acceptance)
+    pin_without_schemas(m, server_key, now, acceptance)
+        .map(|pin| Loaded {
+            pin,
+            path: path.display().to_string(),
+        })
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Builds the pin from a loaded manifest (split out for tests). The manifest is consumed: the
-/// reviewed Tool objects and reviews are moved out of it into the pin.
+/// A verified pin whose schemas are not compiled yet: what [`load_pin`] returns. Only
+/// [`Loaded::compile`] makes a [`Pin`] of it, so the gate cannot run with a tool whose schemas
+/// were skipped. The proxy compiles after the sandbox is prepared: the validator's one-time
+/// set-up (1.3–2.4 ms, started on a thread of its own at the beginning) then overlaps that
+/// preparation instead of delaying it, and a schema that cannot be enforced is still refused
+/// before the server is spawned. A tool the policy or the signature check takes away first is
+/// never served, so its schemas are not compiled.
+pub struct Loaded {
+    pin: Pin,
+    path: String,
+}
+
+impl Loaded {
+    pub fn pin(&self) -> &Pin {
+        &self.pin
+    }
+
+    /// For the steps that may take tools away before the compile (policy, signatures).
+    pub fn pin_mut(&mut self) -> &mut Pin {
+        &mut self.pin
+    }
+
+    /// Compiles every served tool's schemas; the error names the file, the tool and the schema.
+    pub fn compile(mut self) -> Result<Pin, String> {
+        compile_schemas(&mut self.pin).map_err(|e| format!("{}: {e}", self.path))?;
+        Ok(self.pin)
+    }
+}
+
+/// Compiles the input and output schema of every tool of `pin`.
+fn compile_schemas(pin: &mut Pin) -> Result<(), String> {
+    for t in &mut pin.tools {
+        let compile = |field: &str| -> Result<Option<CompiledSchema>, String> {
+            match t.tool.get(field) {
+                None => Ok(None),
+                Some(s) => schema::compile(s)
+                    .map(Some)
+                    .map_err(|e| format!("{}/{field} of tool {:?}: {e}", t.pointer, t.name)),
+            }
+        };
+        let (input, output) = (compile("inputSchema")?, compile("outputSchema")?);
+        t.input = input;
+        t.output = output;
+    }
+    Ok(())
+}
+
+/// Builds the pin from a loaded manifest, its schemas compiled (split out for tests and for
+/// `wrap`). The manifest is consumed: the reviewed Tool objects and reviews are moved out of it
+/// into the pin.
 pub fn pin_from_manifest(
+    m: Manifest,
+    server_key: &str,
+    now: Timestamp,
+    acceptance: &Acceptance,
+) -> Result<Pin, String> {
+    let mut pin = pin_without_schemas(m, server_key, now, acceptance)?;
+    compile_schemas(&mut pin)?;
+    Ok(pin)
+}
+
+/// Every check and move of [`pin_from_manifest`] but the schema compile.
+fn pin_without_schemas(
     mut m: Manifest,
     server_key: &str,
     now: Timestamp,
@@ -208,16 +275,6 @@ pub fn pin_from_manifest(
             unreviewed.push(name.to_string());
             continue;
         };
-        let compile = |field: &str| -> Result<Option<CompiledSchema>, String> {
-            match tool.get(field) {
-                None => Ok(None),
-                Some(s) => schema::compile(s)
-                    .map(Some)
-                    .map_err(|e| format!("{pointer}/{field} of tool {name:?}: {e}")),
-            }
-        };
-        let input = compile("inputSchema")?;
-        let output = compile("outputSchema")?;
         let serialize = review
             .pointer("/assertions/concurrency")
             .and_then(Value::as_str)
@@ -234,7 +291,7 @@ pub fn pin_from_manifest(
         let side_effect =
             manifest::reviewed_side_effect(review).and_then(crate::policy::SideEffect::parse);
         reviewed.push((
-            pointer,
+            pointer.clone(),
             ReviewedTool {
                 authority,
                 side_effect,
@@ -242,10 +299,11 @@ pub fn pin_from_manifest(
                 name: name.to_string(),
                 tool: Value::Null,
                 review: Value::Null,
-                input,
-                output,
+                input: None,
+                output: None,
                 serialize,
                 requires_task,
+                pointer,
             },
         ));
     }

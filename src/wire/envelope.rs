@@ -61,31 +61,38 @@ pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
             r.ws();
             r.eat(b':')?;
             r.ws();
-            let start = r.i;
-            r.value(1)?;
-            let span = &text[start..r.i];
-            let slot = match key {
-                "jsonrpc" => &mut env.jsonrpc,
-                "id" => &mut env.id,
-                "method" => &mut env.method,
-                "params" => &mut env.params,
-                "result" => &mut env.result,
-                "error" => &mut env.error,
+            let mut ignored = None;
+            // `jsonrpc` and `method` are read as strings: their contents, when plain.
+            let (slot, as_string) = match key {
+                "jsonrpc" => (&mut env.jsonrpc, true),
+                "id" => (&mut env.id, false),
+                "method" => (&mut env.method, true),
+                "params" => (&mut env.params, false),
+                "result" => (&mut env.result, false),
+                "error" => (&mut env.error, false),
                 other => {
                     if env.unknown.contains(&other) {
                         return None;
                     }
                     env.unknown.push(other);
-                    &mut None
+                    (&mut ignored, false)
                 }
             };
             if slot.is_some() {
                 return None;
             }
-            *slot = Some(match key {
-                // These two are read as strings: the contents, when they are plain.
-                "jsonrpc" | "method" => plain_string(span)?,
-                _ => span,
+            let start = r.i;
+            *slot = Some(if as_string {
+                // Anything but a plain string (another type, an escape) is for the serde_json
+                // path to judge.
+                r.eat(b'"')?;
+                if r.string()? {
+                    return None;
+                }
+                &text[start + 1..r.i - 1]
+            } else {
+                r.value(1)?;
+                &text[start..r.i]
             });
             r.ws();
             match r.next()? {
@@ -97,12 +104,6 @@ pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
     }
     r.ws();
     (r.i == b.len()).then_some(env)
-}
-
-/// The contents of a JSON string span without escapes; `None` for anything else.
-fn plain_string(span: &str) -> Option<&str> {
-    let inner = span.strip_prefix('"')?.strip_suffix('"')?;
-    (!inner.contains('\\')).then_some(inner)
 }
 
 struct Reader<'a> {

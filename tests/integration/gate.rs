@@ -654,3 +654,41 @@ fn a_tampered_or_expired_snapshot_never_starts_the_server() {
     assert!(!status.success() && err.contains("expired"), "{err}");
     assert!(!marker.exists(), "the server process was started");
 }
+
+/// A reviewed tool whose schema cannot be enforced (here a pattern the regex engine refuses)
+/// refuses the whole start, and the server never runs: the schemas are compiled after the
+/// sandbox is prepared, but still before the spawn.
+#[test]
+fn a_schema_that_cannot_be_compiled_refuses_the_start_before_the_server_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, _) = reviewed_snapshot(dir.path(), &[]);
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+    let tools = doc["servers"]["fixture"]["toolPages"][0]["tools"]
+        .as_array_mut()
+        .unwrap();
+    let echo = tools.iter_mut().find(|t| t["name"] == "echo").unwrap();
+    echo["inputSchema"]["properties"]["text"]["pattern"] = json!("(unclosed");
+    std::fs::write(&snap, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let hashed = Command::new(mcpguard())
+        .arg("hash")
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let digest = String::from_utf8(hashed.stdout).unwrap().trim().to_string();
+    let out = crate::support::run_bounded(
+        Command::new(mcpguard())
+            .arg("--manifest")
+            .arg(&snap)
+            .args(["--sha256", &digest, "--server", "fixture", "--"])
+            .arg(fixture())
+            .stdin(std::process::Stdio::null()),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refusing to start the server")
+            && stderr.contains("inputSchema of tool \"echo\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("fixture-pid="), "the server ran: {stderr}");
+}
