@@ -1004,6 +1004,24 @@ fn calls_of(log: &Path, tool: &str) -> usize {
 /// today." once the guarded server has listed its tools (Claude Code connects its servers while
 /// the interface opens, as a person sees), waits for mcpguard's question in Claude Code's
 /// elicitation dialog, reads it for two seconds as a person would, types `keys`, and returns the
+/// Waits for a host's confirmation dialog (every one of `markers` on the screen), answers it
+/// with `keys` two seconds later, as a person would, and waits for the model's final answer:
+/// the dialog's screen and the last screen.
+fn answer_dialog(
+    tmux: &crate::support::tmux::Tmux,
+    markers: &[&str],
+    keys: &[&str],
+) -> (String, String) {
+    use std::time::Duration;
+    let dialog = tmux.wait_for(markers, Duration::from_secs(60)).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    tmux.keys(keys);
+    let done = tmux
+        .wait_for(&["FINAL: "], Duration::from_secs(60))
+        .unwrap();
+    (dialog, done)
+}
+
 /// dialog's screen and the screen once the turn has ended.
 fn claude_tui_write(
     dir: &Path,
@@ -1020,17 +1038,7 @@ fn claude_tui_write(
     wait_until_listed(log, listed, &tmux, "Claude Code");
     std::thread::sleep(Duration::from_secs(1));
     tmux.keys(&["Write a note for today.", "Enter"]);
-    let dialog = tmux
-        .wait_for(
-            &["requests your input", "Accept", "Decline"],
-            Duration::from_secs(60),
-        )
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    tmux.keys(keys);
-    let done = tmux
-        .wait_for(&["FINAL: "], Duration::from_secs(60))
-        .unwrap();
+    let (dialog, done) = answer_dialog(&tmux, &["requests your input", "Accept", "Decline"], keys);
     tmux.keys(&["/exit", "Enter"]);
     (dialog, done)
 }
@@ -1373,17 +1381,7 @@ fn codex_tui_write(keys: &[&str], log_of: impl FnOnce(&Path)) -> (String, String
     tmux.keys(&["Write a note for today."]);
     std::thread::sleep(Duration::from_secs(1));
     tmux.keys(&["Enter"]);
-    let form = tmux
-        .wait_for(
-            &["mcpguard: allow the AI", "enter to submit"],
-            Duration::from_secs(60),
-        )
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    tmux.keys(keys);
-    let done = tmux
-        .wait_for(&["FINAL: "], Duration::from_secs(60))
-        .unwrap();
+    let (form, done) = answer_dialog(&tmux, &["mcpguard: allow the AI", "enter to submit"], keys);
     log_of(&log);
     (form, done)
 }
