@@ -571,11 +571,102 @@ fn open_audit(
     Ok(Some(std::sync::Arc::new(log.with_system(targets))))
 }
 
-/// What `run_proxy` starts with: a verified snapshot whose schemas are still to be compiled, or
-/// a mode without one.
-enum Snapshot {
-    Loaded(Box<mcpguard::gate::pin::Loaded>),
-    Other(Mode),
+/// The value a scoped helper thread returned; its panic goes on in this thread.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// How the proxy reports a server program that cannot be found: as a shell would (127, 126).
+fn missing_program(e: mcpguard::process::child::SpawnError) -> ExitCode {
+    diag::emit(Level::Error, &e.to_string());
+    ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
+}
+
+/// The content checks of the policy. The value checks read the environment variables the
+/// policy names as secrets now, once; the session only ever sees the compiled detector.
+fn content_for(
+    policy: &policy::Policy,
+) -> Result<std::sync::Arc<mcpguard::gate::content::Content>, ExitCode> {
+    match mcpguard::gate::content::Content::new(
+        policy,
+        &policy::PathContext::from_process(None),
+        |name| std::env::var(name).ok(),
+    ) {
+        Ok((content, warnings)) => {
+            for w in warnings {
+                diag::emit(Level::Warn, &w);
+            }
+            Ok(std::sync::Arc::new(content))
+        }
+        Err(e) => Err(fail(&format!("refusing to start the server: {e}"))),
+    }
+}
+
+/// The mode the proxy enforces and the command it runs: a verified snapshot with its schemas
+/// compiled (a pinned package runs from its checked install), or a mode without one. Says on
+/// stderr why the start is refused, or what is not served.
+fn verify_snapshot(
+    args: &mcpguard::cli::flags::ProxyArgs,
+    policy: &policy::Policy,
+) -> Result<(Mode, Vec<std::ffi::OsString>), ExitCode> {
+    let (Some(path), Some(sha), Some(key)) = (&args.manifest, &args.sha256, &args.server_key)
+    else {
+        if args.allow_unpinned {
+            diag::emit(Level::Warn, "running without a reviewed snapshot (--allow-unpinned): tools are relayed unpinned");
+            return Ok((Mode::Unpinned, args.server.clone()));
+        }
+        diag::emit(
+            Level::Warn,
+            "no reviewed snapshot: this server's tools will not be served. Capture and review them \
+             (`mcpguard capture --server KEY --out FILE -- <server command>`, then `mcpguard review FILE ...`) \
+             and start mcpguard with --manifest FILE --sha256 HEX --server KEY",
+        );
+        return Ok((Mode::NoManifest, args.server.clone()));
+    };
+    if let Some(why) = mcpguard::cli::wrap::pending_pin(sha, path, key, &args.server) {
+        return Err(fail(&why));
+    }
+    let refuse = |e: &dyn std::fmt::Display| {
+        diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
+        ExitCode::from(1)
+    };
+    let mut loaded =
+        mcpguard::gate::pin::load_pin(path, sha, key, jiff::Timestamp::now(), &acceptance(policy))
+            .map_err(|e| refuse(&e))?;
+    // A pinned package runs from its checked install, never from the registry.
+    let command = mcpguard::cli::launch::for_run_with(&args.server, loaded.pin().package.as_ref())
+        .map_err(|e| fail(&format!("refusing to start the server: {e}")))?;
+    for why in loaded
+        .pin_mut()
+        .apply_policy(|t| policy.refusal(&t.name, t.side_effect))
+    {
+        diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+    }
+    match mcpguard::cli::signed::allowed_signers(policy) {
+        Err(e) => return Err(fail(&format!("refusing to start the server: {e}"))),
+        Ok(None) => {}
+        Ok(Some(signers)) => {
+            let now = jiff::Timestamp::now();
+            for why in mcpguard::cli::signed::check_pin(loaded.pin_mut(), &signers, now) {
+                diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+            }
+        }
+    }
+    diag::emit(
+        Level::Info,
+        &format!(
+            "enforcing snapshot {} (server {key:?}: {} reviewed tools, {} unreviewed and not served)",
+            path.display(),
+            loaded.pin().tools.len(),
+            loaded.pin().unreviewed.len()
+        ),
+    );
+    // Only the tools still served are compiled (`pin::Loaded`); the validator's one-time set-up
+    // has been running on its own thread since the start (`schema::warm_up`).
+    let pin = loaded.compile().map_err(|e| refuse(&e))?;
+    Ok((Mode::Pinned(std::sync::Arc::new(pin)), command))
 }
 
 fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
@@ -609,80 +700,30 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         }
         Err(e) => return fail(&format!("refusing to start the server: {e}")),
     };
-    // The snapshot is verified before the server is spawned: a mismatch never starts it. Its
-    // schemas are compiled after the sandbox is prepared (`pin::Loaded`), still before the spawn.
-    let snapshot = match (&args.manifest, &args.sha256, &args.server_key) {
-        (Some(path), Some(sha), Some(key)) => {
-            if let Some(why) = mcpguard::cli::wrap::pending_pin(sha, path, key, &args.server) {
-                return fail(&why);
-            }
-            match mcpguard::gate::pin::load_pin(
-                path,
-                sha,
-                key,
-                jiff::Timestamp::now(),
-                &acceptance(&policy),
-            ) {
-                Ok(mut loaded) => {
-                    // A pinned package runs from its checked install, never from the registry.
-                    match mcpguard::cli::launch::for_run_with(
-                        &args.server,
-                        loaded.pin().package.as_ref(),
-                    ) {
-                        Ok(command) => args.server = command,
-                        Err(e) => return fail(&format!("refusing to start the server: {e}")),
-                    }
-                    for why in loaded
-                        .pin_mut()
-                        .apply_policy(|t| policy.refusal(&t.name, t.side_effect))
-                    {
-                        diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
-                    }
-                    match mcpguard::cli::signed::allowed_signers(&policy) {
-                        Err(e) => return fail(&format!("refusing to start the server: {e}")),
-                        Ok(None) => {}
-                        Ok(Some(signers)) => {
-                            let now = jiff::Timestamp::now();
-                            for why in
-                                mcpguard::cli::signed::check_pin(loaded.pin_mut(), &signers, now)
-                            {
-                                diag::emit(
-                                    Level::Warn,
-                                    &format!("not serving a reviewed tool: {why}"),
-                                );
-                            }
-                        }
-                    }
-                    diag::emit(
-                        Level::Info,
-                        &format!(
-                            "enforcing snapshot {} (server {key:?}: {} reviewed tools, {} unreviewed and not served)",
-                            path.display(),
-                            loaded.pin().tools.len(),
-                            loaded.pin().unreviewed.len()
-                        ),
-                    );
-                    Snapshot::Loaded(Box::new(loaded))
-                }
-                Err(e) => {
-                    diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
-                    return ExitCode::from(1);
-                }
-            }
-        }
-        _ if args.allow_unpinned => {
-            diag::emit(Level::Warn, "running without a reviewed snapshot (--allow-unpinned): tools are relayed unpinned");
-            Snapshot::Other(Mode::Unpinned)
-        }
-        _ => {
-            diag::emit(
-                Level::Warn,
-                "no reviewed snapshot: this server's tools will not be served. Capture and review them \
-                 (`mcpguard capture --server KEY --out FILE -- <server command>`, then `mcpguard review FILE ...`) \
-                 and start mcpguard with --manifest FILE --sha256 HEX --server KEY",
-            );
-            Snapshot::Other(Mode::NoManifest)
-        }
+    // The snapshot is verified, and its schemas compiled, before the server is spawned: a
+    // mismatch never starts it. The sandbox and the content checks do not depend on the snapshot
+    // (unless it pins a package, which changes the command), so two more threads prepare them
+    // meanwhile. Their diagnostics are held back and printed after the snapshot's, in the order
+    // a start one step at a time prints them; a refused snapshot drops them unprinted.
+    let (snapshot, sandbox, content) = std::thread::scope(|scope| {
+        let sandbox = scope.spawn(|| {
+            diag::captured(|| {
+                sandbox_for(
+                    &policy,
+                    args.policy.as_deref(),
+                    &args.server,
+                    &args.grants,
+                    missing_program,
+                )
+            })
+        });
+        let content = scope.spawn(|| diag::captured(|| content_for(&policy)));
+        let snapshot = verify_snapshot(&args, &policy);
+        (snapshot, joined(sandbox), joined(content))
+    });
+    let (mode, command) = match snapshot {
+        Ok(verified) => verified,
+        Err(code) => return code,
     };
     if args.dry_run {
         diag::emit(
@@ -690,16 +731,24 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
             "dry run (--dry-run): calls are checked, classified and confirmed but never dispatched",
         );
     }
-    let sandbox = match sandbox_for(
-        &policy,
-        args.policy.as_deref(),
-        &args.server,
-        &args.grants,
-        |e| {
-            diag::emit(Level::Error, &e.to_string());
-            ExitCode::from(u8::try_from(e.exit_code).unwrap_or(1))
-        },
-    ) {
+    let (sandbox, said) = sandbox;
+    let sandbox = if command == args.server {
+        said.replay();
+        sandbox
+    } else {
+        // The snapshot pins a package: the server runs from its checked install, so the sandbox
+        // prepared for the command as given is dropped (with what it said) and prepared again.
+        drop((sandbox, said));
+        args.server = command;
+        sandbox_for(
+            &policy,
+            args.policy.as_deref(),
+            &args.server,
+            &args.grants,
+            missing_program,
+        )
+    };
+    let sandbox = match sandbox {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -708,30 +757,11 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         .map_or(policy.limits.max_message_bytes, |b| {
             usize::try_from(b).unwrap_or(usize::MAX)
         });
-    // The value checks read the environment variables the policy names as secrets now, once;
-    // the session only ever sees the compiled detector.
-    let content = match mcpguard::gate::content::Content::new(
-        &policy,
-        &policy::PathContext::from_process(None),
-        |name| std::env::var(name).ok(),
-    ) {
-        Ok((content, warnings)) => {
-            for w in warnings {
-                diag::emit(Level::Warn, &w);
-            }
-            std::sync::Arc::new(content)
-        }
-        Err(e) => return fail(&format!("refusing to start the server: {e}")),
-    };
-    let mode = match snapshot {
-        Snapshot::Loaded(loaded) => match loaded.compile() {
-            Ok(pin) => Mode::Pinned(std::sync::Arc::new(pin)),
-            Err(e) => {
-                diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
-                return ExitCode::from(1);
-            }
-        },
-        Snapshot::Other(mode) => mode,
+    let (content, said) = content;
+    said.replay();
+    let content = match content {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     let (server, digest) = match &mode {
         Mode::Pinned(pin) => (pin.server_key.clone(), Some(pin.digest.clone())),

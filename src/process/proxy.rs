@@ -192,7 +192,6 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             audit: opts.audit.is_some(),
             policy: opts.policy.clone(),
             dry_run: opts.dry_run,
-            content: opts.content.clone(),
             secret: secret_key()?,
             out_of_band,
             instance: std::process::id().to_string(),
@@ -202,7 +201,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                 Mode::Pinned(pin) if pin.modern.is_some() => Era::Modern,
                 _ => Era::Legacy,
             },
-            ..Config::new(opts.mode.clone())
+            ..Config::with_content(opts.mode.clone(), opts.content.clone())
         },
         &nonce,
     )));
