@@ -705,18 +705,17 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     // (unless it pins a package, which changes the command), so two more threads prepare them
     // meanwhile. Their diagnostics are held back and printed after the snapshot's, in the order
     // a start one step at a time prints them; a refused snapshot drops them unprinted.
+    let prepare_sandbox = |command: &[std::ffi::OsString]| {
+        sandbox_for(
+            &policy,
+            args.policy.as_deref(),
+            command,
+            &args.grants,
+            missing_program,
+        )
+    };
     let (snapshot, sandbox, content) = std::thread::scope(|scope| {
-        let sandbox = scope.spawn(|| {
-            diag::captured(|| {
-                sandbox_for(
-                    &policy,
-                    args.policy.as_deref(),
-                    &args.server,
-                    &args.grants,
-                    missing_program,
-                )
-            })
-        });
+        let sandbox = scope.spawn(|| diag::captured(|| prepare_sandbox(&args.server)));
         let content = scope.spawn(|| diag::captured(|| content_for(&policy)));
         let snapshot = verify_snapshot(&args, &policy);
         (snapshot, joined(sandbox), joined(content))
@@ -739,14 +738,9 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
         // The snapshot pins a package: the server runs from its checked install, so the sandbox
         // prepared for the command as given is dropped (with what it said) and prepared again.
         drop((sandbox, said));
+        let again = prepare_sandbox(&command);
         args.server = command;
-        sandbox_for(
-            &policy,
-            args.policy.as_deref(),
-            &args.server,
-            &args.grants,
-            missing_program,
-        )
+        again
     };
     let sandbox = match sandbox {
         Ok(s) => s,

@@ -692,3 +692,49 @@ fn a_schema_that_cannot_be_compiled_refuses_the_start_before_the_server_runs() {
     );
     assert!(!stderr.contains("fixture-pid="), "the server ran: {stderr}");
 }
+
+/// The sandbox is prepared on another thread while the snapshot is verified; what it says must
+/// still follow the snapshot's lines, and a refused snapshot must print none of it.
+#[test]
+fn the_sandbox_prepared_beside_the_snapshot_reports_after_it_and_not_at_all_on_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let start = |sha: &str| {
+        crate::support::run_bounded(
+            Command::new(mcpguard())
+                .env("MCPGUARD_LOG", "info")
+                .arg("--manifest")
+                .arg(&snap)
+                .args(["--sha256", sha, "--server", "fixture", "--"])
+                .arg(fixture())
+                .stdin(std::process::Stdio::null()),
+        )
+    };
+    let out = start(&digest);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let at = |needle: &str| {
+        stderr
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing: {stderr}"))
+    };
+    let (enforcing, sandbox, passed, server) = (
+        at("info: enforcing snapshot"),
+        at("info: sandbox "),
+        at("info: sandbox: passed:"),
+        at("fixture-pid="),
+    );
+    assert!(
+        enforcing < sandbox && sandbox < passed && passed < server,
+        "out of order: {stderr}"
+    );
+    let wrong = "0".repeat(64);
+    let out = start(&wrong);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("digest mismatch"), "{stderr}");
+    assert!(
+        !stderr.contains("sandbox"),
+        "the sandbox's lines were printed for a refused start: {stderr}"
+    );
+    assert!(!stderr.contains("fixture-pid="), "the server ran: {stderr}");
+}
