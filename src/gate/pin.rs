@@ -174,11 +174,11 @@ pub fn load_pin(
 
 /// A verified pin whose schemas are not compiled yet: what [`load_pin`] returns. Only
 /// [`Loaded::compile`] makes a [`Pin`] of it, so the gate cannot run with a tool whose schemas
-/// were skipped. The proxy compiles after the sandbox is prepared: the validator's one-time
-/// set-up (1.3–2.4 ms, started on a thread of its own at the beginning) then overlaps that
-/// preparation instead of delaying it, and a schema that cannot be enforced is still refused
-/// before the server is spawned. A tool the policy or the signature check takes away first is
-/// never served, so its schemas are not compiled.
+/// were skipped. The proxy compiles once the policy and the signature check have taken their
+/// tools away, while other threads prepare the sandbox and run the validator's one-time set-up
+/// (1.3–2.4 ms, started at the beginning), and still before the server is spawned, so a schema
+/// that cannot be enforced refuses the start. A tool taken away first is never served, so its
+/// schemas are not compiled.
 pub struct Loaded {
     pin: Pin,
     path: String,

@@ -282,8 +282,8 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
 /// Does the validator's one-time set-up (building its meta-schemas, 1.3 to 2.4 ms on the
 /// benchmark machine, paid by the first compile in a process). The proxy runs it on a thread of
 /// its own at start, so that it overlaps reading the policy, hashing the snapshot and preparing
-/// the sandbox instead of following them; the first tool's compile (after the sandbox, see
-/// `pin::Loaded`) then finds it done, or waits for the rest of it.
+/// the sandbox instead of following them; the first tool's compile (after the snapshot is
+/// verified, see `pin::Loaded`) then finds it done, or waits for the rest of it.
 pub fn warm_up() {
     let _ = compile(&serde_json::json!({"type": "object"}));
 }

@@ -86,8 +86,8 @@ fn describe(pointer: &str) -> String {
 /// Member order is kept as received (serde_json's `preserve_order`). Numbers are read the way
 /// serde_json reads them: non-negative integers that fit become `u64`, negative ones `i64`, and
 /// everything else `f64`; a number too large for `f64` is a syntax error. Decimal text is rounded
-/// to the nearest double because serde_jcs switches on serde_json's `float_roundtrip` feature for
-/// the whole build; the ES6 number test in `canonical` would notice if that ever stopped.
+/// to the nearest double because mcpguard's Cargo.toml switches on serde_json's `float_roundtrip`
+/// feature; the ES6 number test in `canonical` would notice if that ever stopped.
 pub fn parse_strict(bytes: &[u8]) -> Result<Value, StrictError> {
     // Checking the encoding up front gives one clear error for every kind of bad byte; serde_json
     // would report them inside strings and outside strings with two unrelated syntax messages.
