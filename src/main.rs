@@ -628,16 +628,13 @@ fn verify_snapshot(
     if let Some(why) = mcpguard::cli::wrap::pending_pin(sha, path, key, &args.server) {
         return Err(fail(&why));
     }
-    let refuse = |e: &dyn std::fmt::Display| {
-        diag::emit(Level::Error, &format!("refusing to start the server: {e}"));
-        ExitCode::from(1)
-    };
+    let refuse = |e: &dyn std::fmt::Display| fail(&format!("refusing to start the server: {e}"));
     let mut loaded =
         mcpguard::gate::pin::load_pin(path, sha, key, jiff::Timestamp::now(), &acceptance(policy))
             .map_err(|e| refuse(&e))?;
     // A pinned package runs from its checked install, never from the registry.
     let command = mcpguard::cli::launch::for_run_with(&args.server, loaded.pin().package.as_ref())
-        .map_err(|e| fail(&format!("refusing to start the server: {e}")))?;
+        .map_err(|e| refuse(&e))?;
     for why in loaded
         .pin_mut()
         .apply_policy(|t| policy.refusal(&t.name, t.side_effect))
@@ -645,7 +642,7 @@ fn verify_snapshot(
         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
     }
     match mcpguard::cli::signed::allowed_signers(policy) {
-        Err(e) => return Err(fail(&format!("refusing to start the server: {e}"))),
+        Err(e) => return Err(refuse(&e)),
         Ok(None) => {}
         Ok(Some(signers)) => {
             let now = jiff::Timestamp::now();

@@ -9,7 +9,8 @@
 //! never at the first call: compiling is the only complete check that a schema can be enforced
 //! (a remote `$ref`, a bad pattern, an unknown draft), and a snapshot whose schema cannot be
 //! enforced must be refused before the server runs. `load_pin` returns a [`Loaded`] pin, which
-//! only its `compile` turns into a `Pin`, so that the proxy can prepare the sandbox first.
+//! only its `compile` turns into a `Pin`, so that the policy and the signature check can take
+//! tools away before anything is compiled for them.
 //!
 //! Pure data built once; the state machine that applies it is `gate::session`. Nothing here
 //! performs IO except `load_pin` reading the snapshot file.

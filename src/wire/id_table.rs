@@ -7,9 +7,9 @@
 //! of a run of 200,000 pipelined pings, a quarter of mcpguard's own). Here integer ids that
 //! arrive in ascending order sit in a ring of slots, one after another in memory, which both
 //! threads walk in order; any other id (a string, an id far from the ones in flight, a table
-//! past its ring's size) goes to an ordinary hash map. Which part holds an id never changes what the table answers: every id is in at most
-//! one part, and the operations mean exactly what a `HashMap`'s do (the unit test holds the two
-//! to the same results over random operations).
+//! past its ring's size) goes to an ordinary hash map. Which part holds an id never changes what
+//! the table answers: every id is in at most one part, and the operations mean exactly what a
+//! `HashMap`'s do (the unit test holds the two to the same results over random operations).
 //!
 //! Knows ids and slots only: nothing of what is pending or why.
 

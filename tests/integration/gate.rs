@@ -656,8 +656,8 @@ fn a_tampered_or_expired_snapshot_never_starts_the_server() {
 }
 
 /// A reviewed tool whose schema cannot be enforced (here a pattern the regex engine refuses)
-/// refuses the whole start, and the server never runs: the schemas are compiled after the
-/// sandbox is prepared, but still before the spawn.
+/// refuses the whole start, and the server never runs: the schemas are compiled while the
+/// sandbox is prepared on another thread, but still before the spawn.
 #[test]
 fn a_schema_that_cannot_be_compiled_refuses_the_start_before_the_server_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -669,12 +669,7 @@ fn a_schema_that_cannot_be_compiled_refuses_the_start_before_the_server_runs() {
     let echo = tools.iter_mut().find(|t| t["name"] == "echo").unwrap();
     echo["inputSchema"]["properties"]["text"]["pattern"] = json!("(unclosed");
     std::fs::write(&snap, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
-    let hashed = Command::new(mcpguard())
-        .arg("hash")
-        .arg(&snap)
-        .output()
-        .unwrap();
-    let digest = String::from_utf8(hashed.stdout).unwrap().trim().to_string();
+    let digest = crate::support::hash(&snap);
     let out = crate::support::run_bounded(
         Command::new(mcpguard())
             .arg("--manifest")

@@ -1000,10 +1000,6 @@ fn calls_of(log: &Path, tool: &str) -> usize {
         .count()
 }
 
-/// Runs Claude Code's interactive interface in a terminal (tmux), types "Write a note for
-/// today." once the guarded server has listed its tools (Claude Code connects its servers while
-/// the interface opens, as a person sees), waits for mcpguard's question in Claude Code's
-/// elicitation dialog, reads it for two seconds as a person would, types `keys`, and returns the
 /// Waits for a host's confirmation dialog (every one of `markers` on the screen), answers it
 /// with `keys` two seconds later, as a person would, and waits for the model's final answer:
 /// the dialog's screen and the last screen.
@@ -1022,6 +1018,10 @@ fn answer_dialog(
     (dialog, done)
 }
 
+/// Runs Claude Code's interactive interface in a terminal (tmux), types "Write a note for
+/// today." once the guarded server has listed its tools (Claude Code connects its servers while
+/// the interface opens, as a person sees), waits for mcpguard's question in Claude Code's
+/// elicitation dialog, reads it for two seconds as a person would, types `keys`, and returns the
 /// dialog's screen and the screen once the turn has ended.
 fn claude_tui_write(
     dir: &Path,

@@ -41,15 +41,8 @@ fn copy_as(dir: &Path, snap: &Path, key: &str) -> (String, String) {
     let name = format!("{key}.snapshot.json");
     let path = dir.join(&name);
     std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
-    let out = Command::new(mcpguard())
-        .arg("hash")
-        .arg(&path)
-        .output()
-        .unwrap();
-    (
-        name,
-        String::from_utf8(out.stdout).unwrap().trim().to_string(),
-    )
+    let digest = crate::support::hash(&path);
+    (name, digest)
 }
 
 /// `mcpguard wrap --from-lock LOCK CONFIG`, with this build's mcpguard in the entries.

@@ -229,9 +229,9 @@ fn diagnostics_can_be_json_lines() {
 
 /// A host that pipelines thousands of requests: every one is answered exactly once, in order,
 /// byte for byte. This is the path of the correlation table's ring (ascending integer ids), its
-/// hash map (string ids, ids far ahead, negative ids behind the ring), the batched writes (messages under
-/// and over the size that is copied into one buffer) and the 64 KiB server queue, with a real
-/// proxy and a real server that answers each request as it reads it.
+/// hash map (string ids, ids far ahead, negative ids behind the ring), the batched writes
+/// (messages under and over the size that is copied into one buffer) and the 64 KiB server
+/// queue, with a real proxy and a real server that answers each request as it reads it.
 #[test]
 fn a_pipelined_burst_is_answered_once_each_in_order() {
     let fixture = crate::support::fixture();

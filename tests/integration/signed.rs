@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use serde_json::{json, Value};
 
 use crate::gate::{calls_received, guarded_with, tool_names};
-use crate::support::{fixture, mcpguard, reads_policy_with};
+use crate::support::{fixture, hash, mcpguard, reads_policy_with};
 
 const ASSERTS: [&str; 6] = [
     "headless=true",
@@ -99,12 +99,6 @@ pub fn review(
 
 fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
-
-fn hash(p: &Path) -> String {
-    ok(&run(Command::new(mcpguard()).arg("hash").arg(p)), "hash")
-        .trim()
-        .to_string()
 }
 
 fn signed_data(snap: &Path, tool: &str, out: &Path) {

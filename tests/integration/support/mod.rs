@@ -24,6 +24,19 @@ pub fn mcpguard() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpguard"))
 }
 
+/// The digest `mcpguard hash FILE` prints, asserted to succeed: what a person pins after editing
+/// a snapshot by hand.
+pub fn hash(file: &std::path::Path) -> String {
+    let out = run_bounded(Command::new(mcpguard()).arg("hash").arg(file));
+    assert!(
+        out.status.success(),
+        "mcpguard hash {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// The policy of tests that are not about write confirmation: the tools they call are reads.
 pub fn reads_policy() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies/reads.toml")
