@@ -32,7 +32,7 @@ use nix::sys::signal::Signal;
 
 use crate::approvals;
 use crate::audit::{AuditLog, Event as AuditEvent, EventKind};
-use crate::gate::session::{AuditNote, Config, Mode, Out, Session};
+use crate::gate::session::{AuditNote, Config, Mode, Out, Parsed, Session};
 use crate::policy::Channel;
 use crate::process::child;
 use crate::process::diag;
@@ -274,12 +274,13 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                     stdin,
                     max,
                     |frames, out| {
+                        let parsed: Vec<Parsed> = frames.iter().map(Parsed::new).collect();
                         let mut core = core_lock(&core);
                         // The time between a question and its answer is measured to the
                         // millisecond (a host that answers for the person is fast).
                         core.set_clock(elapsed_ms(started));
-                        for frame in frames.drain(..) {
-                            core.from_host(frame, out);
+                        for frame in parsed {
+                            core.from_host_parsed(frame, out);
                         }
                     },
                     &sinks,
@@ -301,9 +302,10 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                     Counting(child_out, progress),
                     max,
                     |frames, out| {
+                        let parsed: Vec<Parsed> = frames.iter().map(Parsed::new).collect();
                         let mut core = core_lock(&core);
-                        for frame in frames.drain(..) {
-                            core.from_server(frame, out);
+                        for frame in parsed {
+                            core.from_server_parsed(frame, out);
                         }
                     },
                     &sinks,
@@ -674,7 +676,7 @@ enum Route {
 fn read_loop(
     mut src: impl Read,
     max: usize,
-    mut decide: impl FnMut(&mut Vec<crate::wire::frame::Frame>, &mut Vec<Out>),
+    mut decide: impl FnMut(&[crate::wire::frame::Frame], &mut Vec<Out>),
     sinks: &Sinks,
     route: Route,
 ) {
@@ -698,7 +700,8 @@ fn read_loop(
             frames.push(frame);
         }
         if !frames.is_empty() {
-            decide(&mut frames, &mut out);
+            decide(&frames, &mut out);
+            frames.clear();
         }
         sinks.dispatch(&mut out, route);
         // Grow the read size with the message being assembled, so a 64 MiB line takes a few
@@ -711,7 +714,7 @@ fn read_loop(
         frames.push(frame);
     }
     if !frames.is_empty() {
-        decide(&mut frames, &mut out);
+        decide(&frames, &mut out);
     }
     sinks.dispatch(&mut out, route);
 }

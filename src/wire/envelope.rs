@@ -42,13 +42,25 @@ pub struct Envelope<'a> {
 pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
     let b = text.as_bytes();
     let mut r = Reader { b, i: 0, max_depth };
-    r.ws();
-    r.eat(b'{')?;
     let mut env = Envelope::default();
-    r.ws();
-    if r.peek() == Some(b'}') {
-        r.i += 1;
+    // Every SDK we relay writes `jsonrpc` first and without spaces: one comparison then takes
+    // the place of two string scans and a name match. The loop below reads the members after it
+    // exactly as it reads any others (a second `jsonrpc` is still a repeated member).
+    if b.starts_with(USUAL_START) {
+        env.jsonrpc = Some(&text[12..15]);
+        r.i = USUAL_START.len();
+        r.ws();
     } else {
+        r.ws();
+        r.eat(b'{')?;
+        r.ws();
+        if r.peek() == b'}' {
+            r.i += 1;
+            r.ws();
+            return (r.i == b.len()).then_some(env);
+        }
+    }
+    {
         loop {
             r.eat(b'"')?;
             let key_start = r.i;
@@ -95,7 +107,7 @@ pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
                 &text[start..r.i]
             });
             r.ws();
-            match r.next()? {
+            match r.next() {
                 b',' => r.ws(),
                 b'}' => break,
                 _ => return None,
@@ -105,6 +117,10 @@ pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
     r.ws();
     (r.i == b.len()).then_some(env)
 }
+
+/// How nearly every message starts: the object, its `jsonrpc` member (the contents are bytes 12
+/// to 15) and the comma before the next member.
+const USUAL_START: &[u8] = br#"{"jsonrpc":"2.0","#;
 
 struct Reader<'a> {
     b: &'a [u8],
@@ -123,27 +139,32 @@ fn zero_bytes(x: u64) -> u64 {
 }
 
 impl Reader<'_> {
-    #[inline]
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
+    /// The current byte, or 0 past the end. A zero byte is never valid JSON outside a string
+    /// (and a control character inside one), so the end needs no branch of its own: every
+    /// match below declines it as it declines any other unexpected byte.
+    #[inline(always)]
+    fn peek(&self) -> u8 {
+        self.b.get(self.i).copied().unwrap_or(0)
     }
 
-    #[inline]
-    fn next(&mut self) -> Option<u8> {
-        let c = self.peek()?;
+    /// The current byte (0 past the end), moving past it. After a 0 the position may be one
+    /// past the end; every caller then declines at once, before the position is used again.
+    #[inline(always)]
+    fn next(&mut self) -> u8 {
+        let c = self.peek();
         self.i += 1;
-        Some(c)
+        c
     }
 
-    #[inline]
+    #[inline(always)]
     fn eat(&mut self, want: u8) -> Option<()> {
-        (self.next()? == want).then_some(())
+        (self.next() == want).then_some(())
     }
 
     /// Skips JSON whitespace (the four bytes RFC 8259 allows, as serde_json does).
-    #[inline]
+    #[inline(always)]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+        while let b' ' | b'\n' | b'\t' | b'\r' = self.peek() {
             self.i += 1;
         }
     }
@@ -151,7 +172,7 @@ impl Reader<'_> {
     /// Skips one value starting at the current byte; `depth` is the nesting of the container
     /// the value is in (the top-level object is 1).
     fn value(&mut self, depth: usize) -> Option<()> {
-        match self.next()? {
+        match self.next() {
             b'"' => self.string().map(|_| ()),
             b'{' => {
                 let depth = depth + 1;
@@ -159,7 +180,7 @@ impl Reader<'_> {
                     return None;
                 }
                 self.ws();
-                if self.peek() == Some(b'}') {
+                if self.peek() == b'}' {
                     self.i += 1;
                     return Some(());
                 }
@@ -171,7 +192,7 @@ impl Reader<'_> {
                     self.ws();
                     self.value(depth)?;
                     self.ws();
-                    match self.next()? {
+                    match self.next() {
                         b',' => self.ws(),
                         b'}' => return Some(()),
                         _ => return None,
@@ -184,14 +205,14 @@ impl Reader<'_> {
                     return None;
                 }
                 self.ws();
-                if self.peek() == Some(b']') {
+                if self.peek() == b']' {
                     self.i += 1;
                     return Some(());
                 }
                 loop {
                     self.value(depth)?;
                     self.ws();
-                    match self.next()? {
+                    match self.next() {
                         b',' => self.ws(),
                         b']' => return Some(()),
                         _ => return None,
@@ -223,18 +244,18 @@ impl Reader<'_> {
     /// optional fraction and exponent, each with at least one digit. Only the grammar is
     /// checked, never the range, as serde_json does when it skips a value.
     fn number(&mut self) -> Option<()> {
-        match self.next()? {
+        match self.next() {
             b'0' => {}
             b'1'..=b'9' => self.digits(),
             _ => return None,
         }
-        if self.peek() == Some(b'.') {
+        if self.peek() == b'.' {
             self.i += 1;
             self.one_or_more_digits()?;
         }
-        if let Some(b'e' | b'E') = self.peek() {
+        if let b'e' | b'E' = self.peek() {
             self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
+            if let b'+' | b'-' = self.peek() {
                 self.i += 1;
             }
             self.one_or_more_digits()?;
@@ -244,7 +265,7 @@ impl Reader<'_> {
 
     #[inline]
     fn digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.peek() {
+        while let b'0'..=b'9' = self.peek() {
             self.i += 1;
         }
     }
@@ -257,16 +278,19 @@ impl Reader<'_> {
 
     /// Skips the rest of a string whose opening quote was read; `Some(true)` when it held an
     /// escape. The text is already valid UTF-8, so bytes from 0x80 up are passed over whole;
-    /// control characters are refused, and an escape must be one of JSON's.
+    /// control characters are refused, and an escape must be one of JSON's. Inlined: most
+    /// strings of a message are short names, where a call's register saves cost more than the
+    /// scan.
+    #[inline(always)]
     fn string(&mut self) -> Option<bool> {
         let mut escaped = false;
         loop {
             self.skip_plain();
-            match self.next()? {
+            match self.next() {
                 b'"' => return Some(escaped),
                 b'\\' => {
                     escaped = true;
-                    match self.next()? {
+                    match self.next() {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                         b'u' => {
                             let hex = self.b.get(self.i..self.i + 4)?;
@@ -278,7 +302,8 @@ impl Reader<'_> {
                         _ => return None,
                     }
                 }
-                // Only a control character can be left here: `skip_plain` stops at nothing else.
+                // Only a control character (or the end of the text) can be left here:
+                // `skip_plain` stops at nothing else.
                 _ => return None,
             }
         }
@@ -363,9 +388,26 @@ mod tests {
             r#"{"a":1} x"#,
             r#"{"a":1"#,
             "\u{feff}{}",
+            // The usual start is read by one comparison; what follows it is still judged.
+            r#"{"jsonrpc":"2.0",}"#,
+            r#"{"jsonrpc":"2.0","#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"a"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"a"}}"#,
+            r#"{"jsonrpc":"2.0",,"id":1}"#,
         ] {
             assert_eq!(read(line, MAX), None, "{line:?}");
         }
+    }
+
+    #[test]
+    fn the_usual_start_gives_the_spans_the_general_loop_gives() {
+        let usual = read(r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#, MAX).expect("usual");
+        let spaced = read(r#"{ "jsonrpc":"2.0", "id":1, "method":"a" }"#, MAX).expect("spaced");
+        assert_eq!(usual, spaced);
+        assert_eq!(usual.jsonrpc, Some("2.0"));
+        assert_eq!(usual.id, Some("1"));
+        let only = read(r#"{"jsonrpc":"2.0", "result":{}}"#, MAX).expect("result");
+        assert_eq!(only.result, Some("{}"));
     }
 
     #[test]

@@ -472,7 +472,24 @@ fn fast_id(text: &str) -> Option<Id> {
     if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         return (!inner.contains('\\')).then(|| Id::Str(inner.to_string()));
     }
-    if text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+    // Up to 18 digits cannot overflow an i64, so they are summed here (the text is validated
+    // JSON: no leading zeros, at most one leading minus); longer numbers take the general parse.
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    if !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
+        let n = digits
+            .iter()
+            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        // serde_json reads `-0` as a float, which is not an id: the general path says so.
+        return match (negative, n) {
+            (true, 0) => None,
+            (true, n) => Some(Id::Int(-n)),
+            (false, n) => Some(Id::Int(n)),
+        };
+    }
+    if digits.iter().all(u8::is_ascii_digit) {
         return text.parse().ok().map(Id::Int);
     }
     None
@@ -787,6 +804,13 @@ mod tests {
             "\"a\\\"b\"",
             "\"\\u0041\"",
             "null",
+            "-0",
+            "-00",
+            "123456789012345678",
+            "-123456789012345678",
+            "1234567890123456789",
+            "-1234567890123456789",
+            "99999999999999999999",
         ] {
             let general = serde_json::from_str::<serde_json::Value>(text)
                 .ok()

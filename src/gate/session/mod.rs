@@ -55,6 +55,7 @@ use calls::{cancel_notification, minimal_call};
 pub use confirm::HUMAN_MIN_ANSWER_MS;
 use confirm::{approval_params, host_answer, operation_policy, HostAnswer};
 use modern_era::Mrtr;
+pub use relay::Parsed;
 use relay::{object_params, refuse_to_host, respond};
 use results::sanitized_error;
 

@@ -8,13 +8,44 @@
 
 use super::*;
 
+/// One frame with its envelope parsed, borrowing from the frame. Parsing needs nothing of the
+/// session's state, so the driver parses a whole read's frames before it takes the session's
+/// lock: the two reader threads then parse at the same time, and only the routing is serialized.
+pub enum Parsed<'a> {
+    Line {
+        line: &'a Bytes,
+        msg: Result<Message<'a>, Invalid>,
+    },
+    TooLong {
+        len: usize,
+        head: &'a [u8],
+    },
+}
+
+impl<'a> Parsed<'a> {
+    pub fn new(frame: &'a Frame) -> Self {
+        match frame {
+            Frame::Line(line) => Parsed::Line {
+                line,
+                msg: message::parse(line),
+            },
+            Frame::TooLong { len, head } => Parsed::TooLong { len: *len, head },
+        }
+    }
+}
+
 impl Session {
     /// A frame arrived from the host.
     pub fn from_host(&mut self, frame: Frame, out: &mut Vec<Out>) {
-        let line = match frame {
-            Frame::Line(line) => line,
-            Frame::TooLong { len, head } => {
-                let id = message::salvage_id(&String::from_utf8_lossy(&head));
+        self.from_host_parsed(Parsed::new(&frame), out);
+    }
+
+    /// A frame from the host whose envelope was already parsed (outside the driver's lock).
+    pub fn from_host_parsed(&mut self, parsed: Parsed<'_>, out: &mut Vec<Out>) {
+        let (line, msg) = match parsed {
+            Parsed::Line { line, msg } => (line, msg),
+            Parsed::TooLong { len, head } => {
+                let id = message::salvage_id(&String::from_utf8_lossy(head));
                 let msg = format!(
                     "refused a {len}-byte message from the host: the limit is {} bytes (raise it with --max-message-bytes)",
                     self.config.max_message_bytes
@@ -23,7 +54,7 @@ impl Session {
                 return;
             }
         };
-        let msg = match message::parse(&line) {
+        let msg = match msg {
             Ok(m) => m,
             Err(invalid) => {
                 invalid_from_host(invalid, out);
@@ -201,10 +232,15 @@ impl Session {
 
     /// A frame arrived from the server.
     pub fn from_server(&mut self, frame: Frame, out: &mut Vec<Out>) {
-        let line = match frame {
-            Frame::Line(line) => line,
-            Frame::TooLong { len, head } => {
-                let id = message::salvage_id(&String::from_utf8_lossy(&head));
+        self.from_server_parsed(Parsed::new(&frame), out);
+    }
+
+    /// A frame from the server whose envelope was already parsed (outside the driver's lock).
+    pub fn from_server_parsed(&mut self, parsed: Parsed<'_>, out: &mut Vec<Out>) {
+        let (line, msg) = match parsed {
+            Parsed::Line { line, msg } => (line, msg),
+            Parsed::TooLong { len, head } => {
+                let id = message::salvage_id(&String::from_utf8_lossy(head));
                 let msg = format!(
                     "dropped a {len}-byte message from the server: the limit is {} bytes (raise it with --max-message-bytes)",
                     self.config.max_message_bytes
@@ -213,7 +249,7 @@ impl Session {
                 return;
             }
         };
-        let msg = match message::parse(&line) {
+        let msg = match msg {
             Ok(m) => m,
             Err(invalid) => {
                 let text = format!("dropped a message from the server: {}", invalid.reason);
@@ -235,7 +271,7 @@ impl Session {
                     return;
                 };
                 // Modern era: the identity in results, and input_required results of calls.
-                if self.config.era == Era::Modern && self.modern_response(&id, &msg, &line, out) {
+                if self.config.era == Era::Modern && self.modern_response(&id, &msg, line, out) {
                     return;
                 }
                 if let Some(purpose) = self.own_requests.remove(&id) {
