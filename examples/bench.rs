@@ -115,7 +115,7 @@ fn proxy_figures(
     let guard = &results[2];
     println!();
     println!(
-        "mcpguard / pipe relay: p50 latency {:.2}x, p99 latency {:.2}x, throughput {:.2}x (target: latency <= 1.3x, throughput >= 1/1.3)",
+        "mcpguard / pipe relay: p50 latency {:.2}x, p99 latency {:.2}x, throughput {:.2}x (targets: latency <= 1.1x, throughput >= 0.8x)",
         guard.1 .0 / relay.1 .0,
         guard.1 .1 / relay.1 .1,
         guard.2 / relay.2
@@ -406,7 +406,7 @@ fn gate_figures(mcpguard: &Path, fixture: &Path, n: usize) {
     );
     let floor = figures[1].0 + list_direct.0;
     println!(
-        "gated / (relay-only call + direct tools/list): p50 {:.2}x (target <= 1.1x); gated / direct call: p50 {:.1}x",
+        "gated / (relay-only call + direct tools/list): p50 {:.2}x (target <= 1.05x); gated / direct call: p50 {:.1}x",
         figures[2].0 / floor,
         figures[2].0 / figures[0].0
     );
@@ -427,8 +427,12 @@ fn gate_figures(mcpguard: &Path, fixture: &Path, n: usize) {
         ]),
     ));
     let starts = (n / 10).clamp(20, 100);
-    startup(&paths, starts);
-    cold_hashing(mcpguard, &snap, starts);
+    let gated = startup(&paths, starts);
+    let hashing = cold_hashing(mcpguard, &snap, starts);
+    println!(
+        "start-up p50 with the 1,016-tool snapshot / its hashing in a fresh process: {:.2}x (target <= 1.5x)",
+        gated / hashing
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -473,7 +477,7 @@ fn catalogue_hashing(snap: &Path, n: usize) {
 /// The hashing a start pays, measured as a start pays it: in a fresh process (cold heap and
 /// caches), `mcpguard hash FILE` less `mcpguard --version`, medians of `runs` each. The
 /// in-process figure above is warm (its median run reuses memory the earlier runs freed).
-fn cold_hashing(mcpguard: &Path, snap: &Path, runs: usize) {
+fn cold_hashing(mcpguard: &Path, snap: &Path, runs: usize) -> f64 {
     let median = |args: &[&std::ffi::OsStr]| {
         let mut samples: Vec<f64> = (0..runs)
             .map(|_| {
@@ -497,12 +501,14 @@ fn cold_hashing(mcpguard: &Path, snap: &Path, runs: usize) {
         "hashing the 1,016-tool snapshot in a fresh process: `mcpguard hash` {hash:.2} ms less `mcpguard --version` {version:.2} ms = {:.2} ms",
         hash - version
     );
+    hash - version
 }
 
 /// Start-up: from spawning the command to the answer of the first `initialize`, which through
 /// mcpguard includes loading and verifying the snapshot, spawning the server and forwarding the
 /// request. Hosts kill servers that start slowly, so this is measured against the server alone.
-fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) {
+/// Returns the gated start's p50 with the 1,016-tool snapshot, in ms.
+fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) -> f64 {
     let init = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n";
     println!();
     println!("start-up to the first initialize answered ({runs} starts each)");
@@ -550,6 +556,7 @@ fn startup(paths: &[(&str, Vec<OsString>)], runs: usize) {
         p50s[2] - p50s[1],
         p50s[3] - p50s[1]
     );
+    p50s[2]
 }
 
 /// mcpguard's own work per gated call, measured in process: parsing the live page strictly,

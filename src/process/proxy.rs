@@ -672,7 +672,8 @@ enum Route {
 /// Reads `src` until end of file, decides every frame of each read in the core, and writes the
 /// results as one batch per destination. The frames of one read are decided under one lock of
 /// the core: taking it per frame made the two reader threads contend on every message, which
-/// cost more than the decisions themselves when many small messages are pipelined.
+/// cost more than the decisions themselves when many small messages are pipelined. `decide`
+/// parses the frames (`Parsed`) before it takes the lock, so the lock covers only the routing.
 fn read_loop(
     mut src: impl Read,
     max: usize,
