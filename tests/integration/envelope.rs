@@ -233,9 +233,13 @@ fn generated(r: &mut Rng) -> Vec<u8> {
             r#""a\"b""#,
             r#""\u0041""#,
             "9223372036854775807",
+            "123456789012345678",
+            "-1234567890123456789",
         ],
         &[
             r#""lone \ud800""#,
+            // Valid JSON, but serde_json reads it as a float: not an id.
+            "-0",
             "null",
             "1.5",
             "1e400",
@@ -507,6 +511,7 @@ fn the_envelope_reader_refuses_what_the_serde_json_path_refuses() {
         (br#"{"jsonrpc":"2.0","id":1,"method":"a\ud800"}"#, false),
         (br#"{"jsonrpc":"2.0","id":"\ud800","method":"a"}"#, false),
         (br#"{"jsonrpc":"2.0","id":1e400,"method":"a"}"#, false),
+        (br#"{"jsonrpc":"2.0","id":-0,"method":"a"}"#, false),
         (
             br#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"a"}"#,
             false,
