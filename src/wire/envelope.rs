@@ -47,7 +47,8 @@ pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
     // the place of two string scans and a name match. The loop below reads the members after it
     // exactly as it reads any others (a second `jsonrpc` is still a repeated member).
     if b.starts_with(USUAL_START) {
-        env.jsonrpc = Some(&text[12..15]);
+        // The contents of the member just compared: equal to the line's own bytes.
+        env.jsonrpc = Some("2.0");
         r.i = USUAL_START.len();
         r.ws();
     } else {
@@ -60,66 +61,64 @@ pub fn read(text: &str, max_depth: usize) -> Option<Envelope<'_>> {
             return (r.i == b.len()).then_some(env);
         }
     }
-    {
-        loop {
-            r.eat(b'"')?;
-            let key_start = r.i;
-            if r.string()? {
-                // An escaped name is decoded by the serde_json path; matching it here would
-                // need the same decoding, so decline.
-                return None;
-            }
-            let key = &text[key_start..r.i - 1];
-            r.ws();
-            r.eat(b':')?;
-            r.ws();
-            let mut ignored = None;
-            // `jsonrpc` and `method` are read as strings: their contents, when plain.
-            let (slot, as_string) = match key {
-                "jsonrpc" => (&mut env.jsonrpc, true),
-                "id" => (&mut env.id, false),
-                "method" => (&mut env.method, true),
-                "params" => (&mut env.params, false),
-                "result" => (&mut env.result, false),
-                "error" => (&mut env.error, false),
-                other => {
-                    if env.unknown.contains(&other) {
-                        return None;
-                    }
-                    env.unknown.push(other);
-                    (&mut ignored, false)
-                }
-            };
-            if slot.is_some() {
-                return None;
-            }
-            let start = r.i;
-            *slot = Some(if as_string {
-                // Anything but a plain string (another type, an escape) is for the serde_json
-                // path to judge.
-                r.eat(b'"')?;
-                if r.string()? {
+    loop {
+        r.eat(b'"')?;
+        let key_start = r.i;
+        if r.string()? {
+            // An escaped name is decoded by the serde_json path; matching it here would
+            // need the same decoding, so decline.
+            return None;
+        }
+        let key = &text[key_start..r.i - 1];
+        r.ws();
+        r.eat(b':')?;
+        r.ws();
+        let mut ignored = None;
+        // `jsonrpc` and `method` are read as strings: their contents, when plain.
+        let (slot, as_string) = match key {
+            "jsonrpc" => (&mut env.jsonrpc, true),
+            "id" => (&mut env.id, false),
+            "method" => (&mut env.method, true),
+            "params" => (&mut env.params, false),
+            "result" => (&mut env.result, false),
+            "error" => (&mut env.error, false),
+            other => {
+                if env.unknown.contains(&other) {
                     return None;
                 }
-                &text[start + 1..r.i - 1]
-            } else {
-                r.value(1)?;
-                &text[start..r.i]
-            });
-            r.ws();
-            match r.next() {
-                b',' => r.ws(),
-                b'}' => break,
-                _ => return None,
+                env.unknown.push(other);
+                (&mut ignored, false)
             }
+        };
+        if slot.is_some() {
+            return None;
+        }
+        let start = r.i;
+        *slot = Some(if as_string {
+            // Anything but a plain string (another type, an escape) is for the serde_json
+            // path to judge.
+            r.eat(b'"')?;
+            if r.string()? {
+                return None;
+            }
+            &text[start + 1..r.i - 1]
+        } else {
+            r.value(1)?;
+            &text[start..r.i]
+        });
+        r.ws();
+        match r.next() {
+            b',' => r.ws(),
+            b'}' => break,
+            _ => return None,
         }
     }
     r.ws();
     (r.i == b.len()).then_some(env)
 }
 
-/// How nearly every message starts: the object, its `jsonrpc` member (the contents are bytes 12
-/// to 15) and the comma before the next member.
+/// How nearly every message starts: the object, its `jsonrpc` member and the comma before the
+/// next member.
 const USUAL_START: &[u8] = br#"{"jsonrpc":"2.0","#;
 
 struct Reader<'a> {

@@ -478,21 +478,22 @@ fn fast_id(text: &str) -> Option<Id> {
         [b'-', rest @ ..] => (true, rest),
         all => (false, all),
     };
-    if !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
-        let n = digits
-            .iter()
-            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
-        // serde_json reads `-0` as a float, which is not an id: the general path says so.
-        return match (negative, n) {
-            (true, 0) => None,
-            (true, n) => Some(Id::Int(-n)),
-            (false, n) => Some(Id::Int(n)),
-        };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
     }
-    if digits.iter().all(u8::is_ascii_digit) {
+    if digits.len() > 18 {
+        // It may not fit: the standard parse decides.
         return text.parse().ok().map(Id::Int);
     }
-    None
+    let n = digits
+        .iter()
+        .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    // serde_json reads `-0` as a float, which is not an id: the general path says so.
+    match (negative, n) {
+        (true, 0) => None,
+        (true, n) => Some(Id::Int(-n)),
+        (false, n) => Some(Id::Int(n)),
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawEnvelope<'a> {
