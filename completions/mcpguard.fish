@@ -87,7 +87,7 @@ update\t''
 delete\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at once' -r -F
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l sign -d 'Sign each recorded review with this SSH private key (Ed25519, without a passphrase; SSH signature format, namespace mcpguard-review). The signature covers the Tool object, the server\'s identity and the review, and is stored in the review' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l sign -d 'Sign each recorded review with this SSH private key (Ed25519, without a passphrase; SSH signature format, namespace mcpguard-review). The signature covers the Tool object, the server entry (identity, package record, instructions, capabilities) and the review, and is stored in the review' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signature -d 'Add a signature made elsewhere (`ssh-keygen -Y sign` over --signed-data) to the existing review of --tool; it is checked before it is recorded' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"

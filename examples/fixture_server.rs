@@ -68,6 +68,13 @@
 //! * `--reply TEXT`: `echo` returns TEXT (as content and as `structuredContent.text`) instead of
 //!   its argument, and `fail` and `rpc_error` use TEXT as their error text: a server whose output
 //!   carries what the test needs (a credential, an injected order) without the call carrying it.
+//! * `--reply-everywhere`: with `--reply TEXT`, TEXT goes everywhere a result or notification
+//!   carries text to the host except the places mcpguard always checked (echo's first text block
+//!   and `structuredContent.text` say "ok"): echo's `resource_link` block (`uri`, `name`, `title`,
+//!   `description`), an embedded resource's `text`, a block's `_meta`, the result's `_meta`, a
+//!   member name in `structuredContent` and in `_meta`; `notify`'s progress `message`; and the
+//!   answers to `prompts/get` (description, message text) and `resources/read` (contents' text),
+//!   which are otherwise -32601.
 //! * `--annotation-drift`: echo's `readOnlyHint` becomes false.
 //! * `--schema-drift`: echo's `text.maxLength` becomes 1001.
 //! * `--rug-pull-after N`: once N successful `tools/list` responses (pages, not walks) have been
@@ -171,6 +178,7 @@ struct Options {
     protocol_version: Option<String>,
     describe_suffix: String,
     reply: Option<String>,
+    reply_everywhere: bool,
     annotation_drift: bool,
     schema_drift: bool,
     rug_pull_after: Option<u64>,
@@ -208,6 +216,7 @@ impl Default for Options {
             protocol_version: None,
             describe_suffix: String::new(),
             reply: None,
+            reply_everywhere: false,
             annotation_drift: false,
             schema_drift: false,
             rug_pull_after: None,
@@ -263,6 +272,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--grandchild-keeps-pipes" => Some(&mut opts.grandchild_keeps_pipes),
             "--echo-bench" => Some(&mut opts.echo_bench),
             "--modern" => Some(&mut opts.modern),
+            "--reply-everywhere" => Some(&mut opts.reply_everywhere),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -569,6 +579,9 @@ impl Server {
             "tools/list" => return self.tools_list(id, &params),
             "tools/call" => return self.tools_call(id, params),
             "tasks/get" | "tasks/result" => self.task_method(method, &params),
+            "prompts/get" | "resources/read" if self.opts.reply_everywhere => {
+                Ok(self.reply_everywhere_result(method))
+            }
             _ => Err(rpc_error(-32601, format!("Method not found: {method}"))),
         };
         send_reply(id, reply);
@@ -590,6 +603,19 @@ impl Server {
             result["instructions"] = json!(instructions);
         }
         result
+    }
+
+    /// `--reply-everywhere`: the answer to `prompts/get` or `resources/read` carrying the reply.
+    fn reply_everywhere_result(&self, method: &str) -> Value {
+        let reply = self.opts.reply.as_deref().unwrap_or_default();
+        if method == "prompts/get" {
+            json!({
+                "description": reply,
+                "messages": [{"role": "user", "content": {"type": "text", "text": reply}}],
+            })
+        } else {
+            json!({"contents": [{"uri": "file:///notes/read", "mimeType": "text/plain", "text": reply}]})
+        }
     }
 
     fn discover_result(&self) -> Value {
@@ -869,6 +895,9 @@ impl Server {
             "echo" => {
                 let text = string_arg(args, "text")?;
                 let text = self.opts.reply.as_deref().unwrap_or(text);
+                if self.opts.reply_everywhere {
+                    return Ok(Ok(everywhere(text)));
+                }
                 Ok(json!({
                     "content": [{"type": "text", "text": text}],
                     "structuredContent": {"text": text},
@@ -931,7 +960,8 @@ impl Server {
                     .unwrap_or_else(|| json!(UNSOLICITED_PROGRESS_TOKEN));
                 notify(
                     "notifications/progress",
-                    json!({"progressToken": token, "progress": 1, "total": 1, "message": "working"}),
+                    json!({"progressToken": token, "progress": 1, "total": 1,
+                           "message": if self.opts.reply_everywhere { self.opts.reply.as_deref().unwrap_or("working") } else { "working" }}),
                 );
                 notify(
                     "notifications/message",
@@ -1318,4 +1348,26 @@ fn host_pid() -> u32 {
         .ok()
         .and_then(|p| p.to_str()?.parse().ok())
         .unwrap_or_else(process::id)
+}
+
+/// `--reply-everywhere`: echo's result with `reply` in every place but the first text block and
+/// `structuredContent.text`.
+fn everywhere(reply: &str) -> Value {
+    let mut structured = serde_json::Map::new();
+    structured.insert("text".to_owned(), json!("ok"));
+    structured.insert(reply.to_owned(), json!("a member named by the reply"));
+    let mut meta = serde_json::Map::new();
+    meta.insert("fixture/note".to_owned(), json!(reply));
+    meta.insert(reply.to_owned(), json!(true));
+    json!({
+        "content": [
+            {"type": "text", "text": "ok"},
+            {"type": "resource_link", "uri": format!("file:///notes/{reply}"), "name": reply,
+             "title": reply, "description": reply, "mimeType": "text/plain"},
+            {"type": "resource", "resource": {"uri": "file:///notes/embedded", "mimeType": "text/plain", "text": reply}},
+            {"type": "text", "text": "ok", "_meta": {"fixture/note": reply}},
+        ],
+        "structuredContent": structured,
+        "_meta": meta,
+    })
 }

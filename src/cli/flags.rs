@@ -165,7 +165,8 @@ pub enum Command {
         from: Option<PathBuf>,
         /// Sign each recorded review with this SSH private key (Ed25519, without a passphrase;
         /// SSH signature format, namespace mcpguard-review). The signature covers the Tool
-        /// object, the server's identity and the review, and is stored in the review.
+        /// object, the server entry (identity, package record, instructions, capabilities) and
+        /// the review, and is stored in the review.
         #[arg(long, value_name = "KEY")]
         sign: Option<PathBuf>,
         /// Record nothing: write the bytes that a signature of the existing review of --tool

@@ -47,20 +47,18 @@ pub fn allowed_signers(policy: &Policy) -> Result<Option<AllowedSigners>, String
     Ok(Some(signers))
 }
 
-/// The identity a server entry's reviews are signed with: the snapshot's protocol version and
-/// the entry's `serverInfo`.
+/// What a server entry's reviews are signed with besides the tool and the review: the
+/// snapshot's protocol version and the entry itself (`signature::signed_data` keeps every member
+/// but the catalogue and the reviews).
 fn identity<'a>(m: &'a Manifest, entry: &'a Value) -> (&'a str, &'a Value) {
-    (
-        m.protocol_version().unwrap_or_default(),
-        entry.get("serverInfo").unwrap_or(&Value::Null),
-    )
+    (m.protocol_version().unwrap_or_default(), entry)
 }
 
 /// Takes every tool whose review `signers` does not accept out of the pin; returns why, per tool.
 pub fn check_pin(pin: &mut Pin, signers: &AllowedSigners, now: Timestamp) -> Vec<String> {
     pin.refuse_reviews(|pin, t| {
         let data =
-            signature::signed_data(&pin.protocol_version, &pin.server_info, &t.tool, &t.review);
+            signature::signed_data(&pin.protocol_version, &pin.signed_entry, &t.tool, &t.review);
         signature::check_signer(signers, &t.review, &data, now).map(|_| ())
     })
 }
@@ -85,7 +83,7 @@ pub fn sign_reviews(
             ));
         };
         let data = signature::signed_data(version, info, tool, review);
-        let armored = signature::sign(&key, &data)?;
+        let armored = signature::sign(&key, &data.data)?;
         if let Some(o) = review.as_object_mut() {
             o.insert(signature::MEMBER.into(), json!(armored));
         }
@@ -94,7 +92,11 @@ pub fn sign_reviews(
 }
 
 /// The existing review of `tool` and its signed bytes.
-fn review_and_data(m: &Manifest, server: &str, tool: &str) -> Result<(Value, Vec<u8>), String> {
+fn review_and_data(
+    m: &Manifest,
+    server: &str,
+    tool: &str,
+) -> Result<(Value, signature::SignedBytes), String> {
     let entry = m.server(server).map_err(|p| p.to_string())?;
     let (version, info) = identity(m, entry);
     let tools = manifest::tools(server, entry).map_err(|ps| ps[0].to_string())?;
@@ -117,7 +119,7 @@ pub fn print_signed_data(file: &Path, server: &str, tool: &str) -> CmdResult {
     let m = manifest::load(file)?;
     let (_, data) = review_and_data(&m, server, tool)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(&data)
+    out.write_all(&data.data)
         .and_then(|_| out.flush())
         .map_err(|e| format!("cannot write standard output: {e}"))?;
     Ok(0)

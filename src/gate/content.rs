@@ -236,15 +236,39 @@ impl Content {
         self.secret_results != SecretInResults::Off && self.secrets.may_contain(raw)
     }
 
-    /// Redacts every secret-shaped value in the text of a result (content blocks' `text`
-    /// members, every string of `structuredContent`) in place; the detections, with pointers
-    /// into the result.
+    /// Redacts every secret-shaped value in a result in place: every string at any depth
+    /// (content blocks of every type with all their members, embedded resources,
+    /// `structuredContent`, `_meta`, members mcpguard does not know) and every member name,
+    /// because the host hands all of it to the model or the person. The detections, with
+    /// pointers into the result.
     pub fn redact_result(&self, result: &mut Value) -> Vec<Detection> {
+        self.redact_in(result, "", &[])
+    }
+
+    /// [`Content::redact_result`] for any part of a message the server wrote (a result of
+    /// another method, a notification's `params`): `prefix` is the part's pointer in the
+    /// message, for the detections; the top-level members named in `keep` are left as they are
+    /// (a progress token, which the host matches byte for byte and which it chose itself).
+    /// A member name that holds a secret is replaced by its redacted form; should two names
+    /// then be equal, the later gets a numeric suffix, so no member is lost and the JSON stays
+    /// an object with unique names.
+    pub fn redact_in(&self, v: &mut Value, prefix: &str, keep: &[&str]) -> Vec<Detection> {
         let mut found = Vec::new();
-        for_result_text(result, &mut |segments, s| {
+        every_text(v, &mut Vec::new(), keep, &mut |segments, s, name| {
             let (clean, hits) = self.secrets.redact(s)?;
+            // A name's detection points at the member under its redacted name: the pointer
+            // must never carry the value it reports.
+            let pointer = if name {
+                format!("{prefix}{}/{}", pointer_of(segments), escape(&clean))
+            } else {
+                format!("{prefix}{}", pointer_of(segments))
+            };
             for hit in hits {
-                found.push(detection(segments, &hit.kind, &s[hit.range]));
+                found.push(Detection {
+                    pointer: pointer.clone(),
+                    kind: hit.kind.clone(),
+                    digest: short_digest(&s[hit.range]),
+                });
             }
             Some(clean)
         });
@@ -273,11 +297,33 @@ impl Content {
         self.injection != Injection::Off && !self.labels.is_empty()
     }
 
-    /// The labels the policy acts on in the text of a result, by pointer.
+    /// The labels the policy acts on in a result, by pointer: every string and every member
+    /// name, as [`Content::redact_result`] walks them.
     pub fn label_result(&self, result: &mut Value) -> Vec<Labelled> {
+        self.label_in(result, "", &[])
+    }
+
+    /// [`Content::label_result`] for any part of a message the server wrote (see
+    /// [`Content::redact_in`] for `prefix` and `keep`). A name's finding points at the member.
+    pub fn label_in(&self, v: &mut Value, prefix: &str, keep: &[&str]) -> Vec<Labelled> {
         let mut found = Vec::new();
-        for_result_text(result, &mut |segments, s| {
-            self.label_into(&pointer_of(segments), s, &mut found);
+        // Member names repeat (the same keys in every record of a list): a name found clean
+        // once is not scanned again, so the names cost about one scan per distinct name.
+        let mut clean_names: std::collections::HashSet<String> = Default::default();
+        every_text(v, &mut Vec::new(), keep, &mut |segments, s, name| {
+            if name {
+                if clean_names.contains(s) {
+                    return None;
+                }
+                let before = found.len();
+                let pointer = format!("{prefix}{}/{}", pointer_of(segments), escape(s));
+                self.label_into(&pointer, s, &mut found);
+                if found.len() == before {
+                    clean_names.insert(s.to_string());
+                }
+            } else {
+                self.label_into(&format!("{prefix}{}", pointer_of(segments)), s, &mut found);
+            }
             None
         });
         found
@@ -353,71 +399,67 @@ fn walk_strings(v: &Value, at: &mut Vec<String>, f: &mut impl FnMut(&[String], &
     }
 }
 
-/// Calls `f` with every text of a result that reaches the model: the `text` members of content
-/// blocks (and of embedded resources), and every string of `structuredContent`. Where `f`
-/// returns a string, it replaces the text. Binary data (`data`, `blob`) and names are not text.
-fn for_result_text(result: &mut Value, f: &mut impl FnMut(&[String], &str) -> Option<String>) {
-    let mut at = Vec::new();
-    if let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) {
-        at.push("content".to_string());
-        for (i, block) in content.iter_mut().enumerate() {
-            at.push(i.to_string());
-            text_members(block, &mut at, f);
-            at.pop();
-        }
-        at.pop();
-    }
-    if let Some(sc) = result.get_mut("structuredContent") {
-        at.push("structuredContent".to_string());
-        every_string(sc, &mut at, f);
-    }
-}
-
-fn text_members(
+/// Calls `f` with every string in `v` and every member name, depth first, in document order.
+/// `f` gets the pointer segments (for a string: its own; for a name: its object's), the text,
+/// and whether it is a member name. Where `f` returns a string, it replaces the string, or
+/// renames the member (before its value is walked, so the value's pointer names the new name);
+/// a new name equal to another member's gets the suffix ` (2)`, ` (3)`, … so no member is lost.
+/// Top-level members named in `keep` are skipped, name and value.
+fn every_text(
     v: &mut Value,
     at: &mut Vec<String>,
-    f: &mut impl FnMut(&[String], &str) -> Option<String>,
-) {
-    let Some(o) = v.as_object_mut() else {
-        return;
-    };
-    for (k, child) in o.iter_mut() {
-        at.push(k.clone());
-        match child {
-            Value::String(s) if k == "text" => {
-                if let Some(new) = f(at, s) {
-                    *s = new;
-                }
-            }
-            Value::Object(_) if k == "resource" => text_members(child, at, f),
-            _ => {}
-        }
-        at.pop();
-    }
-}
-
-fn every_string(
-    v: &mut Value,
-    at: &mut Vec<String>,
-    f: &mut impl FnMut(&[String], &str) -> Option<String>,
+    keep: &[&str],
+    f: &mut impl FnMut(&[String], &str, bool) -> Option<String>,
 ) {
     match v {
         Value::String(s) => {
-            if let Some(new) = f(at, s) {
+            if let Some(new) = f(at, s, false) {
                 *s = new;
             }
         }
         Value::Array(a) => {
             for (i, child) in a.iter_mut().enumerate() {
                 at.push(i.to_string());
-                every_string(child, at, f);
+                every_text(child, at, keep, f);
                 at.pop();
             }
         }
         Value::Object(o) => {
+            let top = at.is_empty();
+            let skipped = |k: &str| top && keep.contains(&k);
+            let mut renames: Vec<(usize, String)> = Vec::new();
+            for (i, k) in o.keys().enumerate() {
+                if skipped(k) {
+                    continue;
+                }
+                if let Some(new) = f(at, k, true) {
+                    renames.push((i, new));
+                }
+            }
+            if !renames.is_empty() {
+                let old = std::mem::take(o);
+                let mut renames = renames.into_iter().peekable();
+                for (i, (k, child)) in old.into_iter().enumerate() {
+                    let mut name = k;
+                    if let Some((_, new)) = renames.next_if(|(j, _)| *j == i) {
+                        name = new;
+                    }
+                    if o.contains_key(&name) {
+                        let mut n = 2;
+                        while o.contains_key(&format!("{name} ({n})")) {
+                            n += 1;
+                        }
+                        name = format!("{name} ({n})");
+                    }
+                    o.insert(name, child);
+                }
+            }
             for (k, child) in o.iter_mut() {
+                if skipped(k) {
+                    continue;
+                }
                 at.push(k.clone());
-                every_string(child, at, f);
+                every_text(child, at, keep, f);
                 at.pop();
             }
         }

@@ -94,6 +94,10 @@ pub struct Pin {
     /// The server entry's `package` record (a pinned package runner), kept so that the launch
     /// checks the install against the verified bytes without reading the snapshot again.
     pub package: Option<Value>,
+    /// The entry as a review's signature covers it (every member but `toolPages` and
+    /// `reviews`: identity, package record, instructions, capabilities, discover record), for
+    /// the signature check of `review.allowed_signers`.
+    pub signed_entry: Value,
 }
 
 impl Pin {
@@ -311,6 +315,7 @@ fn pin_without_schemas(
     let server_info = entry.get("serverInfo").cloned().unwrap_or(Value::Null);
     let instructions = entry.get("instructions").cloned();
     let package = entry.get("package").cloned();
+    let signed_entry = crate::snapshot::signature::signed_entry(entry);
     let reviews_at = format!(
         "/servers/{}/reviews",
         crate::snapshot::manifest::escape_token(server_key)
@@ -347,5 +352,6 @@ fn pin_without_schemas(
         refused_reviews: Vec::new(),
         modern,
         package,
+        signed_entry,
     })
 }

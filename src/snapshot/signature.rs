@@ -2,12 +2,19 @@
 //! format, namespace `mcpguard-review`), the allowed-signers file (git's
 //! `gpg.ssh.allowedSignersFile` format) and the verdict on one review.
 //!
-//! The signed bytes are the RFC 8785 canonical form of one object holding the reviewed Tool
-//! object, the pinned identity (protocol version and `serverInfo`) and the review with every
-//! member except `signature` itself. Signing the review generically, rather than a list of
-//! known fields, means a member added to reviews later is covered without a change here. The
-//! armored signature is stored as the review's `signature` member, so the snapshot's digest
-//! covers it too.
+//! The signed bytes (profile `mcpguard.review-signature.2`) are the RFC 8785 canonical form of
+//! one object holding the snapshot's protocol version, the server entry with every member except
+//! `toolPages` and `reviews` (the pinned identity, the package record that decides what runs, the
+//! instructions, the capabilities, the 2026-07-28 discover record, and any member an entry gains
+//! later), the reviewed Tool object and the review with every member except `signature` itself.
+//! Signing the entry and the review generically, rather than a list of known fields, means a
+//! member added later is covered without a change here; leaving out the other tools and their
+//! reviews keeps one tool's signature independent of the others. The armored signature is stored
+//! as the review's `signature` member, so the snapshot's digest covers it too.
+//!
+//! Profile 1 covered only the identity (`serverInfo`), the Tool and the review, so a committer
+//! could swap the package for one presenting identical tools. A signature over profile-1 bytes
+//! is refused with a message that says so and how to sign again, never accepted.
 //!
 //! Only Ed25519 keys sign and verify (the crate is built with that one algorithm to keep the
 //! build small); a listed key of another type is reported as unsupported, never accepted.
@@ -26,30 +33,69 @@ use crate::snapshot::canonical;
 pub const NAMESPACE: &str = "mcpguard-review";
 
 /// Names the layout of the signed object, so that a future layout cannot be confused with it.
-pub const SIGNED_PROFILE: &str = "mcpguard.review-signature.1";
+pub const SIGNED_PROFILE: &str = "mcpguard.review-signature.2";
+
+/// The earlier layout (identity, Tool and review only), recognised to refuse it clearly.
+pub const OLD_PROFILE: &str = "mcpguard.review-signature.1";
+
+/// The server entry's members a signature does not cover through the entry: the tools (each
+/// signature covers its own Tool object) and the reviews (each covers its own review).
+const UNSIGNED_ENTRY_MEMBERS: [&str; 2] = ["toolPages", "reviews"];
 
 /// The review member that holds the armored signature.
 pub const MEMBER: &str = "signature";
 
-/// The bytes a review's signature covers: the canonical form of the reviewed Tool, the pinned
-/// identity and the review without its `signature` member.
+/// The part of a server entry a signature covers: every member but `toolPages` and `reviews`
+/// (copied without them, so the catalogue is not copied).
+pub fn signed_entry(entry: &Value) -> Value {
+    match entry.as_object() {
+        Some(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !UNSIGNED_ENTRY_MEMBERS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        None => Value::Null,
+    }
+}
+
+/// The bytes a review's signature covers, and the bytes a profile-1 signature covered (kept only
+/// to tell an old signature from a wrong one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedBytes {
+    pub data: Vec<u8>,
+    pub old: Vec<u8>,
+}
+
+/// The bytes a review's signature covers: the canonical form of the protocol version, the
+/// server entry as [`signed_entry`] keeps it, the reviewed Tool and the review without its
+/// `signature` member. `entry` may be the whole entry or already [`signed_entry`]'s part.
 pub fn signed_data(
     protocol_version: &str,
-    server_info: &Value,
+    entry: &Value,
     tool: &Value,
     review: &Value,
-) -> Vec<u8> {
+) -> SignedBytes {
     let mut review = review.clone();
     if let Some(o) = review.as_object_mut() {
         o.remove(MEMBER);
     }
-    canonical::canonical_bytes(&json!({
-        "profile": SIGNED_PROFILE,
+    let entry = signed_entry(entry);
+    let old = canonical::canonical_bytes(&json!({
+        "profile": OLD_PROFILE,
         "protocolVersion": protocol_version,
-        "serverInfo": server_info,
+        "serverInfo": entry.get("serverInfo").unwrap_or(&Value::Null),
         "tool": tool,
         "review": review,
-    }))
+    }));
+    let data = canonical::canonical_bytes(&json!({
+        "profile": SIGNED_PROFILE,
+        "protocolVersion": protocol_version,
+        "entry": entry,
+        "tool": tool,
+        "review": review,
+    }));
+    SignedBytes { data, old }
 }
 
 /// Reads an OpenSSH private key for signing. A passphrase-protected key is refused with the way
@@ -313,7 +359,7 @@ pub enum Verdict {
 }
 
 /// Checks a review's signature against the bytes it must cover, without asking who may sign.
-pub fn verify(review: &Value, data: &[u8]) -> Verdict {
+pub fn verify(review: &Value, bytes: &SignedBytes) -> Verdict {
     let Some(member) = review.get(MEMBER) else {
         return Verdict::Unsigned;
     };
@@ -332,10 +378,13 @@ pub fn verify(review: &Value, data: &[u8]) -> Verdict {
             key.algorithm()
         ));
     }
-    match key.verify(NAMESPACE, data, &sig) {
+    match key.verify(NAMESPACE, &bytes.data, &sig) {
         Ok(()) => Verdict::Valid { fingerprint },
+        Err(_) if key.verify(NAMESPACE, &bytes.old, &sig).is_ok() => Verdict::Invalid(format!(
+            "the signature by {fingerprint} was made in the old format {OLD_PROFILE}, which covers the tool, the identity and the review but not the server entry's package record, instructions or capabilities, so it is not accepted; check the entry (`mcpguard show`) and sign the review again (`mcpguard review … --sign KEY`, or `--signed-data` and `--signature`)"
+        )),
         Err(_) => Verdict::Invalid(format!(
-            "the signature by {fingerprint} does not verify over this tool, identity and review: the Tool object, the server's identity or the review changed after it was signed; review the tool again (`mcpguard show`) and sign the new review"
+            "the signature by {fingerprint} does not verify over this tool, server entry and review: the Tool object, the server entry (identity, package record, instructions, capabilities, protocol version) or the review changed after it was signed; review the tool again (`mcpguard show`) and sign the new review"
         )),
     }
 }
@@ -346,7 +395,7 @@ pub fn verify(review: &Value, data: &[u8]) -> Verdict {
 pub fn check_signer(
     signers: &AllowedSigners,
     review: &Value,
-    data: &[u8],
+    data: &SignedBytes,
     now: Timestamp,
 ) -> Result<usize, String> {
     let reviewer = review
@@ -460,7 +509,7 @@ mod tests {
     #[test]
     fn the_signed_bytes_leave_out_only_the_signature() {
         let tool = json!({"name": "t", "inputSchema": {"type": "object"}});
-        let info = json!({"name": "s", "version": "1"});
+        let info = json!({"serverInfo": {"name": "s", "version": "1"}});
         let r = json!({"reviewer": "a", "operation": "read"});
         let mut signed = r.clone();
         signed[MEMBER] = json!("x");
@@ -474,6 +523,42 @@ mod tests {
             "a new review member is covered"
         );
         assert_ne!(a, signed_data("2025-06-18", &info, &tool, &r));
+        // The entry is covered, but for the catalogue and the reviews.
+        let mut entry = info.clone();
+        entry["package"] = json!({"runner": "npx", "name": "p", "version": "1.0.0"});
+        let with_package = signed_data("2025-11-25", &entry, &tool, &r);
+        assert_ne!(a.data, with_package.data, "the package record is covered");
+        assert_eq!(a.old, with_package.old, "the old layout did not cover it");
+        entry["package"]["version"] = json!("1.0.1");
+        assert_ne!(with_package, signed_data("2025-11-25", &entry, &tool, &r));
+        for member in ["instructions", "capabilities", "anything"] {
+            let mut e = info.clone();
+            e[member] = json!("x");
+            assert_ne!(a, signed_data("2025-11-25", &e, &tool, &r), "{member}");
+        }
+        let mut e = info.clone();
+        e["toolPages"] = json!([{"tools": [tool.clone()]}]);
+        e["reviews"] = json!({"t": r.clone()});
+        assert_eq!(a, signed_data("2025-11-25", &e, &tool, &r));
+    }
+
+    #[test]
+    fn a_signature_over_the_old_layout_is_refused_with_what_to_do() {
+        let k = key(1);
+        let tool = json!({"name": "t", "inputSchema": {"type": "object"}});
+        let entry = json!({"serverInfo": {"name": "s", "version": "1"}, "package": {"name": "p"}});
+        let mut r = json!({"reviewer": "a"});
+        let bytes = signed_data("2025-11-25", &entry, &tool, &r);
+        r[MEMBER] = json!(sign(&k, &bytes.old).unwrap());
+        let Verdict::Invalid(why) = verify(&r, &bytes) else {
+            panic!("an old signature must not verify")
+        };
+        assert!(
+            why.contains(OLD_PROFILE) && why.contains("sign the review again"),
+            "{why}"
+        );
+        r[MEMBER] = json!(sign(&k, &bytes.data).unwrap());
+        assert!(matches!(verify(&r, &bytes), Verdict::Valid { .. }));
     }
 
     #[test]
@@ -518,11 +603,11 @@ mod tests {
         let signers =
             AllowedSigners::parse(&line("alice@example.test", &alice), "signers").unwrap();
         let tool = json!({"name": "t", "inputSchema": {"type": "object"}});
-        let info = json!({"name": "s", "version": "1"});
+        let info = json!({"serverInfo": {"name": "s", "version": "1"}});
         let signed = |k: &PrivateKey, reviewer: &str| {
             let mut r = json!({"reviewer": reviewer, "reviewedAt": "2026-11-30T00:00:00Z"});
             let data = signed_data("2025-11-25", &info, &tool, &r);
-            r[MEMBER] = json!(sign(k, &data).unwrap());
+            r[MEMBER] = json!(sign(k, &data.data).unwrap());
             r
         };
         let check = |r: &Value, tool: &Value| {

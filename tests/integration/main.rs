@@ -11,6 +11,7 @@ mod demo;
 mod desktop;
 mod docs;
 mod envelope;
+mod errors;
 mod escape;
 mod floor;
 mod gate;

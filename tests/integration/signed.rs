@@ -327,7 +327,7 @@ fn unacceptable_reviews_are_refused_before_dispatch() {
         ("crash", "the review by \"mallory@example.test\" is signed by SHA256:".to_string()),
         ("crash", format!("a key that {s} does not list")),
         ("add", format!("{s}:1 lists this key for alice@example.test, not for the reviewer named, \"bob@example.test\"")),
-        ("fail", "does not verify over this tool, identity and review".to_string()),
+        ("fail", "does not verify over this tool, server entry and review".to_string()),
     ];
 
     // The offline check names each refused review and fails.
@@ -532,4 +532,112 @@ fn reviews_from_a_file_are_signed_each() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     assert_eq!(err.matches("verifies; allowed by").count(), 2, "{err}");
+}
+
+/// A package record as `capture` writes it for a pinned npx server.
+fn package(name: &str, integrity: &str) -> Value {
+    json!({"ecosystem": "npm", "name": name, "version": "1.0.0", "integrity": integrity,
+           "requested": format!("{name}@1.0.0"), "bin": "server"})
+}
+
+#[test]
+fn a_signature_covers_the_entry_so_a_swapped_package_or_instructions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let alice = keygen(d, "alice");
+    let snap = capture(d);
+    // The entry pins a package when the review is signed, as a capture of an npx server does.
+    let mut doc = read_json(&snap);
+    doc["servers"]["fixture"]["package"] = package("@acme/notes", "sha512-reviewed");
+    std::fs::write(&snap, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    review(
+        &snap,
+        "echo",
+        "alice@example.test",
+        &["/text=data"],
+        Some(&alice),
+    );
+    review(
+        &snap,
+        "add",
+        "alice@example.test",
+        &["/a=data", "/b=data"],
+        Some(&alice),
+    );
+    let signers = d.join("allowed_signers");
+    std::fs::write(&signers, format!("alice@example.test {}\n", public(&alice))).unwrap();
+    let policy = d.join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with(&format!(
+            "[review]\nallowed_signers = {:?}\n",
+            signers.display().to_string()
+        )),
+    )
+    .unwrap();
+    let check = |snap: &Path| {
+        run(Command::new(mcpguard())
+            .arg("check")
+            .arg(snap)
+            .arg("--policy")
+            .arg(&policy))
+    };
+    ok(&check(&snap), "check of the snapshot as signed");
+
+    // A committer swaps the package for another one presenting the same tools, and changes
+    // nothing else: the Tool objects, the identity and the reviews are as signed.
+    let mut swapped = read_json(&snap);
+    swapped["servers"]["fixture"]["package"] = package("@evil/notes", "sha512-other");
+    let swapped_path = d.join("swapped.snapshot.json");
+    std::fs::write(&swapped_path, serde_json::to_vec_pretty(&swapped).unwrap()).unwrap();
+    let out = check(&swapped_path);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    for tool in ["echo", "add"] {
+        assert!(
+            err.contains(&format!("tool \"{tool}\""))
+                && err.contains("does not verify over this tool, server entry and review"),
+            "{tool}: {err}"
+        );
+    }
+    // The gate serves none of them either.
+    let mut p = guarded_with(
+        &swapped_path,
+        &hash(&swapped_path),
+        &["--policy".into(), policy.display().to_string()],
+        &[],
+    );
+    p.initialize();
+    let names_list = p.request(1, "tools/list", json!({}));
+    let names = tool_names(&names_list);
+    assert!(
+        !names.contains(&"echo") && !names.contains(&"add"),
+        "{names:?}"
+    );
+    p.close_stdin();
+    p.wait();
+
+    // So are new instructions, and capabilities.
+    for (member, value) in [
+        ("instructions", json!("Always call add first.")),
+        ("capabilities", json!({"tools": {}, "sampling": {}})),
+    ] {
+        let mut changed = read_json(&snap);
+        changed["servers"]["fixture"][member] = value;
+        let path = d.join(format!("{member}.snapshot.json"));
+        std::fs::write(&path, serde_json::to_vec_pretty(&changed).unwrap()).unwrap();
+        let out = check(&path);
+        assert_eq!(out.status.code(), Some(1), "{member}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains("does not verify over this tool, server entry and review"),
+            "{member}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -391,7 +391,7 @@ impl Session {
                         if self.progress_tokens.contains(&t)
                             || matches!(self.config.mode, Mode::Unpinned) =>
                     {
-                        out.push(Out::Host(line))
+                        self.server_progress(msg, line, out)
                     }
                     _ => out.push(Out::Diag(
                         Level::Debug,
@@ -427,6 +427,13 @@ impl Session {
         out: &mut Vec<Out>,
     ) {
         match pending.kind {
+            // Prompts and resources are text for the model and the person: checked as results.
+            PendingKind::Plain
+                if pending.method.starts_with("prompts/")
+                    || pending.method.starts_with("resources/") =>
+            {
+                self.server_part_response(&id, &pending.method, msg, line, out)
+            }
             PendingKind::Plain => out.push(Out::Host(line)),
             PendingKind::Initialize => self.initialize_response(id, msg, line, out),
             PendingKind::Call(call) => {
