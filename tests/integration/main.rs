@@ -22,6 +22,7 @@ mod lifecycle;
 mod lock;
 mod modern;
 mod packages;
+mod polkit;
 mod relay;
 mod sandbox;
 mod shapes;
