@@ -14,7 +14,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -66,47 +66,8 @@ fn test_user() -> &'static (u32, u32, String) {
     })
 }
 
-/// A private system bus with polkitd, in a mount namespace of its own.
-struct Rig {
-    dir: tempfile::TempDir,
-    holder: Child,
-}
-
-const BUS_CONF: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=/run/dbus/system_bus_socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <includedir>/usr/share/dbus-1/system.d</includedir>
-</busconfig>
-"#;
-
-const HOLDER: &str = r#"set -e
-mount -t tmpfs -o mode=0755 tmpfs /run/dbus
-mount --bind "$1/actions" /usr/share/polkit-1/actions
-dbus-daemon --config-file="$1/bus.conf" --nofork --nopidfile &
-echo $! > "$1/dbus.pid"
-for i in $(seq 200); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.05; done
-/usr/lib/polkit-1/polkitd --no-debug > "$1/polkitd.log" 2>&1 &
-echo $! > "$1/polkitd.pid"
-exec sleep 900
-"#;
+/// The rig for a person's password: no rule, so polkitd asks the authentication agent.
+struct Rig(crate::support::polkit_rig::Rig);
 
 impl Rig {
     /// `None` (said on stderr) when not root: mounts and another uid need it.
@@ -116,74 +77,11 @@ impl Rig {
             eprintln!("skipped: the polkit rig needs root (mount namespace, a test user)");
             return None;
         }
-        assert!(
-            Path::new("/usr/lib/polkit-1/polkitd").exists()
-                && Command::new("pkttyagent").arg("--version").output().is_ok(),
-            "polkitd and pkttyagent are missing: scripts/install-peers.sh installs Debian's polkitd"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::write(dir.path().join("bus.conf"), BUS_CONF).unwrap();
-        let actions = dir.path().join("actions");
-        std::fs::create_dir(&actions).unwrap();
-        for entry in std::fs::read_dir("/usr/share/polkit-1/actions").unwrap() {
-            let p = entry.unwrap().path();
-            std::fs::copy(&p, actions.join(p.file_name().unwrap())).unwrap();
-        }
-        let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("packaging/polkit/io.github.mcpguard.policy");
-        std::fs::copy(&shipped, actions.join("io.github.mcpguard.policy")).unwrap();
-        std::fs::create_dir_all("/run/dbus").unwrap();
-        let holder = Command::new("unshare")
-            .args([
-                "-m",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                HOLDER,
-                "holder",
-            ])
-            .arg(dir.path())
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        let rig = Rig { dir, holder };
-        // Ready when polkitd answers about the action from the shipped file.
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            let out = rig
-                .inside(&[
-                    "pkaction",
-                    "--action-id",
-                    "io.github.mcpguard.approve-write",
-                ])
-                .output()
-                .unwrap();
-            if out.status.success() {
-                break;
-            }
-            assert!(
-                Instant::now() < until,
-                "polkitd did not come up: {}\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                std::fs::read_to_string(rig.dir.path().join("polkitd.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Some(rig)
+        Some(Rig(crate::support::polkit_rig::Rig::start(None, false)))
     }
 
-    /// `argv` in the rig's mount namespace, as root.
-    fn inside(&self, argv: &[&str]) -> Command {
-        let mut cmd = Command::new("nsenter");
-        cmd.args(["-t", &self.holder.id().to_string(), "-m", "--"])
-            .args(argv)
-            .env(
-                "DBUS_SYSTEM_BUS_ADDRESS",
-                "unix:path=/run/dbus/system_bus_socket",
-            );
-        cmd
+    fn holder_pid(&self) -> u32 {
+        self.0.holder.id()
     }
 
     /// `argv` in the rig's mount namespace as the test user, with `runtime` as its
@@ -201,7 +99,7 @@ impl Rig {
             "--",
         ];
         all.extend_from_slice(argv);
-        let mut cmd = self.inside(&all);
+        let mut cmd = self.0.inside(&all);
         cmd.env("XDG_RUNTIME_DIR", runtime).env("HOME", "/");
         cmd
     }
@@ -209,27 +107,11 @@ impl Rig {
     /// A directory owned by the test user, 0700 (its runtime directory and the server's log).
     fn user_dir(&self, name: &str) -> PathBuf {
         let (uid, gid, _) = test_user();
-        let d = self.dir.path().join(name);
+        let d = self.0.dir.path().join(name);
         std::fs::create_dir(&d).unwrap();
         std::os::unix::fs::chown(&d, Some(*uid), Some(*gid)).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
         d
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        for f in ["polkitd.pid", "dbus.pid"] {
-            if let Some(pid) = std::fs::read_to_string(self.dir.path().join(f))
-                .ok()
-                .and_then(|s| s.trim().parse::<i32>().ok())
-            {
-                // SAFETY: kill has no memory preconditions; the pid is the rig's daemon.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-        }
-        let _ = self.holder.kill();
-        let _ = self.holder.wait();
     }
 }
 
@@ -260,7 +142,7 @@ fn wait_pending(rig: &Rig, runtime: &Path) -> String {
 /// prompt (pkttyagent's).
 fn approve_at_terminal(rig: &Rig, runtime: &Path, id: &str) -> mcpguard::cli::pty::Session {
     let (uid, gid, _) = test_user();
-    let holder = rig.holder.id().to_string();
+    let holder = rig.holder_pid().to_string();
     let (uid, gid) = (uid.to_string(), gid.to_string());
     let args: Vec<std::ffi::OsString> = [
         "-t",
