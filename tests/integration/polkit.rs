@@ -4,13 +4,10 @@
 //! that user, and `mcpguard approvals approve` in a pseudo-terminal, where `pkttyagent` asks for
 //! the password. The right password approves once (the server gets the write), a wrong one
 //! approves nothing, a denial while the password prompt shows refuses the call and withdraws
-//! the authentication, and a raw approve on the socket with no agent to ask approves nothing.
-//!
-//! Everything runs in a private mount namespace (a holder process made by `unshare -m`): a tmpfs
-//! on `/run/dbus` holds the private bus at the standard path, because the setuid
-//! `polkit-agent-helper-1` clears its environment and reaches polkitd only there, and the action
-//! file is bind-mounted into `/usr/share/polkit-1/actions`, so the host is left untouched.
-//! Root is needed (mounts, another uid); without it the test says so and returns.
+//! the authentication, a raw approve on the socket with no agent to ask approves nothing, and a
+//! standing approval exists only after the password. The rig (`support::polkit_rig`) runs in a
+//! private mount namespace, so the machine's files are left untouched. Root is needed (mounts,
+//! another uid); without it the test says so and returns.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -141,10 +138,20 @@ fn wait_pending(rig: &Rig, runtime: &Path) -> String {
 /// `mcpguard approvals approve ID` as the test user in a pseudo-terminal, up to its password
 /// prompt (pkttyagent's).
 fn approve_at_terminal(rig: &Rig, runtime: &Path, id: &str) -> mcpguard::cli::pty::Session {
+    approve_at_terminal_with(rig, runtime, &[id])
+}
+
+/// `mcpguard approvals approve ARGS...` (an id, and perhaps a scope), as above.
+fn approve_at_terminal_with(
+    rig: &Rig,
+    runtime: &Path,
+    approve_args: &[&str],
+) -> mcpguard::cli::pty::Session {
     let (uid, gid, _) = test_user();
     let holder = rig.holder_pid().to_string();
     let (uid, gid) = (uid.to_string(), gid.to_string());
-    let args: Vec<std::ffi::OsString> = [
+    let program = mcpguard();
+    let mut args: Vec<&str> = vec![
         "-t",
         &holder,
         "-m",
@@ -161,14 +168,12 @@ fn approve_at_terminal(rig: &Rig, runtime: &Path, id: &str) -> mcpguard::cli::pt
         "setsid",
         "--wait",
         "--ctty",
-        mcpguard().to_str().unwrap(),
+        program.to_str().unwrap(),
         "approvals",
         "approve",
-        id,
-    ]
-    .iter()
-    .map(Into::into)
-    .collect();
+    ];
+    args.extend_from_slice(approve_args);
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
     let mut t = mcpguard::cli::pty::Session::spawn(
         Path::new("/usr/bin/nsenter"),
         &args,
@@ -219,7 +224,19 @@ fn the_persons_password_approves_once_and_nothing_else_does() {
     let log = logs.join("server.log");
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, reads_policy_with("")).unwrap();
+    // `echo` is made a write (its only argument is data), so that it may get a standing
+    // approval; `write_note`'s path is an authority, so it is approved once at a time.
+    let reads = reads_policy_with("");
+    let standing = reads.replace(
+        "[writes.tools.echo]\nside_effect = \"read\"",
+        "[writes.tools.echo]\nside_effect = \"create\"",
+    );
+    assert_ne!(reads, standing);
+    std::fs::write(
+        &policy,
+        format!("{standing}\n[confirmation]\nallow_identical = true\nidentical_for = \"5m\"\n"),
+    )
+    .unwrap();
     let argv = guarded_argv(
         &snap,
         &digest,
@@ -307,6 +324,38 @@ fn the_persons_password_approves_once_and_nothing_else_does() {
     let again_said = String::from_utf8_lossy(&again.stdout);
     assert!(again_said.contains("not pending"), "{again_said}");
     assert_eq!(calls_received(&log), vec!["write_note"]);
+
+    // 5. A standing approval, given with the password: identical calls pass unasked, another
+    //    argument is asked about again.
+    let echo = |p: &mut Peer, id: i64, text: &str| {
+        p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}}}));
+    };
+    echo(&mut p, 3, "same");
+    let id = wait_pending(&rig, &runtime);
+    let mut t = approve_at_terminal_with(&rig, &runtime, &[&id, "--scope", "identical"]);
+    t.send_line(password).unwrap();
+    let (out, shown) = finished(t);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("identical calls for 300 s"), "{shown}");
+    let (r, _) = p.recv_response(&json!(3));
+    assert_eq!(r["result"]["structuredContent"]["text"], "same", "{r}");
+    echo(&mut p, 4, "same");
+    let (r, _) = p.recv_response(&json!(4));
+    assert_eq!(r["result"]["structuredContent"]["text"], "same", "{r}");
+    echo(&mut p, 5, "different");
+    let id = wait_pending(&rig, &runtime);
+    let denied = run_bounded(&mut rig.as_user(
+        &runtime,
+        &[mcpguard().to_str().unwrap(), "approvals", "deny", &id],
+    ));
+    assert!(denied.status.success());
+    let (r, _) = p.recv_response(&json!(5));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
+        "{r}"
+    );
+    assert_eq!(calls_received(&log), vec!["write_note", "echo", "echo"]);
     p.close_stdin();
     p.wait();
 }
