@@ -177,8 +177,8 @@ pub fn allowing_root() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return None;
     }
-    static RIG: OnceLock<(String, usize)> = OnceLock::new();
-    let (address, _) = RIG.get_or_init(|| {
+    static ADDRESS: OnceLock<String> = OnceLock::new();
+    let address = ADDRESS.get_or_init(|| {
         let rig = Rig::start(
             Some(
                 "polkit.addRule(function(action, subject) {\n  if (action.id == \"io.github.mcpguard.approve-write\" && subject.user == \"root\") {\n    return polkit.Result.YES;\n  }\n});\n",
@@ -186,9 +186,10 @@ pub fn allowing_root() -> Option<String> {
             true,
         );
         let address = format!("unix:path={}/bus", rig.dir.path().display());
-        // Kept for the life of the test process: the holder ends the daemons when it is gone.
-        let leaked = Box::leak(Box::new(rig));
-        (address, leaked.holder.id() as usize)
+        // Kept for the life of the test process (never dropped): its holder ends the daemons
+        // once this process is gone.
+        std::mem::forget(rig);
+        address
     });
     Some(address.clone())
 }
