@@ -133,6 +133,9 @@ command -v ssh-keygen >/dev/null 2>&1 || DEBIAN_PACKAGES+=(openssh-client)
 [[ -x /usr/sbin/rsyslogd ]] || command -v rsyslogd >/dev/null 2>&1 || DEBIAN_PACKAGES+=(rsyslog)
 # tmux plays the person at a host's full-screen terminal interface (tests/integration/support/tmux.rs).
 command -v tmux >/dev/null 2>&1 || DEBIAN_PACKAGES+=(tmux)
+# The trusted approval path's real-components test (tests/integration/polkit.rs) runs polkitd
+# (with pkttyagent and the setuid polkit-agent-helper-1) on a private system bus.
+[[ -x /usr/lib/polkit-1/polkitd ]] && command -v pkttyagent >/dev/null 2>&1 || DEBIAN_PACKAGES+=(polkitd)
 # What building CPython for fast-agent needs (see "CPython 3.13" below): a compiler, make, and
 # the headers of the standard library's C modules that fast-agent and its dependencies import.
 command -v cc >/dev/null 2>&1 || DEBIAN_PACKAGES+=(gcc)

@@ -53,6 +53,8 @@ for page in man/*.1 man/*.5; do
   install -d "$root/usr/share/man/man$section"
   gzip -9nc "$page" > "$root/usr/share/man/man$section/$(basename "$page").gz"
 done
+# The polkit action of the trusted approval path (src/approvals/polkit.rs).
+install -D -m 0644 packaging/polkit/io.github.mcpguard.policy "$root/usr/share/polkit-1/actions/io.github.mcpguard.policy"
 install -D -m 0644 completions/mcpguard.bash "$root/usr/share/bash-completion/completions/mcpguard"
 install -D -m 0644 completions/_mcpguard "$root/usr/share/zsh/vendor-completions/_mcpguard"
 install -D -m 0644 completions/mcpguard.fish "$root/usr/share/fish/vendor_completions.d/mcpguard.fish"

@@ -27,6 +27,7 @@ for f in usr/share/man/man1/mcpguard.1.gz \
          usr/share/bash-completion/completions/mcpguard \
          usr/share/zsh/vendor-completions/_mcpguard \
          usr/share/fish/vendor_completions.d/mcpguard.fish \
+         usr/share/polkit-1/actions/io.github.mcpguard.policy \
          usr/share/doc/mcpguard/copyright \
          usr/share/doc/mcpguard/changelog.Debian.gz; do
   [ -s "$scratch/$f" ] || fail "$f is missing"

@@ -90,8 +90,8 @@ pub fn list_all() -> io::Result<(Vec<Value>, Vec<String>)> {
     Ok((pending, problems))
 }
 
-/// Answers approval `id` (`<pid>-<n>`) in the mcpguard that holds it.
-pub fn answer(id: &str, approve: bool, scope: &str) -> Result<String, String> {
+/// The mcpguard process that holds approval `id` (`<pid>-<n>`) and its socket.
+fn holder(id: &str) -> Result<(u32, PathBuf), String> {
     let pid = id
         .split_once('-')
         .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
@@ -100,16 +100,19 @@ pub fn answer(id: &str, approve: bool, scope: &str) -> Result<String, String> {
         })?;
     let mut problems = Vec::new();
     let found = sockets(&mut problems).map_err(|e| e.to_string())?;
-    let Some((_, path)) = found.into_iter().find(|(p, _)| *p == pid) else {
-        return Err(format!(
+    found.into_iter().find(|(p, _)| *p == pid).ok_or_else(|| {
+        format!(
             "no mcpguard with pid {pid} is waiting for approvals (it ended, or it runs as another user or with another XDG_RUNTIME_DIR); `mcpguard approvals list` shows what is pending"
-        ));
-    };
-    let reply = request(
-        &path,
-        &json!({"op": "answer", "id": id, "approve": approve, "scope": scope}),
-    )
-    .map_err(|e| format!("mcpguard {pid} cannot be asked: {e}"))?;
+        )
+    })
+}
+
+/// Denies approval `id` in the mcpguard that holds it. A denial needs no proof: it can only
+/// stop a call.
+pub fn deny(id: &str) -> Result<String, String> {
+    let (pid, path) = holder(id)?;
+    let reply = request(&path, &json!({"op": "answer", "id": id, "approve": false}))
+        .map_err(|e| format!("mcpguard {pid} cannot be asked: {e}"))?;
     if reply["ok"] == true {
         Ok(reply["message"].as_str().unwrap_or("done").to_string())
     } else {
@@ -118,4 +121,134 @@ pub fn answer(id: &str, approve: bool, scope: &str) -> Result<String, String> {
             .unwrap_or("the answer was refused")
             .to_string())
     }
+}
+
+/// Asks the mcpguard that holds approval `id` to approve it, which it does only after the
+/// person authenticates through polkit (`approvals::polkit`). A terminal agent (`pkttyagent`)
+/// is registered for that mcpguard process first, so the password prompt appears in this
+/// terminal; `told` gets each line for the person. Waits until the authentication ended.
+pub fn approve(id: &str, scope: &str, told: &mut dyn FnMut(&str)) -> Result<String, String> {
+    let (pid, path) = holder(id)?;
+    let _agent = match tty_agent(pid) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            told(&format!(
+                "no password prompt in this terminal ({e}); a desktop authentication agent may ask instead"
+            ));
+            None
+        }
+    };
+    let reply = request(
+        &path,
+        &json!({"op": "answer", "id": id, "approve": true, "scope": scope}),
+    )
+    .map_err(|e| format!("mcpguard {pid} cannot be asked: {e}"))?;
+    if reply["authenticating"] != true {
+        return Err(reply["error"]
+            .as_str()
+            .unwrap_or("the approval was refused")
+            .to_string());
+    }
+    told(reply["error"].as_str().unwrap_or_default());
+    // The authentication ends when the person answers, or when mcpguard withdraws it (the
+    // question expired or was answered elsewhere); the bound only guards against a lost mcpguard.
+    let until = std::time::Instant::now() + Duration::from_secs(30 * 60);
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let status = request(&path, &json!({"op": "status", "id": id}))
+            .map_err(|e| format!("mcpguard {pid} cannot be asked: {e}"))?;
+        if status["authenticating"] == true && std::time::Instant::now() < until {
+            continue;
+        }
+        let outcome = status["outcome"]
+            .as_str()
+            .unwrap_or("the authentication ended without an outcome")
+            .to_string();
+        return if outcome.starts_with("approved ") {
+            Ok(outcome)
+        } else {
+            Err(outcome)
+        };
+    }
+}
+
+/// A `pkttyagent` registered for one mcpguard process, ended when dropped.
+pub struct TtyAgent {
+    child: std::process::Child,
+}
+
+impl Drop for TtyAgent {
+    fn drop(&mut self) {
+        // SIGTERM first: pkttyagent then restores the terminal's echo it turned off for the
+        // password; SIGKILL only if it does not end.
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill has no memory preconditions; the pid is our own unreaped child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        for _ in 0..20 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `pkttyagent --process PID` in this terminal and waits (bounded) until polkitd has it
+/// registered, which it says by closing `--notify-fd`.
+pub fn tty_agent(pid: u32) -> Result<TtyAgent, String> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "no pipe for pkttyagent: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let w = write.as_raw_fd();
+    let mut cmd = std::process::Command::new("pkttyagent");
+    cmd.args(["--process", &pid.to_string(), "--notify-fd", "3"]);
+    // SAFETY: between fork and exec the child only calls dup2 and fcntl, which are
+    // async-signal-safe; descriptor 3 becomes the pipe's write end without close-on-exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if w == 3 {
+                if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(w, 3) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("pkttyagent cannot be started ({e}); it comes with polkitd"))?;
+    drop(write);
+    let mut agent = TtyAgent { child };
+    let mut pfd = libc::pollfd {
+        fd: read.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid pollfd for a descriptor owned by `read`.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    if ready <= 0 {
+        return Err("pkttyagent did not register within 10 s".into());
+    }
+    // Registered (the descriptor closed), or pkttyagent ended, which closes it too.
+    std::thread::sleep(Duration::from_millis(50));
+    if let Ok(Some(status)) = agent.child.try_wait() {
+        return Err(format!(
+            "pkttyagent could not register for mcpguard {pid} ({status})"
+        ));
+    }
+    Ok(agent)
 }

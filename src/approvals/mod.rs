@@ -21,6 +21,7 @@
 
 pub mod client;
 pub mod desktop;
+pub mod polkit;
 pub mod server;
 
 use std::fs;

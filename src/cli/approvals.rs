@@ -2,7 +2,7 @@
 //! mcpguard of this user holds for a person's approval, `approve` and `deny` answer one, `watch`
 //! asks about each as it arrives. The talking is `approvals::client`'s; this file only words it.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -50,7 +50,7 @@ fn block(item: &Value, details: bool) -> String {
     let s = |k: &str| item[k].as_str().unwrap_or_default().to_string();
     let left = item["expiresInMs"].as_u64().unwrap_or(0).div_ceil(1000);
     let mut text = format!(
-        "{}  {} / {}  ({left} s left)\n",
+        "Approval {}  {} / {}  ({left} s left)\n",
         s("id"),
         s("server"),
         s("tool")
@@ -83,36 +83,95 @@ fn block(item: &Value, details: bool) -> String {
 }
 
 /// Whether a person could be typing this command: its standard input and error are a terminal.
-/// An agent's shell tool runs commands without one, so an approval from a program that has no
-/// terminal is refused; a denial is never refused, since it can only stop a call.
+/// This is a courtesy, not the protection (a program gives itself a terminal with `script`):
+/// what approves is the person's authentication through polkit, which the proxy asks for.
 fn at_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-const NOT_AT_TERMINAL: &str = "refusing to approve: `mcpguard approvals approve` and `watch` must be run by a person at a terminal (standard input and error a TTY), so that a program without one, such as an agent's shell tool, cannot approve its own call. Run it in a terminal, or answer the desktop notification; `mcpguard approvals deny ID` works anywhere";
+const NOT_AT_TERMINAL: &str = "refusing to approve: `mcpguard approvals approve` and `watch` must be run by a person at a terminal (standard input and error a TTY), where the password prompt of the approval appears. Run it in a terminal, or answer the desktop notification; `mcpguard approvals deny ID` works anywhere";
 
 fn answer(id: &str, approve: bool, scope: &str) -> CmdResult {
-    if approve && !at_terminal() {
+    if !approve {
+        println!("{}", client::deny(id)?);
+        return Ok(0);
+    }
+    if !at_terminal() {
         // Whether this user may see the approvals at all is said first (another user's
         // directory is refused with its owner), then why this one may not approve from here.
         pending()?;
         return Err(NOT_AT_TERMINAL.into());
     }
-    let said = client::answer(id, approve, scope)?;
+    let said = authenticate(id, scope)?;
     println!("{said}");
     Ok(0)
 }
 
+/// Approval `id`, approved only through the person's authentication: the question is shown
+/// first, so the password prompt that follows stands for this call.
+fn authenticate(id: &str, scope: &str) -> Result<String, String> {
+    if let Ok((items, _)) = pending() {
+        if let Some(item) = items.iter().find(|i| i["id"] == id) {
+            eprint!("{}", block(item, false));
+        }
+    }
+    eprintln!(
+        "mcpguard: to approve {id}, authenticate as yourself (polkit asks for your password)"
+    );
+    client::approve(id, scope, &mut |line| {
+        if !line.is_empty() {
+            eprintln!("mcpguard: {line}");
+        }
+    })
+}
+
+/// Discards what was typed before a question is shown (`TCIFLUSH`): an answer counts only when
+/// it is typed after the person saw the question.
+fn discard_type_ahead() {
+    // SAFETY: tcflush on descriptor 0 has no memory preconditions; on a descriptor that is not
+    // a terminal it fails harmlessly.
+    unsafe {
+        libc::tcflush(0, libc::TCIFLUSH);
+    }
+}
+
+/// Waits for one typed line while `still_pending` holds (checked every 300 ms): `Ok(Some)` the
+/// line, `Ok(None)` when the question ended first, `Err(())` at end of input.
+fn read_answer(still_pending: impl Fn() -> bool) -> Result<Option<String>, ()> {
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 300) };
+        if ready > 0 {
+            let mut buf = [0u8; 256];
+            // SAFETY: `buf` is valid for writes of its length. In canonical mode one read
+            // returns one typed line.
+            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return Err(());
+            }
+            let n = usize::try_from(n).unwrap_or(0);
+            return Ok(Some(String::from_utf8_lossy(&buf[..n]).into_owned()));
+        }
+        if !still_pending() {
+            return Ok(None);
+        }
+    }
+}
+
 /// Asks about each approval as it appears, until standard input ends. Ids are never reused, so
-/// an approval answered or skipped once is not asked about again.
+/// an approval answered or skipped once is not asked about again. A question that ends while
+/// it is shown (answered elsewhere, expired) is taken down.
 fn watch() -> CmdResult {
     if !at_terminal() {
         return Err(NOT_AT_TERMINAL.into());
     }
     let mut seen = std::collections::HashSet::new();
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
     eprintln!("mcpguard: watching for approvals (end with Ctrl-D)");
     loop {
         let (items, _) = pending()?;
@@ -121,27 +180,48 @@ fn watch() -> CmdResult {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            print!(
-                "{}approve this call? [a]pprove, [d]eny, [s]kip: ",
+            discard_type_ahead();
+            // The question goes to the terminal (standard error), where the person is; what
+            // was decided goes to standard output.
+            eprint!(
+                "{}approve {id}? [a]pprove (asks for your password), [d]eny, [s]kip: ",
                 block(&item, true)
             );
-            std::io::stdout().flush().map_err(|e| e.to_string())?;
-            let mut line = String::new();
-            if input.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
-                println!();
-                return Ok(0);
-            }
+            std::io::stderr().flush().map_err(|e| e.to_string())?;
+            let still_pending = || {
+                pending()
+                    .map(|(items, _)| items.iter().any(|i| i["id"] == id.as_str()))
+                    .unwrap_or(false)
+            };
+            let line = match read_answer(still_pending) {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    eprintln!(
+                        "\n{id} is no longer pending (answered elsewhere, or its time ran out)"
+                    );
+                    continue;
+                }
+                Err(()) => {
+                    eprintln!();
+                    return Ok(0);
+                }
+            };
             let verdict = match line.trim() {
                 "a" | "approve" | "y" | "yes" => Some(true),
                 "d" | "deny" | "n" | "no" => Some(false),
                 _ => None,
             };
-            match verdict {
-                Some(approve) => match client::answer(&id, approve, "once") {
-                    Ok(said) => println!("{said}"),
-                    Err(e) => println!("not answered: {e}"),
-                },
-                None => println!("skipped {id}; it stays pending for the other channels"),
+            let said = match verdict {
+                Some(true) => authenticate(&id, "once"),
+                Some(false) => client::deny(&id),
+                None => {
+                    eprintln!("skipped {id}; it stays pending for the other channels");
+                    continue;
+                }
+            };
+            match said {
+                Ok(said) => println!("{said}"),
+                Err(e) => eprintln!("not answered: {e}"),
             }
         }
         std::thread::sleep(Duration::from_millis(300));

@@ -220,35 +220,36 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         own_prefix: format!("mcpguard-{nonce}-"),
         explain: explain.clone(),
     };
+    // The trusted path: every out-of-band approval is authenticated through polkit; the
+    // socket and the desktop button only start it.
+    let trusted = Approver {
+        core: core.clone(),
+        sinks: Arc::new(sinks(&events)),
+        started,
+        path: approvals::polkit::TrustedPath::new(),
+    };
     // Kept until the proxy returns; dropping it removes the socket file.
     let _approvals = match approvals {
-        Some(bound) => serve_approvals(bound, core.clone(), sinks(&events), started),
+        Some(bound) => serve_approvals(bound, trusted.clone()),
         None => None,
     };
     let mut desktop = match desktop {
         Some((d, answers)) => {
-            let core = core.clone();
-            let sinks = sinks(&events);
+            let trusted = trusted.clone();
             thread::Builder::new()
                 .name("desktop-answers".into())
                 .spawn(move || {
                     for (id, approve) in answers {
-                        let mut out = Vec::new();
-                        let said = {
-                            let mut core = core_lock(&core);
-                            core.set_clock(elapsed_ms(started));
-                            core.answer_offer(
-                                &id,
-                                approve,
-                                crate::policy::Scope::Once,
-                                Channel::Desktop,
-                                &mut out,
-                            )
+                        // A press of Approve starts the authentication; the desktop's polkit
+                        // agent asks for the password. Deny needs no proof.
+                        let said = if approve {
+                            trusted.approve(&id, crate::policy::Scope::Once, Channel::Desktop)
+                        } else {
+                            trusted.deny(&id, Channel::Desktop)
                         };
-                        sinks.dispatch(&mut out, Route::FromHost);
                         match said {
                             Ok(m) => diag::emit(Level::Info, &format!("desktop: {m}")),
-                            Err(e) => diag::emit(Level::Info, &format!("desktop: {e}")),
+                            Err(e) => diag::emit(Level::Warn, &format!("desktop: {e}")),
                         }
                     }
                 })?;
@@ -368,13 +369,23 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             }
             Err(RecvTimeoutError::Timeout) => {
                 let mut out = Vec::new();
+                let authenticating = trusted.path.running();
                 let offers = {
                     let mut core = core_lock(&core);
                     core.tick(elapsed_ms(started), &mut out);
-                    desktop.as_ref().map(|_| core.offers())
+                    (desktop.is_some() || authenticating.is_some()).then(|| core.offers())
                 };
-                if let (Some(d), Some(offers)) = (desktop.as_mut(), offers) {
-                    d.sync(&shown(&offers));
+                if let Some(offers) = offers {
+                    // A question that ended (answered, denied, expired) withdraws its
+                    // authentication, so the person is not asked for a password for nothing.
+                    if let Some(id) = authenticating {
+                        if !offers.iter().any(|o| o["id"] == id.as_str()) {
+                            trusted.path.withdraw(&id);
+                        }
+                    }
+                    if let Some(d) = desktop.as_mut() {
+                        d.sync(&shown(&offers));
+                    }
                 }
                 sinks(&exit_events).dispatch(&mut out, Route::FromHost);
                 match next {
@@ -604,20 +615,26 @@ fn shown(offers: &[serde_json::Value]) -> Vec<approvals::desktop::Shown> {
         .collect()
 }
 
-/// Answers `mcpguard approvals` from the session: the list of offered approvals, and answers,
-/// whose effects (the call dispatched or refused, the host's question withdrawn) are executed
-/// at once.
+/// Answers `mcpguard approvals` from the session: the list of offered approvals (each marked
+/// when it is being authenticated), denials, and requests to approve, which only start the
+/// trusted path (`Approver::approve`): no message on the socket approves anything.
 fn serve_approvals(
     bound: approvals::server::Bound,
-    core: Arc<Mutex<Session>>,
-    sinks: Sinks,
-    started: Instant,
+    trusted: Approver,
 ) -> Option<approvals::server::Listener> {
     let handler = move |req: &serde_json::Value| match req["op"].as_str() {
         Some("list") => {
-            let mut core = core_lock(&core);
-            core.set_clock(elapsed_ms(started));
-            serde_json::json!({"ok": true, "pending": core.offers()})
+            let mut offers = {
+                let mut core = core_lock(&trusted.core);
+                core.set_clock(elapsed_ms(trusted.started));
+                core.offers()
+            };
+            let running = trusted.path.running();
+            for o in &mut offers {
+                o["authenticating"] =
+                    serde_json::json!(running.as_deref().is_some_and(|id| o["id"] == id));
+            }
+            serde_json::json!({"ok": true, "pending": offers})
         }
         Some("answer") => {
             let (Some(id), Some(approve)) = (req["id"].as_str(), req["approve"].as_bool()) else {
@@ -629,20 +646,32 @@ fn serve_approvals(
             ) else {
                 return serde_json::json!({"ok": false, "error": "refused the answer: \"scope\" must be \"once\", \"identical\" or \"tool\""});
             };
-            let mut out = Vec::new();
-            let said = {
-                let mut core = core_lock(&core);
-                core.set_clock(elapsed_ms(started));
-                core.answer_offer(id, approve, scope, Channel::Terminal, &mut out)
-            };
-            sinks.dispatch(&mut out, Route::FromHost);
-            match said {
-                Ok(m) => serde_json::json!({"ok": true, "message": m}),
+            if !approve {
+                return match trusted.deny(id, Channel::Terminal) {
+                    Ok(m) => serde_json::json!({"ok": true, "message": m}),
+                    Err(e) => serde_json::json!({"ok": false, "error": e}),
+                };
+            }
+            // Never "ok": a client that reads "ok" as "approved" must not be misled. The
+            // person's authentication decides, and `status` tells how it went.
+            match trusted.approve(id, scope, Channel::Terminal) {
+                Ok(m) => serde_json::json!({"ok": false, "authenticating": true, "error": m}),
                 Err(e) => serde_json::json!({"ok": false, "error": e}),
             }
         }
+        Some("status") => {
+            let Some(id) = req["id"].as_str() else {
+                return serde_json::json!({"ok": false, "error": "refused the request: \"status\" needs an \"id\" string"});
+            };
+            let authenticating = trusted.path.running().as_deref() == Some(id);
+            serde_json::json!({
+                "ok": true,
+                "authenticating": authenticating,
+                "outcome": trusted.path.outcome(id),
+            })
+        }
         _ => {
-            serde_json::json!({"ok": false, "error": "refused the request: \"op\" must be \"list\" or \"answer\""})
+            serde_json::json!({"ok": false, "error": "refused the request: \"op\" must be \"list\", \"answer\" or \"status\""})
         }
     };
     match bound.serve(handler) {
@@ -654,6 +683,111 @@ fn serve_approvals(
             );
             None
         }
+    }
+}
+
+/// The out-of-band channels' way to the session: a denial is applied at once; an approval only
+/// starts the trusted path (polkit), and the session hears of it when polkitd says the person
+/// authenticated.
+#[derive(Clone)]
+struct Approver {
+    core: Arc<Mutex<Session>>,
+    sinks: Arc<Sinks>,
+    started: Instant,
+    path: approvals::polkit::TrustedPath,
+}
+
+impl Approver {
+    /// Settles approval `id` in the session (`approve` only after polkit said yes) and executes
+    /// what that sends.
+    fn settle(
+        &self,
+        id: &str,
+        approve: bool,
+        scope: crate::policy::Scope,
+        channel: Channel,
+    ) -> Result<String, String> {
+        let mut out = Vec::new();
+        let said = {
+            let mut core = core_lock(&self.core);
+            core.set_clock(elapsed_ms(self.started));
+            core.answer_offer(id, approve, scope, channel, &mut out)
+        };
+        self.sinks.dispatch(&mut out, Route::FromHost);
+        said
+    }
+
+    /// Denies approval `id`, withdrawing its authentication if one runs.
+    fn deny(&self, id: &str, channel: Channel) -> Result<String, String> {
+        self.path.withdraw(id);
+        let said = self.settle(id, false, crate::policy::Scope::Once, channel);
+        if let Ok(m) = &said {
+            self.path.record(id, m.clone());
+        }
+        said
+    }
+
+    /// Starts the person's authentication for approval `id`. Returns what the person is told
+    /// now; the approval itself happens on the check's thread, when polkitd says yes.
+    fn approve(
+        &self,
+        id: &str,
+        scope: crate::policy::Scope,
+        channel: Channel,
+    ) -> Result<String, String> {
+        let offered = {
+            let mut core = core_lock(&self.core);
+            core.set_clock(elapsed_ms(self.started));
+            core.offers().iter().any(|o| o["id"] == id)
+        };
+        if !offered {
+            return Err(format!(
+                "approval {id} is not pending here: it was already answered, it expired, or its call ended"
+            ));
+        }
+        let me = self.clone();
+        let owned = id.to_string();
+        self.path.begin(id, move |verdict| {
+            let id = owned;
+            let outcome = match verdict {
+                approvals::polkit::Verdict::Authorized => {
+                    match me.settle(&id, true, scope, channel) {
+                        Ok(m) => format!("{m}; the person authenticated through polkit"),
+                        Err(e) => e,
+                    }
+                }
+                approvals::polkit::Verdict::Dismissed => {
+                    let m = me
+                        .settle(&id, false, crate::policy::Scope::Once, channel)
+                        .unwrap_or_else(|e| e);
+                    format!("not approved: the person dismissed the authentication; {m}")
+                }
+                approvals::polkit::Verdict::Withdrawn => {
+                    "not approved: the question ended before the authentication did".to_string()
+                }
+                other => {
+                    let why = other.why();
+                    let remedy = match other {
+                        approvals::polkit::Verdict::Unavailable(_) => {
+                            format!(" {}", approvals::polkit::REMEDY)
+                        }
+                        _ => String::new(),
+                    };
+                    diag::emit(
+                        Level::Warn,
+                        &format!("approval {id} was not approved: {why}.{remedy}"),
+                    );
+                    format!(
+                        "not approved: {why}; the call stays pending until it is answered or its time runs out.{remedy}"
+                    )
+                }
+            };
+            me.path.record(&id, outcome);
+        })?;
+        Ok(format!(
+            "approval {id} waits for the person to authenticate (polkit action {}); only that approves it",
+            approvals::polkit::ACTION
+        ))
     }
 }
 

@@ -1,9 +1,14 @@
 //! Out-of-band approval through the real binary: a host that cannot ask (no elicitation), a
-//! write held, `mcpguard approvals list --json` showing it, `approve ID` letting it reach the
-//! server, `deny ID` and the timeout not; single use; another user (uid 65534, where the tests
-//! run as root) can neither list nor answer; two mcpguard processes at once; the real Python SDK
-//! client with and without elicitation. Each test has a runtime directory of its own
-//! (`XDG_RUNTIME_DIR`), so tests running at once never see each other's approvals.
+//! write held, `mcpguard approvals list --json` showing it, `deny ID` and the timeout refusing
+//! it; another user (uid 65534, where the tests run as root) can neither list nor answer; two
+//! mcpguard processes at once; the real Python SDK client with and without elicitation.
+//!
+//! The approval socket never approves: `approve ID` (or a raw JSON request) only starts the
+//! trusted path, the person's authentication through polkit (`tests/integration/polkit.rs` runs
+//! it with the real components). Here every proxy is pointed at a system bus that does not exist,
+//! so each approval attempt must end unapproved, with the reason and the remedy, and the write
+//! must stay held. Each test has a runtime directory of its own (`XDG_RUNTIME_DIR`), so tests
+//! running at once never see each other's approvals.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -72,13 +77,37 @@ fn guarded(dir: &Path, runtime: &Path, policy_extra: &str, log: &Path, audit: &P
         ],
         &["--log".into(), log.display().to_string()],
     );
-    let mut p = Peer::start_with(
+    let mut p = Peer::start_with(no_polkit(
         Command::new(mcpguard())
             .args(&argv)
             .env("XDG_RUNTIME_DIR", runtime),
-    );
+    ));
     p.initialize();
     p
+}
+
+/// A proxy whose system bus does not exist, so that polkit cannot be asked whatever the machine
+/// runs: the trusted path must fail closed.
+fn no_polkit(cmd: &mut Command) -> &mut Command {
+    cmd.env(
+        "DBUS_SYSTEM_BUS_ADDRESS",
+        "unix:path=/nonexistent/mcpguard-test-system-bus",
+    )
+}
+
+/// Checks that an `approvals approve` ended unapproved because polkit could not be asked.
+fn assert_not_approved(out: &Output) {
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("not approved"), "{said}");
+    assert!(
+        said.contains("the system bus cannot be reached") && said.contains("install polkitd"),
+        "the reason and the remedy: {said}"
+    );
 }
 
 fn write_call(p: &mut Peer, id: i64, body: &str) {
@@ -94,7 +123,7 @@ fn text_of(r: &Value) -> String {
 }
 
 #[test]
-fn a_host_without_elicitation_gets_its_write_approved_or_denied_in_the_terminal() {
+fn a_host_without_elicitation_gets_its_write_held_for_the_trusted_path_or_denied_in_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
@@ -127,16 +156,25 @@ fn a_host_without_elicitation_gets_its_write_approved_or_denied_in_the_terminal(
         "{text}"
     );
 
-    // Approved in the terminal: the call reaches the server, once.
+    // `approve` in the terminal starts the person's authentication, which cannot run here
+    // (no system bus): nothing is approved, the proxy says why, and the write stays held.
     let out = approvals(runtime.path(), &["approve", &id]);
+    assert_not_approved(&out);
     assert!(
-        out.status.success(),
+        p.stderr()
+            .contains(&format!("approval {id} was not approved")),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        p.stderr()
     );
+    assert!(calls_received(&log).is_empty());
+    assert_eq!(pending(runtime.path()).len(), 1, "still pending");
+    let out = approvals(runtime.path(), &["deny", &id]);
+    assert!(out.status.success());
     let (r, _) = p.recv_response(&json!(1));
-    assert!(r.to_string().contains("wrote 5 bytes"), "{r}");
-    assert_eq!(calls_received(&log), vec!["write_note"]);
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
     let again = approvals(runtime.path(), &["approve", &id]);
     assert!(!again.status.success());
     assert!(
@@ -160,7 +198,7 @@ fn a_host_without_elicitation_gets_its_write_approved_or_denied_in_the_terminal(
         text_of(&r).contains("denied it in the terminal channel"),
         "{r}"
     );
-    assert_eq!(calls_received(&log), vec!["write_note"]);
+    assert!(calls_received(&log).is_empty());
     assert!(pending(runtime.path()).is_empty());
 
     // A malformed id is refused with what ids look like.
@@ -173,10 +211,7 @@ fn a_host_without_elicitation_gets_its_write_approved_or_denied_in_the_terminal(
     // The socket is gone with the process.
     assert!(pending(runtime.path()).is_empty());
     let log_text = std::fs::read_to_string(&audit).unwrap();
-    assert!(
-        log_text.contains("given in the terminal channel"),
-        "{log_text}"
-    );
+    assert!(!log_text.contains("\"confirmed\""), "{log_text}");
     assert!(log_text.contains("call_denied_by_user"), "{log_text}");
     assert!(
         !log_text.contains("second"),
@@ -244,16 +279,13 @@ fn two_mcpguard_processes_are_listed_and_answered_apart() {
             .to_string()
     };
     let (id_a, id_b) = (id_of(a.pid()), id_of(b.pid()));
-    assert!(approvals(runtime.path(), &["approve", &id_b])
-        .status
-        .success());
+    assert!(approvals(runtime.path(), &["deny", &id_b]).status.success());
     let (r, _) = b.recv_response(&json!(1));
-    assert!(r.to_string().contains("wrote 6 bytes"), "{r}");
-    assert_eq!(calls_received(&log_b), vec!["write_note"]);
-    assert!(
-        calls_received(&log_a).is_empty(),
-        "only b's call was approved"
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
     );
+    assert!(calls_received(&log_b).is_empty());
     let left = pending(runtime.path());
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["id"], id_a.as_str());
@@ -371,10 +403,10 @@ fn another_user_can_neither_list_nor_answer() {
 }
 
 /// The real Python SDK client, without elicitation and with a callback that cancels at once
-/// (as headless hosts do): either way the write waits for the terminal, and reaches the
-/// server only after `approve` (or never, after `deny`).
+/// (as headless hosts do): either way the write waits for the terminal; `approve` there starts
+/// the trusted path, which cannot run here, so nothing reaches the server, and `deny` refuses.
 #[test]
-fn python_sdk_clients_with_and_without_elicitation_are_approved_in_the_terminal() {
+fn python_sdk_clients_with_and_without_elicitation_wait_for_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let policy = dir.path().join("policy.toml");
@@ -396,6 +428,8 @@ fn python_sdk_clients_with_and_without_elicitation_are_approved_in_the_terminal(
                 elicit,
                 "--env",
                 &format!("XDG_RUNTIME_DIR={}", runtime.path().display()),
+                "--env",
+                "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/mcpguard-test-system-bus",
             ],
             &[(
                 "write_note",
@@ -417,21 +451,19 @@ fn python_sdk_clients_with_and_without_elicitation_are_approved_in_the_terminal(
             );
         }
         let id = items[0]["id"].as_str().unwrap().to_string();
-        let verb = if approve { "approve" } else { "deny" };
-        assert!(approvals(runtime.path(), &[verb, &id]).status.success());
+        if approve {
+            assert_not_approved(&approvals(runtime.path(), &["approve", &id]));
+            assert!(calls_received(&log).is_empty(), "--elicit {elicit}");
+        }
+        assert!(approvals(runtime.path(), &["deny", &id]).status.success());
         let (t, stderr) = client.join().unwrap();
         let what = format!("--elicit {elicit}: {t}\n{stderr}");
         let write = &t["calls"][0];
-        if approve {
-            assert!(write.to_string().contains("wrote"), "{what}");
-            assert_eq!(calls_received(&log), vec!["write_note"], "{what}");
-        } else {
-            assert_eq!(
-                write["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
-                "{what}"
-            );
-            assert!(calls_received(&log).is_empty(), "{what}");
-        }
+        assert_eq!(
+            write["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
+            "{what}"
+        );
+        assert!(calls_received(&log).is_empty(), "{what}");
         if elicit != "none" {
             let message = t["callbacks"][0]["params"]["message"].as_str().unwrap();
             let lines: Vec<&str> = message.lines().collect();
@@ -445,11 +477,13 @@ fn python_sdk_clients_with_and_without_elicitation_are_approved_in_the_terminal(
     }
 }
 
-/// A standing approval given in the terminal: identical calls pass without a question for
-/// `identical_for`, a call with another argument is asked about again, and a tool whose review
-/// marks an argument as authority (`write_note`'s path) is never offered one.
+/// A standing approval cannot be taken through the socket: `approve --scope identical` only
+/// starts the trusted path (which cannot run here), so the identical call that follows is asked
+/// about again and nothing reaches the server; a tool whose review marks an argument as
+/// authority (`write_note`'s path) is never offered one. (A standing approval given through
+/// polkit is in tests/integration/polkit.rs.)
 #[test]
-fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
+fn a_standing_approval_is_not_granted_through_the_socket() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
@@ -479,11 +513,11 @@ fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
         ],
         &["--log".into(), log.display().to_string()],
     );
-    let mut p = Peer::start_with(
+    let mut p = Peer::start_with(no_polkit(
         Command::new(mcpguard())
             .args(&argv)
             .env("XDG_RUNTIME_DIR", runtime.path()),
-    );
+    ));
     p.initialize();
     let echo = |p: &mut Peer, id: i64, text: &str| {
         p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -495,23 +529,8 @@ fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
     let items = wait_pending(runtime.path(), 1);
     assert_eq!(items[0]["scopes"], json!(["once"]), "{items:?}");
     let id = items[0]["id"].as_str().unwrap().to_string();
-    let out = approvals(runtime.path(), &["approve", &id, "--scope", "identical"]);
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        said.contains("marks an argument of this tool as authority"),
-        "{said}"
-    );
-    p.recv_response(&json!(1));
-    write_call(&mut p, 2, "note");
-    let items = wait_pending(runtime.path(), 1);
-    assert_eq!(
-        items.len(),
-        1,
-        "the identical write_note is asked about again"
-    );
-    let id = items[0]["id"].as_str().unwrap().to_string();
     assert!(approvals(runtime.path(), &["deny", &id]).status.success());
-    p.recv_response(&json!(2));
+    p.recv_response(&json!(1));
 
     echo(&mut p, 3, "same");
     let items = wait_pending(runtime.path(), 1);
@@ -521,40 +540,41 @@ fn a_standing_approval_lets_identical_calls_through_and_asks_about_others() {
         "{items:?}"
     );
     let id = items[0]["id"].as_str().unwrap().to_string();
-    let out = approvals(runtime.path(), &["approve", &id, "--scope", "identical"]);
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("identical calls for 300 s"), "{said}");
-    let (r, _) = p.recv_response(&json!(3));
-    assert_eq!(r["result"]["structuredContent"]["text"], "same", "{r}");
-
-    // The identical call: no question, straight to the server.
-    echo(&mut p, 4, "same");
-    let (r, _) = p.recv_response(&json!(4));
-    assert_eq!(r["result"]["structuredContent"]["text"], "same", "{r}");
-    assert_eq!(calls_received(&log), vec!["write_note", "echo", "echo"]);
-
-    // Another argument: asked about again, and denied here.
-    echo(&mut p, 5, "different");
-    let items = wait_pending(runtime.path(), 1);
-    assert_eq!(items.len(), 1, "{items:?}");
-    let id = items[0]["id"].as_str().unwrap().to_string();
+    assert_not_approved(&approvals(
+        runtime.path(),
+        &["approve", &id, "--scope", "identical"],
+    ));
     assert!(approvals(runtime.path(), &["deny", &id]).status.success());
-    let (r, _) = p.recv_response(&json!(5));
+    let (r, _) = p.recv_response(&json!(3));
     assert_eq!(
         r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
         "consent_required"
     );
-    assert_eq!(calls_received(&log).len(), 3);
+
+    // The identical call is asked about again: no standing approval was granted.
+    echo(&mut p, 4, "same");
+    let items = wait_pending(runtime.path(), 1);
+    assert_eq!(items.len(), 1, "{items:?}");
+    let id = items[0]["id"].as_str().unwrap().to_string();
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    let (r, _) = p.recv_response(&json!(4));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert!(calls_received(&log).is_empty());
     p.close_stdin();
     p.wait();
     let text = std::fs::read_to_string(&audit).unwrap();
-    assert!(text.contains("covered by the standing approval"), "{text}");
+    assert!(!text.contains("covered by the standing approval"), "{text}");
 }
 
-/// `mcpguard approvals watch` shows each approval as it arrives, with its three lines, and
-/// answers it with what is typed.
+/// `mcpguard approvals watch` shows each approval as it arrives, with its three lines and the id
+/// `approve` takes, and discards what was typed before the question (keys typed while it was
+/// idle answer nothing); a denial typed after the question refuses the call, and an approval
+/// typed after it starts the trusted path (which cannot run here, so nothing is approved).
 #[test]
-fn watch_asks_about_each_approval_as_it_arrives() {
+fn watch_ignores_type_ahead_and_asks_about_each_approval_as_it_arrives() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
@@ -575,34 +595,214 @@ fn watch_asks_about_each_approval_as_it_arrives() {
     watch
         .expect("watching for approvals", Duration::from_secs(20))
         .unwrap();
-    // Typed ahead, as before the questions come (the terminal holds the lines until watch reads
-    // them; its questions go to stdout): approve the first, deny the second.
+    // Typed while nothing was asked (the terminal holds the lines until watch reads them).
     watch.send_line("a").unwrap();
     watch.send_line("d").unwrap();
     write_call(&mut p, 1, "first");
-    let (r, _) = p.recv_response(&json!(1));
-    assert!(r.to_string().contains("wrote 5 bytes"), "{r}");
+    let id = wait_pending(runtime.path(), 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Time for watch to show the question and read the terminal.
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(
+        calls_received(&log).is_empty(),
+        "keys typed before the question answered it: {}",
+        watch.screen()
+    );
+    assert_eq!(pending(runtime.path()).len(), 1, "{}", watch.screen());
+    watch
+        .expect(&format!("approve {id}?"), Duration::from_secs(20))
+        .unwrap();
+    assert!(
+        watch
+            .screen()
+            .contains(&format!("Approval {id}  fixture / write_note")),
+        "the id approve takes: {}",
+        watch.screen()
+    );
+    // Typed after the question: an approval starts the trusted path, which cannot run here.
+    watch.send_line("a").unwrap();
+    watch
+        .expect("not answered: not approved", Duration::from_secs(20))
+        .unwrap();
+    assert!(calls_received(&log).is_empty());
+    assert_eq!(pending(runtime.path()).len(), 1, "still pending");
+    // Shown once per id; a second question for the next call is denied when typed.
     write_call(&mut p, 2, "second");
+    let second = next_id(runtime.path(), &[&id]);
+    watch
+        .expect(&format!("approve {second}?"), Duration::from_secs(20))
+        .unwrap();
+    watch.send_line("d").unwrap();
     let (r, _) = p.recv_response(&json!(2));
     assert_eq!(
         r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
         "{r}"
     );
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    p.recv_response(&json!(1));
     // End of input (Ctrl-D on an empty line) ends the watch at its next question.
-    watch.send_line("\u{4}").unwrap();
     write_call(&mut p, 3, "third");
-    let (_, shown, _) = watch
+    let third = next_id(runtime.path(), &[&id, &second]);
+    watch
+        .expect(&format!("approve {third}?"), Duration::from_secs(20))
+        .unwrap();
+    watch.send_line("\u{4}").unwrap();
+    let (_, decided, shown) = watch
         .wait_with_screen(Duration::from_secs(20))
         .expect("watch ends at end of input");
     assert!(
         shown.contains("Arguments: body=\"first\", path=\"/notes/a\""),
         "{shown}"
     );
-    assert!(
-        shown.contains("approved ") && shown.contains("denied "),
-        "{shown}"
+    assert!(decided.contains("denied "), "{decided}");
+    assert!(calls_received(&log).is_empty());
+}
+
+/// The id of the first pending approval that is not one of `known`, once there is one.
+fn next_id(runtime: &Path, known: &[&str]) -> String {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(id) = pending(runtime)
+            .iter()
+            .filter_map(|i| i["id"].as_str())
+            .find(|id| !known.contains(id))
+        {
+            return id.to_string();
+        }
+        assert!(Instant::now() < until, "no new approval pending");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `watch` takes down a question that expired while it was shown, instead of leaving it to be
+/// answered.
+#[test]
+fn watch_takes_down_an_expired_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "[confirmation]\ntimeout = \"2s\"\n",
+        &log,
+        &dir.path().join("audit"),
     );
-    assert_eq!(calls_received(&log), vec!["write_note"]);
+    let mut watch = mcpguard::cli::pty::Session::spawn(
+        &mcpguard(),
+        &["approvals".into(), "watch".into()],
+        &[("XDG_RUNTIME_DIR", runtime.path().to_str().unwrap())],
+    )
+    .unwrap();
+    watch
+        .expect("watching for approvals", Duration::from_secs(20))
+        .unwrap();
+    write_call(&mut p, 1, "late");
+    watch.expect("[a]pprove", Duration::from_secs(20)).unwrap();
+    let (r, _) = p.recv_response(&json!(1));
+    assert!(text_of(&r).contains("no answer within 2 s"), "{r}");
+    watch
+        .expect("is no longer pending", Duration::from_secs(10))
+        .unwrap();
+    assert!(calls_received(&log).is_empty());
+}
+
+/// The attack of issue 30: a program of the user without a terminal (an agent's shell tool)
+/// sends the approval socket one JSON line approving the held write, with a standing scope. It
+/// approves nothing: the socket only starts the person's authentication, which no program can
+/// complete.
+#[test]
+fn a_raw_json_approval_on_the_socket_approves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "",
+        &log,
+        &dir.path().join("audit"),
+    );
+    write_call(&mut p, 1, "attack");
+    let id = wait_pending(runtime.path(), 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sock = runtime
+        .path()
+        .join("mcpguard")
+        .join(format!("{}.sock", p.pid()));
+    let out = crate::support::run_bounded(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import socket,sys,json\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall((json.dumps({'op':'answer','id':sys.argv[2],'approve':True,'scope':'tool'})+'\\n').encode())\nprint(s.makefile().readline().strip())",
+            ])
+            .arg(&sock)
+            .arg(&id)
+            .stdin(std::process::Stdio::null()),
+    );
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reply["ok"], false, "{reply}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        calls_received(&log).is_empty(),
+        "the write reached the server: {reply}"
+    );
+    assert_eq!(pending(runtime.path()).len(), 1, "still pending");
+    assert!(
+        p.stderr()
+            .contains(&format!("approval {id} was not approved")),
+        "{}",
+        p.stderr()
+    );
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"],
+        "consent_required"
+    );
+    assert!(calls_received(&log).is_empty());
+}
+
+/// A program gives itself a terminal (`script -qc`) and runs `mcpguard approvals approve`: that
+/// approves nothing without the person's authentication.
+#[test]
+fn approve_under_a_pseudo_terminal_approves_nothing_without_the_trusted_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut p = guarded(
+        dir.path(),
+        runtime.path(),
+        "",
+        &log,
+        &dir.path().join("audit"),
+    );
+    write_call(&mut p, 1, "attack");
+    let id = wait_pending(runtime.path(), 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = crate::support::run_bounded(
+        Command::new("script")
+            .args([
+                "-qc",
+                &format!("{} approvals approve {id}", mcpguard().display()),
+                "/dev/null",
+            ])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .stdin(std::process::Stdio::null()),
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("not approved"), "{said}");
+    assert!(calls_received(&log).is_empty(), "{said}");
+    assert_eq!(pending(runtime.path()).len(), 1, "still pending");
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    p.recv_response(&json!(1));
+    assert!(calls_received(&log).is_empty());
 }
 
 /// An approval must come from a person at a terminal: a program without one (an agent's shell

@@ -1,8 +1,11 @@
 //! The desktop confirmation channel through the real binary: a real `dbus-daemon --session` on a
 //! private address, the test notification service (`examples/notification_service.rs`) on it,
 //! and a host without elicitation. The service is shown the question's three lines with Approve
-//! and Deny actions and presses one; only Approve lets the write reach the server. Without a
-//! notification service on the bus the channel is off and the terminal still works.
+//! and Deny actions and presses one. Deny refuses the write; Approve only starts the trusted
+//! path (polkit, `approvals::polkit`), so a press, which any program of the user can make on the
+//! session bus, approves nothing by itself: here no system bus answers, and the write stays
+//! held. Without a notification service on the bus the channel is off and the terminal still
+//! works.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -84,6 +87,12 @@ fn guarded(dir: &Path, runtime: &Path, address: Option<&str>, log: &Path, audit:
     cmd.args(&argv)
         .env("XDG_RUNTIME_DIR", runtime)
         .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        // No system bus, so no polkit: whatever a developer's machine runs, a press of Approve
+        // here is a press, not an authentication.
+        .env(
+            "DBUS_SYSTEM_BUS_ADDRESS",
+            "unix:path=/nonexistent/mcpguard-test-system-bus",
+        )
         .env("MCPGUARD_LOG", "info");
     if let Some(a) = address {
         cmd.env("DBUS_SESSION_BUS_ADDRESS", a);
@@ -102,7 +111,7 @@ fn records(log: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn a_desktop_notification_approves_or_denies_a_write() {
+fn a_desktop_notification_denies_a_write_and_its_approve_button_alone_approves_nothing() {
     for (press, pass_address) in [("approve", true), ("deny", true), ("approve", false)] {
         let dir = tempfile::tempdir().unwrap();
         let runtime = tempfile::tempdir().unwrap();
@@ -121,6 +130,32 @@ fn a_desktop_notification_approves_or_denies_a_write() {
         );
         p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "write_note", "arguments": {"path": "/notes/a", "body": "<b>hi</b>"}}}));
+        if press == "approve" {
+            // The press started the trusted path, which cannot run here: nothing is approved,
+            // the proxy says why, and the write waits until the terminal denies it.
+            let until = Instant::now() + Duration::from_secs(20);
+            while !p.stderr().contains("was not approved") {
+                assert!(Instant::now() < until, "no verdict: {}", p.stderr());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let said = p.stderr();
+            assert!(said.contains("the system bus cannot be reached"), "{said}");
+            assert!(said.contains("install polkitd"), "{said}");
+            assert!(calls_received(&log).is_empty(), "{said}");
+            let listed = Command::new(mcpguard())
+                .args(["approvals", "list", "--json"])
+                .env("XDG_RUNTIME_DIR", runtime.path())
+                .output()
+                .unwrap();
+            let doc: Value = serde_json::from_slice(&listed.stdout).unwrap();
+            let id = doc["pending"][0]["id"].as_str().unwrap().to_string();
+            let out = Command::new(mcpguard())
+                .args(["approvals", "deny", &id])
+                .env("XDG_RUNTIME_DIR", runtime.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        }
         let (r, _) = p.recv_response(&json!(1));
         let what = format!(
             "{press} (address passed: {pass_address}): {r}\n{}",
@@ -147,12 +182,12 @@ fn a_desktop_notification_approves_or_denies_a_write() {
         );
         let audit_text = std::fs::read_to_string(&audit).unwrap();
         if press == "approve" {
-            assert!(r.to_string().contains("wrote 9 bytes"), "{what}");
-            assert_eq!(calls_received(&log), vec!["write_note"], "{what}");
             assert!(
-                audit_text.contains("given in the desktop channel"),
-                "{audit_text}"
+                r.to_string().contains("denied it in the terminal channel"),
+                "{what}"
             );
+            assert!(calls_received(&log).is_empty(), "{what}");
+            assert!(!audit_text.contains("\"confirmed\""), "{audit_text}");
         } else {
             assert_eq!(
                 r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",

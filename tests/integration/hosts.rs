@@ -235,7 +235,8 @@ fn gemini_cli_write_is_approved_out_of_band_and_reaches_the_server() {
     let runtime = runtime_dir(dir.path());
     let settings = json!({
         "mcpServers": {"fixture": {"command": mcpguard(), "args": args, "trust": true,
-                                   "env": {"XDG_RUNTIME_DIR": runtime}}},
+                                   "env": {"XDG_RUNTIME_DIR": runtime,
+                                           "DBUS_SYSTEM_BUS_ADDRESS": approving_bus()}}},
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": false},
     });
@@ -525,7 +526,8 @@ fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen
     // host's mcpguard and no other.
     let runtime = runtime_dir(dir.path());
     let server = json!({"type": "stdio", "command": mcpguard(), "args": args,
-                        "env": {"XDG_RUNTIME_DIR": runtime}})
+                        "env": {"XDG_RUNTIME_DIR": runtime,
+                                "DBUS_SYSTEM_BUS_ADDRESS": approving_bus()}})
     .to_string();
     let out = run_bounded(&mut claude(
         &home,
@@ -540,6 +542,13 @@ fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen
         String::from_utf8_lossy(&out.stderr)
     );
     (dir, home, work, log, url, seen)
+}
+
+/// The system bus whose polkitd lets `mcpguard approvals approve` (run by this test as root)
+/// approve (`support::polkit_rig::allowing_root`): out-of-band approvals need the trusted path.
+fn approving_bus() -> String {
+    crate::support::polkit_rig::allowing_root()
+        .unwrap_or_else(|| "unix:path=/nonexistent/mcpguard-test-system-bus".into())
 }
 
 /// A private runtime directory (0700) for mcpguard's approval sockets under `base`.
@@ -801,10 +810,16 @@ fn codex_config(url: &str, args: &[String], approval: Option<&str>, runtime: &Pa
     fixture.insert("args".into(), args.to_vec().into());
     fixture.insert(
         "env".into(),
-        toml::Table::from_iter([(
-            "XDG_RUNTIME_DIR".to_string(),
-            runtime.display().to_string().into(),
-        )])
+        toml::Table::from_iter([
+            (
+                "XDG_RUNTIME_DIR".to_string(),
+                runtime.display().to_string().into(),
+            ),
+            (
+                "DBUS_SYSTEM_BUS_ADDRESS".to_string(),
+                approving_bus().into(),
+            ),
+        ])
         .into(),
     );
     if let Some(mode) = approval {

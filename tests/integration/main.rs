@@ -23,6 +23,7 @@ mod lifecycle;
 mod lock;
 mod modern;
 mod packages;
+mod polkit;
 mod relay;
 mod sandbox;
 mod shapes;

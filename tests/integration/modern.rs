@@ -800,6 +800,13 @@ fn python_client_without_elicitation_gets_a_modern_write_approved_in_the_termina
             "none",
             "--env",
             &format!("XDG_RUNTIME_DIR={}", runtime.path().display()),
+            // Out-of-band approvals need the trusted path: a polkitd that lets root approve.
+            "--env",
+            &format!(
+                "DBUS_SYSTEM_BUS_ADDRESS={}",
+                crate::support::polkit_rig::allowing_root()
+                    .unwrap_or_else(|| "unix:path=/nonexistent".into())
+            ),
         ],
         &[("write_note", json!({"path": "/notes/a", "body": "hello"}))],
         &gated,

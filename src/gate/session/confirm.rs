@@ -248,7 +248,7 @@ impl Session {
                 self.standing_offer(&scopes)
             ),
             details: format!(
-                "Why you are asked: {}.\nApproval {} is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON):\n{}",
+                "Why you are asked: {}.\nThis approval (binding {}) is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON):\n{}",
                 write_reason(class),
                 &binding[..12],
                 argument_summary(arguments),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod polkit_rig;
 pub mod tmux;
 
 use std::ffi::OsStr;
