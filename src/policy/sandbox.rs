@@ -161,12 +161,20 @@ pub enum Preset {
 pub struct SandboxLimits {
     /// RLIMIT_NOFILE.
     pub open_files: Limit,
-    /// RLIMIT_NPROC. Linux counts every process of the user, not only the server's, which is why
-    /// the default inherits rather than guessing a number that breaks a busy desktop.
+    /// RLIMIT_NPROC (threads count). Applied where the server has its own user namespace, in
+    /// which Linux counts only the processes of that namespace; without one it would count every
+    /// process of the user (a busy desktop would stop the server), and uid 0 is exempt.
     pub processes: Limit,
     /// RLIMIT_AS in MiB. Inherited by default: V8 and WebAssembly reserve far more address space
     /// than they use, so a plausible-looking cap stops node servers from starting.
     pub address_space_mb: Limit,
+    /// RLIMIT_DATA in MiB: the heap and private writable mappings, which is the memory a server
+    /// really uses (V8's and WebAssembly's reservations are not writable until used, so they do
+    /// not count).
+    pub data_mb: Limit,
+    /// The size of the tmpfs mounted as the run's private `TMPDIR`, in MiB (where the server has
+    /// a mount namespace; `"inherit"` keeps the directory on the host's file system).
+    pub tmp_mb: Limit,
     pub core_dumps: bool,
 }
 
@@ -174,12 +182,23 @@ impl Default for SandboxLimits {
     fn default() -> Self {
         SandboxLimits {
             open_files: Limit::Max(1024),
-            processes: Limit::Inherit,
+            processes: Limit::Max(DEFAULT_PROCESSES),
             address_space_mb: Limit::Inherit,
+            data_mb: Limit::Max(DEFAULT_DATA_MB),
+            tmp_mb: Limit::Max(DEFAULT_TMP_MB),
             core_dumps: false,
         }
     }
 }
+
+/// The default `sandbox.limits.processes`: node starts about a dozen threads, and npx and uv
+/// start a few processes each, so this leaves room for a server that runs tools as processes
+/// while a fork loop stops quickly.
+pub const DEFAULT_PROCESSES: u64 = 512;
+/// The default `sandbox.limits.data_mb`: node and python servers use a small part of it.
+pub const DEFAULT_DATA_MB: u64 = 4096;
+/// The default `sandbox.limits.tmp_mb`.
+pub const DEFAULT_TMP_MB: u64 = 512;
 
 /// A resource limit: a number, or `"inherit"` to keep mcpguard's own limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -440,7 +459,7 @@ impl Policy {
                 return Err(Problem::at_item(&["sandbox", "env"], i, problem));
             }
         }
-        let limits: [(&'static str, Limit, u64, &str); 3] = [
+        let limits: [(&'static str, Limit, u64, &str); 5] = [
             (
                 "open_files",
                 s.limits.open_files,
@@ -458,6 +477,13 @@ impl Policy {
                 s.limits.address_space_mb,
                 64,
                 "no runtime starts in less",
+            ),
+            ("data_mb", s.limits.data_mb, 64, "no runtime starts in less"),
+            (
+                "tmp_mb",
+                s.limits.tmp_mb,
+                1,
+                "the folder must hold something",
             ),
         ];
         for (key, limit, min, why) in limits {

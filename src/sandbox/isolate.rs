@@ -1,6 +1,6 @@
 //! The isolation of the server process that does not depend on a list of system calls: a new
 //! session, no inherited descriptors, no capabilities, and — where the kernel lets this user
-//! create them — a PID namespace and a mount namespace.
+//! create them — PID, mount and IPC namespaces and a size-limited private temporary folder.
 //!
 //! Why each holds by construction:
 //! - **Session.** `setsid` leaves the server without a controlling terminal, so `TIOCSTI` on a
@@ -19,7 +19,15 @@
 //!   bind-mounted onto itself writable but noexec, nosuid and nodev (an `rwx` grant keeps
 //!   exec). So outside the grants no file's metadata can change (chmod, chown, xattrs, times:
 //!   Landlock has no hook for those), and no writable file can be mapped executable (`ld.so
-//!   FILE`, `mmap(PROT_EXEC)`), which Landlock's execute right does not cover.
+//!   FILE`, `mmap(PROT_EXEC)`), which Landlock's execute right does not cover. The namespace's
+//!   mounts are private (`MS_REC|MS_PRIVATE`), not slaves of the host's: a file system the host
+//!   mounts later (removable media, a network share, an automount the server triggers) never
+//!   appears inside, so nothing arrives after the read-only pass that it did not cover.
+//! - **Private temporary folder.** The run's `TMPDIR` is a fresh tmpfs with a size limit
+//!   (`sandbox.limits.tmp_mb`), noexec, nosuid and nodev, mounted over the directory mcpguard
+//!   created; what the server writes there counts against that limit, not the host's disk.
+//! - **IPC namespace.** SysV shared memory, semaphores and message queues and POSIX message
+//!   queues are per IPC namespace: the server sees none of the host's and its own vanish with it.
 //!
 //! For an ordinary user the namespaces need an unprivileged user namespace, which the kernel or
 //! the distribution may forbid; [`probe`] tries the exact steps in a throw-away child, and the
@@ -81,11 +89,20 @@ struct IdMaps {
     gid_map: Vec<u8>,
 }
 
+/// The run's private temporary folder: where to mount the tmpfs and its mount data
+/// (`size=…m,mode=0700`).
+#[derive(Debug)]
+struct Tmpfs {
+    path: CString,
+    data: CString,
+}
+
 /// The namespaces to create, prepared in the parent.
 #[derive(Debug)]
 pub struct Namespaces {
     user: Option<IdMaps>,
     binds: Vec<Bind>,
+    tmp: Option<Tmpfs>,
 }
 
 /// What the child does before the sandbox proper: prepared in the parent, applied by
@@ -142,8 +159,14 @@ pub fn writable_grant(path: &Path, exec: bool) -> Option<(std::path::PathBuf, bo
 
 impl Isolation {
     /// The isolation for one run. `namespaces` says whether to create them (the probe passed
-    /// and the sandbox is on); `writable` lists the read-write grants ([`writable_grant`]).
-    pub fn new(namespaces: bool, writable: Vec<(std::path::PathBuf, bool)>) -> Isolation {
+    /// and the sandbox is on); `writable` lists the read-write grants ([`writable_grant`]);
+    /// `tmp` is the run's private temporary directory and the size of the tmpfs to mount on it
+    /// in MiB (`None`: no tmpfs, the directory stays on its file system).
+    pub fn new(
+        namespaces: bool,
+        writable: Vec<(std::path::PathBuf, bool)>,
+        tmp: Option<(&Path, u64)>,
+    ) -> Isolation {
         let root = running_as_root();
         let namespaces = namespaces.then(|| {
             let mut binds: Vec<Bind> = writable
@@ -162,9 +185,16 @@ impl Isolation {
                     .cmp(&(b.path.as_bytes().len(), b.path.as_bytes()))
             });
             binds.dedup_by(|a, b| a.path == b.path);
+            let tmp = tmp.and_then(|(path, mb)| {
+                Some(Tmpfs {
+                    path: CString::new(path.as_os_str().as_bytes()).ok()?,
+                    data: CString::new(format!("size={mb}m,mode=0700")).ok()?,
+                })
+            });
             Namespaces {
                 user: (!root).then(id_maps),
                 binds,
+                tmp,
             }
         });
         Isolation {
@@ -407,7 +437,7 @@ fn mount_setattr(path: &std::ffi::CStr, flags: libc::c_uint, set: u64, clr: u64)
 
 /// The namespaces and mounts, in the calling process (C). Raw system calls only.
 fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
-    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
     if ns.user.is_some() {
         flags |= libc::CLONE_NEWUSER;
     }
@@ -418,14 +448,15 @@ fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
         write_file(c"/proc/self/uid_map", &maps.uid_map)?;
         write_file(c"/proc/self/gid_map", &maps.gid_map)?;
     }
-    // Nothing mounted or changed here propagates back to the host.
+    // Nothing mounted or changed here propagates back to the host, and nothing the host mounts
+    // later propagates in (a slave would receive it writable, after the read-only pass below).
     // SAFETY: mount with a NUL-terminated target and null source, type and data.
     check(unsafe {
         libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
-            libc::MS_REC | libc::MS_SLAVE,
+            libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
         )
     } as libc::c_long)?;
@@ -448,6 +479,19 @@ fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
             set |= MOUNT_ATTR_NOEXEC;
         }
         mount_setattr(&b.path, 0, set, MOUNT_ATTR_RDONLY)?;
+    }
+    if let Some(t) = &ns.tmp {
+        // Mounted last, so that the read-only pass above does not cover it.
+        // SAFETY: mount reads the NUL-terminated source, target, type and data.
+        check(unsafe {
+            libc::mount(
+                c"mcpguard-tmp".as_ptr(),
+                t.path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                t.data.as_ptr().cast(),
+            )
+        } as libc::c_long)?;
     }
     Ok(())
 }
@@ -578,6 +622,7 @@ pub fn probe() -> Result<(), String> {
     let ns = Namespaces {
         user: (!running_as_root()).then(id_maps),
         binds: Vec::new(),
+        tmp: None,
     };
     let child = fork().map_err(|e| format!("cannot fork to test namespaces: {e}"))?;
     if child == 0 {
@@ -604,9 +649,9 @@ pub fn probe() -> Result<(), String> {
     match (libc::WIFEXITED(st), libc::WEXITSTATUS(st)) {
         (true, 0) => Ok(()),
         (true, 1) if ns.user.is_some() => Err(
-            "this kernel does not let an ordinary user create user, mount and PID namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces or an AppArmor/SELinux rule forbids it)".into(),
+            "this kernel does not let an ordinary user create user, mount, PID and IPC namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces or an AppArmor/SELinux rule forbids it)".into(),
         ),
-        (true, 1) => Err("creating mount and PID namespaces failed (a container's seccomp profile or a missing CAP_SYS_ADMIN forbids it)".into()),
+        (true, 1) => Err("creating mount, PID and IPC namespaces failed (a container's seccomp profile or a missing CAP_SYS_ADMIN forbids it)".into()),
         (true, 2) => Err("the first process of a new PID namespace could not be started".into()),
         _ => Err("the namespace test process ended abnormally".into()),
     }

@@ -42,6 +42,7 @@ enum Resource {
     NoFile,
     NProc,
     As,
+    Data,
     Core,
 }
 
@@ -170,7 +171,12 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
             Access::Read | Access::Execute => None,
         })
         .collect();
-    let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable);
+    let tmp_mb = match req.limits.tmp_mb {
+        Limit::Max(mb) => Some(mb),
+        Limit::Inherit => None,
+    };
+    let tmp = req.tmpdir.as_deref().zip(tmp_mb);
+    let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable, tmp);
     let explain = explain_context(&req);
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     Ok(Prepared {
@@ -181,7 +187,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         explain,
         ruleset,
         filters,
-        rlimits: rlimits(&req.limits),
+        rlimits: rlimits(&req.limits, processes_counted_apart(kernel)),
         isolation,
     })
 }
@@ -207,9 +213,18 @@ fn explain_context(req: &Request) -> super::explain::Context {
     ctx
 }
 
+/// Whether the server's processes are counted apart from the user's other processes: it has its
+/// own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes (REFERENCE
+/// §7). Root has none (and uid 0 in the initial namespace is exempt from the limit); without
+/// namespaces the count would be every process of the user.
+pub(super) fn processes_counted_apart(kernel: &Kernel) -> bool {
+    kernel.namespaces.is_ok() && !kernel.root
+}
+
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
-/// for an unprivileged user, and a lower value is stricter anyway).
-fn rlimits(l: &crate::policy::SandboxLimits) -> Vec<Rlimit> {
+/// for an unprivileged user, and a lower value is stricter anyway). `nproc` says whether
+/// `RLIMIT_NPROC` is set ([`processes_counted_apart`]).
+fn rlimits(l: &crate::policy::SandboxLimits, nproc: bool) -> Vec<Rlimit> {
     let hard = |which: Resource| {
         let mut cur = libc::rlimit {
             rlim_cur: 0,
@@ -224,10 +239,12 @@ fn rlimits(l: &crate::policy::SandboxLimits) -> Vec<Rlimit> {
         }
     };
     let mut out = Vec::new();
+    let processes = if nproc { l.processes } else { Limit::Inherit };
     for (which, limit, scale) in [
         (Resource::NoFile, l.open_files, 1u64),
-        (Resource::NProc, l.processes, 1),
+        (Resource::NProc, processes, 1),
         (Resource::As, l.address_space_mb, 1 << 20),
+        (Resource::Data, l.data_mb, 1 << 20),
     ] {
         if let Limit::Max(n) = limit {
             let v = n.saturating_mul(scale).min(hard(which));
@@ -262,6 +279,7 @@ fn resource_id(r: Resource) -> ResourceId {
         Resource::NoFile => libc::RLIMIT_NOFILE,
         Resource::NProc => libc::RLIMIT_NPROC,
         Resource::As => libc::RLIMIT_AS,
+        Resource::Data => libc::RLIMIT_DATA,
         Resource::Core => libc::RLIMIT_CORE,
     }
 }
