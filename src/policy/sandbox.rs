@@ -39,6 +39,11 @@ pub struct Sandbox {
     pub scope_signals: bool,
     /// Keep the server from connecting to abstract UNIX sockets outside its sandbox.
     pub scope_abstract_unix_sockets: bool,
+    /// When mcpguard runs as root: run the server as uid/gid 65534 in a user namespace of its
+    /// own, so that ordinary file permissions bind it (root-only files in a read grant stay
+    /// unreadable) and the process limit counts it. The grants must then be reachable by that
+    /// id: root-owned 0700 folders (such as /root) and root-owned writable grants are not.
+    pub drop_root: bool,
     /// Environment variables passed to the server: exact names, or a prefix ending in `*`.
     pub env: Vec<String>,
     pub limits: SandboxLimits,
@@ -123,6 +128,7 @@ impl Default for Sandbox {
             allow_other_sockets: false,
             scope_signals: true,
             scope_abstract_unix_sockets: true,
+            drop_root: DEFAULT_DROP_ROOT,
             env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }
@@ -190,6 +196,11 @@ impl Default for SandboxLimits {
         }
     }
 }
+
+/// The default `sandbox.drop_root`: off, because uid 65534 cannot reach what root's servers
+/// usually run from and write to (interpreters and caches under the 0700 `/root`, root-owned
+/// project folders granted for writing); the report names what keeping uid 0 leaves open.
+pub const DEFAULT_DROP_ROOT: bool = false;
 
 /// The default `sandbox.limits.processes`: node starts about a dozen threads, and npx and uv
 /// start a few processes each, so this leaves room for a server that runs tools as processes

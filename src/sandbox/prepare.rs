@@ -58,6 +58,8 @@ pub struct Prepared {
     /// What an explanation of the server's failure needs to know of the grants.
     pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
+    /// The Landlock rights of the private TMPDIR, for the rule the child adds on its tmpfs.
+    tmp_rights: u64,
     filters: Vec<Vec<libc::sock_filter>>,
     rlimits: Vec<Rlimit>,
     isolation: isolate::Isolation,
@@ -171,12 +173,27 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
             Access::Read | Access::Execute => None,
         })
         .collect();
+    if let (true, true, Ok(()), Some(tmp)) =
+        (kernel.root, req.drop_root, &kernel.namespaces, &req.tmpdir)
+    {
+        // Root's server runs as nobody: its private directory must be its own (the tmpfs
+        // mounted over it is, too).
+        let id = isolate::ROOT_SERVER_ID;
+        std::os::unix::fs::chown(tmp, Some(id), Some(id)).map_err(|e| {
+            Refused(format!(
+                "cannot give the private temporary directory {} to uid {id} (sandbox.drop_root): {e}",
+                tmp.display()
+            ))
+        })?;
+    }
     let tmp_mb = match req.limits.tmp_mb {
         Limit::Max(mb) => Some(mb),
         Limit::Inherit => None,
     };
     let tmp = req.tmpdir.as_deref().zip(tmp_mb);
-    let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable, tmp);
+    let isolation =
+        isolate::Isolation::new(kernel.namespaces.is_ok(), writable, tmp, req.drop_root);
+    let tmp_rights = rights(Access::ReadWrite, landlock::handled_fs(abi), true);
     let explain = explain_context(&req);
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     Ok(Prepared {
@@ -186,8 +203,9 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         env: req.env.passed,
         explain,
         ruleset,
+        tmp_rights,
         filters,
-        rlimits: rlimits(&req.limits, processes_counted_apart(kernel)),
+        rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
         isolation,
     })
 }
@@ -215,10 +233,10 @@ fn explain_context(req: &Request) -> super::explain::Context {
 
 /// Whether the server's processes are counted apart from the user's other processes: it has its
 /// own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes (REFERENCE
-/// §7). Root has none (and uid 0 in the initial namespace is exempt from the limit); without
-/// namespaces the count would be every process of the user.
-pub(super) fn processes_counted_apart(kernel: &Kernel) -> bool {
-    kernel.namespaces.is_ok() && !kernel.root
+/// §7). Root's server has one only with `drop_root` (and uid 0 in the initial namespace is
+/// exempt from the limit); without namespaces the count would be every process of the user.
+pub(super) fn processes_counted_apart(kernel: &Kernel, drop_root: bool) -> bool {
+    kernel.namespaces.is_ok() && (!kernel.root || drop_root)
 }
 
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
@@ -293,6 +311,22 @@ impl Prepared {
     /// seccomp last so that its filters do not have to allow the calls before them.
     pub fn apply_in_child(&self) -> io::Result<()> {
         self.isolation.enter()?;
+        if let (Some(rs), Some(tmp)) = (&self.ruleset, self.isolation.tmpfs()) {
+            // SAFETY: open reads the NUL-terminated path prepared in the parent.
+            let fd = unsafe {
+                libc::open(
+                    tmp.as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let added = rs.allow_path_fd(fd, self.tmp_rights);
+            // SAFETY: closes the descriptor opened above, once.
+            unsafe { libc::close(fd) };
+            added?;
+        }
         for r in &self.rlimits {
             // SAFETY: setrlimit reads one live rlimit struct.
             if unsafe { libc::setrlimit(resource_id(r.which), &r.value) } != 0 {

@@ -400,15 +400,32 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         "an IPC namespace: no SysV shared memory, semaphores or message queues, and no POSIX message queues, of the host".into(),
         without_namespaces("the server can list, attach, read and overwrite the SysV shared memory and message queues its user may access (every one, as root)"),
     );
-    line(
-        "processes",
-        "uid 0 keeps its file permissions: without capabilities, the server still reads every root-only file (mode 0600, owner root) inside its read grants, the default /etc/ssl included".into(),
-        if kernel.root {
-            Status::Residual("mcpguard runs as root and the server keeps uid 0; run mcpguard as an ordinary user".into())
-        } else {
-            Status::Skipped("mcpguard does not run as root".into())
-        },
-    );
+    if !kernel.root {
+        line(
+            "processes",
+            "uid 0's file permissions: not root, so a root-only file inside a read grant stays unreadable".into(),
+            Status::Skipped("mcpguard does not run as root".into()),
+        );
+    } else if req.drop_root && kernel.namespaces.is_ok() {
+        line(
+            "processes",
+            format!(
+                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable, and grants must be reachable by uid {id}",
+                id = super::isolate::ROOT_SERVER_ID
+            ),
+            Status::Enforced,
+        );
+    } else {
+        line(
+            "processes",
+            "uid 0 keeps its file permissions: without capabilities, the server still reads every root-only file (mode 0600, owner root) inside its read grants, the default /etc/ssl included".into(),
+            Status::Residual(if req.drop_root {
+                "without a user namespace the server keeps uid 0; run mcpguard as an ordinary user".into()
+            } else {
+                "sandbox.drop_root = false: the server keeps uid 0; set it to true, or run mcpguard as an ordinary user".into()
+            }),
+        );
+    }
     line(
         "processes",
         "no kernel keyrings: add_key, request_key, keyctl (seccomp)".into(),
@@ -455,9 +472,11 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         req.limits.processes,
         "",
     );
-    if processes_status == Status::Enforced && !super::prepare::processes_counted_apart(kernel) {
+    if processes_status == Status::Enforced
+        && !super::prepare::processes_counted_apart(kernel, req.drop_root)
+    {
         processes_status = Status::Residual(if kernel.root {
-            "mcpguard runs as root, and Linux exempts uid 0 from RLIMIT_NPROC: a fork loop meets no limit".into()
+            "the server keeps uid 0 (sandbox.drop_root = false, or no namespaces), and Linux exempts uid 0 from RLIMIT_NPROC: a fork loop meets no limit".into()
         } else {
             "no user namespace here, so the limit would count every process of the user and is not set: a fork loop meets no limit".into()
         });

@@ -172,7 +172,8 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         "{residual:?}"
     );
     assert!(text.contains("3 residual risk(s)"), "{text}");
-    // As root, uid 0's file permissions are named.
+    // As root, uid 0's file permissions and its exemption from the process limit are named
+    // (drop_root is off by default)...
     let mut root = kernel(7, true);
     root.root = true;
     let as_root = plan(&req, &root);
@@ -182,6 +183,19 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         "{open:#?}"
     );
     assert!(open.iter().any(|r| r.starts_with("processes")), "{open:#?}");
+    // ...and with drop_root the server runs as nobody, and its processes count.
+    let mut drop = request(SandboxMode::Require);
+    drop.drop_root = true;
+    let as_root = plan(&drop, &root);
+    assert!(
+        as_root.lines.iter().any(|l| l
+            .rule
+            .starts_with("root's server runs as uid and gid 65534")
+            && l.status == Status::Enforced),
+        "{}",
+        as_root.text()
+    );
+    assert!(as_root.text().contains("3 residual risk(s)"));
     // Without namespaces the metadata, ld.so, setsid, IPC, later mounts, process count and
     // temporary folder size gaps are named, with the reason.
     let mut k = kernel(7, true);
