@@ -1767,7 +1767,7 @@ fn without_namespaces_the_report_names_what_stays_open_and_it_is_true() {
         // (and uid 0's file permissions as root).
         let open = report
             .lines()
-            .filter(|l| l.contains("RESIDUAL RISK"))
+            .filter(|l| l.contains("[RESIDUAL RISK"))
             .count();
         assert!(
             open >= 10
