@@ -186,6 +186,21 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
             ))
         })?;
     }
+    // After the private directory was given to the server's id, which it must reach too.
+    if kernel.root && req.drop_root && kernel.namespaces.is_ok() {
+        for r in &req.paths {
+            if let PathState::Open { .. } = r.state {
+                if let Some(why) = unreachable_by(&r.path, isolate::ROOT_SERVER_ID, r.access) {
+                    return Err(Refused(format!(
+                        "sandbox.drop_root: the server would run as uid {id}, which cannot use {} ({}): {why}. To fix: move it where uid {id} can reach it, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)",
+                        r.path.display(),
+                        r.origin,
+                        id = isolate::ROOT_SERVER_ID,
+                    )));
+                }
+            }
+        }
+    }
     let tmp_mb = match req.limits.tmp_mb {
         Limit::Max(mb) => Some(mb),
         Limit::Inherit => None,
@@ -208,6 +223,45 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
         isolation,
     })
+}
+
+/// Why uid and gid `id` (with no other group) cannot use `path` with `access`: a directory on
+/// the way it may not search, or the grant itself it may not read (or, for a read-write grant
+/// of a directory, write). `None` when it can, or when the path cannot be inspected (Landlock
+/// and the kernel decide then).
+fn unreachable_by(path: &std::path::Path, id: u32, access: Access) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(path).ok()?;
+    let may = |m: &std::fs::Metadata, bits: u32| {
+        let mode = m.mode();
+        let class = if m.uid() == id {
+            mode >> 6
+        } else if m.gid() == id {
+            mode >> 3
+        } else {
+            mode
+        };
+        class & bits == bits
+    };
+    for dir in real.ancestors().skip(1) {
+        let m = std::fs::metadata(dir).ok()?;
+        if !may(&m, 0o1) {
+            return Some(format!(
+                "{} on the way is mode {:o}, owner {}",
+                dir.display(),
+                m.mode() & 0o7777,
+                m.uid()
+            ));
+        }
+    }
+    let m = std::fs::metadata(&real).ok()?;
+    let want = match access {
+        Access::ReadWrite | Access::ReadWriteExecute if m.is_dir() => 0o7,
+        Access::ReadWrite | Access::ReadWriteExecute => 0o6,
+        _ if m.is_dir() => 0o5,
+        _ => 0o4,
+    };
+    (!may(&m, want)).then(|| format!("it is mode {:o}, owner {}", m.mode() & 0o7777, m.uid()))
 }
 
 /// The grants of the request as the failure explanation reads them; the policy file and the

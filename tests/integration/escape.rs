@@ -2323,6 +2323,31 @@ fn sandbox_check_names_root_only_files_in_a_read_grant() {
             Outcome::of(&dropped, dropped.says_escaped(), "the probe's result"),
         );
     }
+    // A grant uid 65534 cannot reach (under a 0700 root folder, as /root is) is refused at
+    // start, with the path, the reason and the key.
+    let private = w.path("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let inside = private.join("data");
+    std::fs::create_dir(&inside).unwrap();
+    let mut cmd = w.guard();
+    cmd.arg("sandbox-check")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--sandbox-read")
+        .arg(&inside)
+        .arg("--")
+        .arg(&bins().escape)
+        .arg("hello");
+    let out = run_bounded(&mut cmd);
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("sandbox.drop_root")
+            && err.contains(&private.display().to_string())
+            && !text(&out.stdout).contains("hello-ran"),
+        "an unreachable grant must be refused, naming it and the key:\n{err}"
+    );
     let report = t.report.clone().unwrap_or_default();
     assert!(
         report.contains("root's server runs as uid and gid 65534")
