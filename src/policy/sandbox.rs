@@ -39,6 +39,11 @@ pub struct Sandbox {
     pub scope_signals: bool,
     /// Keep the server from connecting to abstract UNIX sockets outside its sandbox.
     pub scope_abstract_unix_sockets: bool,
+    /// When mcpguard runs as root: run the server as uid/gid 65534 in a user namespace of its
+    /// own, so that ordinary file permissions bind it (root-only files in a read grant stay
+    /// unreadable) and the process limit counts it. The grants must then be reachable by that
+    /// id: root-owned 0700 folders (such as /root) and root-owned writable grants are not.
+    pub drop_root: bool,
     /// Environment variables passed to the server: exact names, or a prefix ending in `*`.
     pub env: Vec<String>,
     pub limits: SandboxLimits,
@@ -123,6 +128,7 @@ impl Default for Sandbox {
             allow_other_sockets: false,
             scope_signals: true,
             scope_abstract_unix_sockets: true,
+            drop_root: DEFAULT_DROP_ROOT,
             env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }
@@ -161,12 +167,20 @@ pub enum Preset {
 pub struct SandboxLimits {
     /// RLIMIT_NOFILE.
     pub open_files: Limit,
-    /// RLIMIT_NPROC. Linux counts every process of the user, not only the server's, which is why
-    /// the default inherits rather than guessing a number that breaks a busy desktop.
+    /// RLIMIT_NPROC (threads count). Applied where the server has its own user namespace, in
+    /// which Linux counts only the processes of that namespace; without one it would count every
+    /// process of the user (a busy desktop would stop the server), and uid 0 is exempt.
     pub processes: Limit,
     /// RLIMIT_AS in MiB. Inherited by default: V8 and WebAssembly reserve far more address space
     /// than they use, so a plausible-looking cap stops node servers from starting.
     pub address_space_mb: Limit,
+    /// RLIMIT_DATA in MiB: the heap and private writable mappings, which is the memory a server
+    /// really uses (V8's and WebAssembly's reservations are not writable until used, so they do
+    /// not count).
+    pub data_mb: Limit,
+    /// The size of the tmpfs mounted as the run's private `TMPDIR`, in MiB (where the server has
+    /// a mount namespace; `"inherit"` keeps the directory on the host's file system).
+    pub tmp_mb: Limit,
     pub core_dumps: bool,
 }
 
@@ -174,12 +188,28 @@ impl Default for SandboxLimits {
     fn default() -> Self {
         SandboxLimits {
             open_files: Limit::Max(1024),
-            processes: Limit::Inherit,
+            processes: Limit::Max(DEFAULT_PROCESSES),
             address_space_mb: Limit::Inherit,
+            data_mb: Limit::Max(DEFAULT_DATA_MB),
+            tmp_mb: Limit::Max(DEFAULT_TMP_MB),
             core_dumps: false,
         }
     }
 }
+
+/// The default `sandbox.drop_root`: off, because uid 65534 cannot reach what root's servers
+/// usually run from and write to (interpreters and caches under the 0700 `/root`, root-owned
+/// project folders granted for writing); the report names what keeping uid 0 leaves open.
+pub const DEFAULT_DROP_ROOT: bool = false;
+
+/// The default `sandbox.limits.processes`: node starts about a dozen threads, and npx and uv
+/// start a few processes each, so this leaves room for a server that runs tools as processes
+/// while a fork loop stops quickly.
+pub const DEFAULT_PROCESSES: u64 = 512;
+/// The default `sandbox.limits.data_mb`: node and python servers use a small part of it.
+pub const DEFAULT_DATA_MB: u64 = 4096;
+/// The default `sandbox.limits.tmp_mb`.
+pub const DEFAULT_TMP_MB: u64 = 512;
 
 /// A resource limit: a number, or `"inherit"` to keep mcpguard's own limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -440,7 +470,7 @@ impl Policy {
                 return Err(Problem::at_item(&["sandbox", "env"], i, problem));
             }
         }
-        let limits: [(&'static str, Limit, u64, &str); 3] = [
+        let limits: [(&'static str, Limit, u64, &str); 5] = [
             (
                 "open_files",
                 s.limits.open_files,
@@ -458,6 +488,13 @@ impl Policy {
                 s.limits.address_space_mb,
                 64,
                 "no runtime starts in less",
+            ),
+            ("data_mb", s.limits.data_mb, 64, "no runtime starts in less"),
+            (
+                "tmp_mb",
+                s.limits.tmp_mb,
+                1,
+                "the folder must hold something",
             ),
         ];
         for (key, limit, min, why) in limits {

@@ -360,8 +360,10 @@ fn an_empty_file_is_every_default() {
     assert!(s.scope_signals && s.scope_abstract_unix_sockets);
     assert!(s.env.iter().any(|e| e == "PATH") && !s.env.iter().any(|e| e.contains("TOKEN")));
     assert_eq!(s.limits.open_files, Limit::Max(1024));
-    assert_eq!(s.limits.processes, Limit::Inherit);
+    assert_eq!(s.limits.processes, Limit::Max(512));
     assert_eq!(s.limits.address_space_mb, Limit::Inherit);
+    assert_eq!(s.limits.data_mb, Limit::Max(4096));
+    assert_eq!(s.limits.tmp_mb, Limit::Max(512));
     assert!(!s.limits.core_dumps);
     assert!(p.warnings().is_empty(), "{:?}", p.warnings());
     // A profile that names no program path still draws the warning.

@@ -1,6 +1,6 @@
 //! The isolation of the server process that does not depend on a list of system calls: a new
 //! session, no inherited descriptors, no capabilities, and — where the kernel lets this user
-//! create them — a PID namespace and a mount namespace.
+//! create them — PID, mount and IPC namespaces and a size-limited private temporary folder.
 //!
 //! Why each holds by construction:
 //! - **Session.** `setsid` leaves the server without a controlling terminal, so `TIOCSTI` on a
@@ -19,7 +19,21 @@
 //!   bind-mounted onto itself writable but noexec, nosuid and nodev (an `rwx` grant keeps
 //!   exec). So outside the grants no file's metadata can change (chmod, chown, xattrs, times:
 //!   Landlock has no hook for those), and no writable file can be mapped executable (`ld.so
-//!   FILE`, `mmap(PROT_EXEC)`), which Landlock's execute right does not cover.
+//!   FILE`, `mmap(PROT_EXEC)`), which Landlock's execute right does not cover. The namespace's
+//!   mounts are private (`MS_REC|MS_PRIVATE`), not slaves of the host's: a file system the host
+//!   mounts later (removable media, a network share, an automount the server triggers) never
+//!   appears inside, so nothing arrives after the read-only pass that it did not cover.
+//! - **Private temporary folder.** The run's `TMPDIR` is a fresh tmpfs with a size limit
+//!   (`sandbox.limits.tmp_mb`), noexec, nosuid and nodev, mounted over the directory mcpguard
+//!   created; what the server writes there counts against that limit, not the host's disk.
+//! - **Root stays no root.** Started by root (with `sandbox.drop_root`), the server runs as uid
+//!   and gid 65534 (the kernel's overflow id, "nobody") in a user namespace of its own, with no
+//!   supplementary groups: ordinary file permissions bind it, so a root-only file (mode 0600)
+//!   inside a read grant stays unreadable, and `RLIMIT_NPROC`, from which uid 0 is exempt,
+//!   counts its processes in that namespace. The map needs a privileged writer in the parent
+//!   namespace, so C writes it for R (below) before R switches to the id.
+//! - **IPC namespace.** SysV shared memory, semaphores and message queues and POSIX message
+//!   queues are per IPC namespace: the server sees none of the host's and its own vanish with it.
 //!
 //! For an ordinary user the namespaces need an unprivileged user namespace, which the kernel or
 //! the distribution may forbid; [`probe`] tries the exact steps in a throw-away child, and the
@@ -81,11 +95,26 @@ struct IdMaps {
     gid_map: Vec<u8>,
 }
 
+/// The run's private temporary folder: where to mount the tmpfs and its mount data
+/// (`size=…m,mode=0700`).
+#[derive(Debug)]
+struct Tmpfs {
+    path: CString,
+    data: CString,
+}
+
+/// The id root's server runs as (`sandbox.drop_root`): the overflow id, which owns nothing.
+pub const ROOT_SERVER_ID: u32 = 65534;
+
 /// The namespaces to create, prepared in the parent.
 #[derive(Debug)]
 pub struct Namespaces {
     user: Option<IdMaps>,
+    /// Started by root with `drop_root`: R gets a user namespace of its own, whose map C
+    /// writes, and switches to [`ROOT_SERVER_ID`].
+    drop_root: Option<IdMaps>,
     binds: Vec<Bind>,
+    tmp: Option<Tmpfs>,
 }
 
 /// What the child does before the sandbox proper: prepared in the parent, applied by
@@ -142,8 +171,15 @@ pub fn writable_grant(path: &Path, exec: bool) -> Option<(std::path::PathBuf, bo
 
 impl Isolation {
     /// The isolation for one run. `namespaces` says whether to create them (the probe passed
-    /// and the sandbox is on); `writable` lists the read-write grants ([`writable_grant`]).
-    pub fn new(namespaces: bool, writable: Vec<(std::path::PathBuf, bool)>) -> Isolation {
+    /// and the sandbox is on); `writable` lists the read-write grants ([`writable_grant`]);
+    /// `tmp` is the run's private temporary directory and the size of the tmpfs to mount on it
+    /// in MiB (`None`: no tmpfs, the directory stays on its file system).
+    pub fn new(
+        namespaces: bool,
+        writable: Vec<(std::path::PathBuf, bool)>,
+        tmp: Option<(&Path, u64)>,
+        drop_root: bool,
+    ) -> Isolation {
         let root = running_as_root();
         let namespaces = namespaces.then(|| {
             let mut binds: Vec<Bind> = writable
@@ -162,9 +198,27 @@ impl Isolation {
                     .cmp(&(b.path.as_bytes().len(), b.path.as_bytes()))
             });
             binds.dedup_by(|a, b| a.path == b.path);
+            let drop_root = root && drop_root;
+            let owner = if drop_root {
+                format!(",uid={ROOT_SERVER_ID},gid={ROOT_SERVER_ID}")
+            } else {
+                String::new()
+            };
+            let tmp = tmp.and_then(|(path, mb)| {
+                Some(Tmpfs {
+                    path: CString::new(path.as_os_str().as_bytes()).ok()?,
+                    data: CString::new(format!("size={mb}m,mode=0700{owner}")).ok()?,
+                })
+            });
+            let nobody = format!("{ROOT_SERVER_ID} {ROOT_SERVER_ID} 1\n").into_bytes();
             Namespaces {
                 user: (!root).then(id_maps),
+                drop_root: drop_root.then(|| IdMaps {
+                    uid_map: nobody.clone(),
+                    gid_map: nobody,
+                }),
                 binds,
+                tmp,
             }
         });
         Isolation {
@@ -180,14 +234,88 @@ impl Isolation {
         let Some(ns) = &self.namespaces else {
             return Ok(());
         };
-        unshare_and_mount(ns)?;
+        let Some(maps) = &ns.drop_root else {
+            unshare_and_mount(ns)?;
+            return self.layout(None);
+        };
+        unshare_namespaces(ns)?;
+        // No supplementary group (root's group 0) may follow the server; R's user namespace
+        // forbids setgroups, so they go here, while C is still root.
+        // SAFETY: setgroups with a zero count reads nothing.
+        check(unsafe { libc::setgroups(0, std::ptr::null()) } as libc::c_long)?;
+        self.layout(Some(maps))
+    }
+
+    /// C forks R (into a user namespace of its own when `drop_root` has maps, which C writes
+    /// before it makes the mounts read-only, /proc included) and R forks S. Returns in S only.
+    fn layout(&self, drop_root: Option<&IdMaps>) -> io::Result<()> {
         let status = pipe()?;
         let lifeline = pipe()?;
-        let init = fork()?;
+        let sync = match drop_root {
+            Some(_) => Some(pipe()?),
+            None => None,
+        };
+        let init = fork_flags(if sync.is_some() {
+            libc::CLONE_NEWUSER as libc::c_ulong
+        } else {
+            0
+        })?;
         if init > 0 {
+            if let (Some(maps), Some(sync), Some(ns)) = (drop_root, sync, &self.namespaces) {
+                close(sync[0]);
+                // R shares this mount namespace, so the mounts made now are R's and S's too.
+                // R waits for the outcome (0, or the errno of the step that failed) and S
+                // reports a failure as its own, so that mcpguard's spawn fails with it.
+                let outcome: libc::c_int =
+                    match write_maps_of(init, maps).and_then(|()| mount_all(ns)) {
+                        Ok(()) => 0,
+                        Err(e) => e.raw_os_error().unwrap_or(libc::EPERM),
+                    };
+                // SAFETY: write reads the live integer.
+                unsafe {
+                    libc::write(
+                        sync[1],
+                        (&outcome as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>(),
+                    )
+                };
+                close(sync[1]);
+            }
             outside_waiter(init, status[0], lifeline[1]);
         }
-        // R: pid 1 of the new namespace. Die with C, and do not start if C is already gone.
+        // R: pid 1 of the new namespace. Become nobody when root's server must not be root.
+        let mut failure: Option<io::Error> = None;
+        if let Some(sync) = sync {
+            close(sync[1]);
+            let mut outcome: libc::c_int = libc::EPERM;
+            // SAFETY: read writes at most the size of the live integer.
+            let n = unsafe {
+                libc::read(
+                    sync[0],
+                    (&mut outcome as *mut libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>(),
+                )
+            };
+            close(sync[0]);
+            let id = ROOT_SERVER_ID;
+            failure = if n != std::mem::size_of::<libc::c_int>() as isize || outcome != 0 {
+                Some(io::Error::from_raw_os_error(if outcome != 0 {
+                    outcome
+                } else {
+                    libc::EPERM
+                }))
+            // SAFETY: setresgid and setresuid take integers only.
+            } else if unsafe { libc::setresgid(id, id, id) } != 0
+                // SAFETY: as above.
+                || unsafe { libc::setresuid(id, id, id) } != 0
+            {
+                Some(last_error())
+            } else {
+                None
+            };
+        }
+        // Die with C, and do not start if C is already gone. (After the change of ids, which
+        // clears a parent-death signal.)
         close(lifeline[1]);
         set_parent_death_signal()?;
         let mut pfd = libc::pollfd {
@@ -205,7 +333,19 @@ impl Isolation {
             namespace_init(server, status[1]);
         }
         // S: the server. The pipes are close-on-exec.
-        Ok(())
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Where the private TMPDIR's tmpfs is mounted, when it is: the child adds a Landlock rule
+    /// for its root (see [`super::landlock::Ruleset::allow_path_fd`]).
+    pub fn tmpfs(&self) -> Option<&std::ffi::CStr> {
+        self.namespaces
+            .as_ref()
+            .and_then(|n| n.tmp.as_ref())
+            .map(|t| t.path.as_c_str())
     }
 
     /// Removes every capability (bounding, effective, permitted, inheritable, ambient) and locks
@@ -360,9 +500,24 @@ fn close(fd: libc::c_int) {
 /// `fork` as a raw `clone`, so that no atfork handler (which may take locks held by another
 /// thread of mcpguard at the first fork) runs. Returns the child's pid, or 0 in the child.
 fn fork() -> io::Result<libc::pid_t> {
-    // SAFETY: clone with only SIGCHLD and no new stack duplicates the process like fork; the
-    // child continues on a copy of this stack and makes only raw system calls.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+    fork_flags(0)
+}
+
+/// [`fork`] with extra `clone` flags (a new user namespace for R).
+fn fork_flags(flags: libc::c_ulong) -> io::Result<libc::pid_t> {
+    // SAFETY: clone with SIGCHLD, no new stack and no flag that shares memory duplicates the
+    // process like fork; the child continues on a copy of this stack and makes only raw system
+    // calls.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_ulong | flags,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
     if pid < 0 {
         return Err(last_error());
     }
@@ -381,6 +536,44 @@ fn write_file(path: &std::ffi::CStr, content: &[u8]) -> io::Result<()> {
     close(fd);
     if n != content.len() as isize {
         return Err(err);
+    }
+    Ok(())
+}
+
+/// Writes `setgroups` ("deny"), `uid_map` and `gid_map` of process `pid` (in this process's
+/// PID namespace, which is the one /proc shows). The path is formatted on the stack: no
+/// allocation between fork and exec.
+fn write_maps_of(pid: libc::pid_t, maps: &IdMaps) -> io::Result<()> {
+    let mut digits = [0u8; 12];
+    let mut n = pid as u32;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (name, content) in [
+        (&b"setgroups"[..], &b"deny"[..]),
+        (&b"uid_map"[..], maps.uid_map.as_slice()),
+        (&b"gid_map"[..], maps.gid_map.as_slice()),
+    ] {
+        let mut path = [0u8; 48];
+        let mut at = 0;
+        for &b in b"/proc/"
+            .iter()
+            .chain(digits[..len].iter().rev())
+            .chain(b"/")
+            .chain(name)
+        {
+            path[at] = b;
+            at += 1;
+        }
+        let path = std::ffi::CStr::from_bytes_until_nul(&path[..=at])
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        write_file(path, content)?;
     }
     Ok(())
 }
@@ -407,7 +600,13 @@ fn mount_setattr(path: &std::ffi::CStr, flags: libc::c_uint, set: u64, clr: u64)
 
 /// The namespaces and mounts, in the calling process (C). Raw system calls only.
 fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
-    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    unshare_namespaces(ns)?;
+    mount_all(ns)
+}
+
+/// The namespaces (and an ordinary user's own id maps), in the calling process (C).
+fn unshare_namespaces(ns: &Namespaces) -> io::Result<()> {
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
     if ns.user.is_some() {
         flags |= libc::CLONE_NEWUSER;
     }
@@ -418,14 +617,21 @@ fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
         write_file(c"/proc/self/uid_map", &maps.uid_map)?;
         write_file(c"/proc/self/gid_map", &maps.gid_map)?;
     }
-    // Nothing mounted or changed here propagates back to the host.
+    Ok(())
+}
+
+/// The mounts of the new mount namespace, in the calling process (C): afterwards every mount is
+/// read-only, /proc included, so id maps are written before.
+fn mount_all(ns: &Namespaces) -> io::Result<()> {
+    // Nothing mounted or changed here propagates back to the host, and nothing the host mounts
+    // later propagates in (a slave would receive it writable, after the read-only pass below).
     // SAFETY: mount with a NUL-terminated target and null source, type and data.
     check(unsafe {
         libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
-            libc::MS_REC | libc::MS_SLAVE,
+            libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
         )
     } as libc::c_long)?;
@@ -448,6 +654,19 @@ fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
             set |= MOUNT_ATTR_NOEXEC;
         }
         mount_setattr(&b.path, 0, set, MOUNT_ATTR_RDONLY)?;
+    }
+    if let Some(t) = &ns.tmp {
+        // Mounted last, so that the read-only pass above does not cover it.
+        // SAFETY: mount reads the NUL-terminated source, target, type and data.
+        check(unsafe {
+            libc::mount(
+                c"mcpguard-tmp".as_ptr(),
+                t.path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                t.data.as_ptr().cast(),
+            )
+        } as libc::c_long)?;
     }
     Ok(())
 }
@@ -577,7 +796,9 @@ fn mirror(status: libc::c_int) -> ! {
 pub fn probe() -> Result<(), String> {
     let ns = Namespaces {
         user: (!running_as_root()).then(id_maps),
+        drop_root: None,
         binds: Vec::new(),
+        tmp: None,
     };
     let child = fork().map_err(|e| format!("cannot fork to test namespaces: {e}"))?;
     if child == 0 {
@@ -604,9 +825,9 @@ pub fn probe() -> Result<(), String> {
     match (libc::WIFEXITED(st), libc::WEXITSTATUS(st)) {
         (true, 0) => Ok(()),
         (true, 1) if ns.user.is_some() => Err(
-            "this kernel does not let an ordinary user create user, mount and PID namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces or an AppArmor/SELinux rule forbids it)".into(),
+            "this kernel does not let an ordinary user create user, mount, PID and IPC namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces or an AppArmor/SELinux rule forbids it)".into(),
         ),
-        (true, 1) => Err("creating mount and PID namespaces failed (a container's seccomp profile or a missing CAP_SYS_ADMIN forbids it)".into()),
+        (true, 1) => Err("creating mount, PID and IPC namespaces failed (a container's seccomp profile or a missing CAP_SYS_ADMIN forbids it)".into()),
         (true, 2) => Err("the first process of a new PID namespace could not be started".into()),
         _ => Err("the namespace test process ended abnormally".into()),
     }

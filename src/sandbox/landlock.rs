@@ -188,9 +188,17 @@ impl Ruleset {
 
     /// Allows `access` beneath the file or directory opened as `parent` (an O_PATH descriptor).
     pub fn allow_path(&self, parent: &OwnedFd, access: u64) -> io::Result<()> {
+        self.allow_path_fd(parent.as_raw_fd(), access)
+    }
+
+    /// [`Ruleset::allow_path`] on a raw descriptor: one system call, no allocation, so that the
+    /// forked child can add the rule for a mount it made (the private TMPDIR's tmpfs, whose
+    /// root Landlock does not see through the directory it covers: a rule on a mount point is
+    /// ignored for the mount on top of it).
+    pub fn allow_path_fd(&self, parent: libc::c_int, access: u64) -> io::Result<()> {
         let attr = PathBeneathAttr {
             allowed_access: access,
-            parent_fd: parent.as_raw_fd(),
+            parent_fd: parent,
         };
         // SAFETY: `attr` is a live packed struct matching the kernel's layout; both
         // descriptors are open for the duration of the call.

@@ -42,6 +42,7 @@ enum Resource {
     NoFile,
     NProc,
     As,
+    Data,
     Core,
 }
 
@@ -57,6 +58,8 @@ pub struct Prepared {
     /// What an explanation of the server's failure needs to know of the grants.
     pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
+    /// The Landlock rights of the private TMPDIR, for the rule the child adds on its tmpfs.
+    tmp_rights: u64,
     filters: Vec<Vec<libc::sock_filter>>,
     rlimits: Vec<Rlimit>,
     isolation: isolate::Isolation,
@@ -170,7 +173,42 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
             Access::Read | Access::Execute => None,
         })
         .collect();
-    let isolation = isolate::Isolation::new(kernel.namespaces.is_ok(), writable);
+    if let (true, true, Ok(()), Some(tmp)) =
+        (kernel.root, req.drop_root, &kernel.namespaces, &req.tmpdir)
+    {
+        // Root's server runs as nobody: its private directory must be its own (the tmpfs
+        // mounted over it is, too).
+        let id = isolate::ROOT_SERVER_ID;
+        std::os::unix::fs::chown(tmp, Some(id), Some(id)).map_err(|e| {
+            Refused(format!(
+                "cannot give the private temporary directory {} to uid {id} (sandbox.drop_root): {e}",
+                tmp.display()
+            ))
+        })?;
+    }
+    // After the private directory was given to the server's id, which it must reach too.
+    if kernel.root && req.drop_root && kernel.namespaces.is_ok() {
+        for r in &req.paths {
+            if let PathState::Open { .. } = r.state {
+                if let Some(why) = unreachable_by(&r.path, isolate::ROOT_SERVER_ID, r.access) {
+                    return Err(Refused(format!(
+                        "sandbox.drop_root: the server would run as uid {id}, which cannot use {} ({}): {why}. To fix: move it where uid {id} can reach it, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)",
+                        r.path.display(),
+                        r.origin,
+                        id = isolate::ROOT_SERVER_ID,
+                    )));
+                }
+            }
+        }
+    }
+    let tmp_mb = match req.limits.tmp_mb {
+        Limit::Max(mb) => Some(mb),
+        Limit::Inherit => None,
+    };
+    let tmp = req.tmpdir.as_deref().zip(tmp_mb);
+    let isolation =
+        isolate::Isolation::new(kernel.namespaces.is_ok(), writable, tmp, req.drop_root);
+    let tmp_rights = rights(Access::ReadWrite, landlock::handled_fs(abi), true);
     let explain = explain_context(&req);
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     Ok(Prepared {
@@ -180,10 +218,50 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         env: req.env.passed,
         explain,
         ruleset,
+        tmp_rights,
         filters,
-        rlimits: rlimits(&req.limits),
+        rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
         isolation,
     })
+}
+
+/// Why uid and gid `id` (with no other group) cannot use `path` with `access`: a directory on
+/// the way it may not search, or the grant itself it may not read (or, for a read-write grant
+/// of a directory, write). `None` when it can, or when the path cannot be inspected (Landlock
+/// and the kernel decide then).
+fn unreachable_by(path: &std::path::Path, id: u32, access: Access) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(path).ok()?;
+    let may = |m: &std::fs::Metadata, bits: u32| {
+        let mode = m.mode();
+        let class = if m.uid() == id {
+            mode >> 6
+        } else if m.gid() == id {
+            mode >> 3
+        } else {
+            mode
+        };
+        class & bits == bits
+    };
+    for dir in real.ancestors().skip(1) {
+        let m = std::fs::metadata(dir).ok()?;
+        if !may(&m, 0o1) {
+            return Some(format!(
+                "{} on the way is mode {:o}, owner {}",
+                dir.display(),
+                m.mode() & 0o7777,
+                m.uid()
+            ));
+        }
+    }
+    let m = std::fs::metadata(&real).ok()?;
+    let want = match access {
+        Access::ReadWrite | Access::ReadWriteExecute if m.is_dir() => 0o7,
+        Access::ReadWrite | Access::ReadWriteExecute => 0o6,
+        _ if m.is_dir() => 0o5,
+        _ => 0o4,
+    };
+    (!may(&m, want)).then(|| format!("it is mode {:o}, owner {}", m.mode() & 0o7777, m.uid()))
 }
 
 /// The grants of the request as the failure explanation reads them; the policy file and the
@@ -207,9 +285,18 @@ fn explain_context(req: &Request) -> super::explain::Context {
     ctx
 }
 
+/// Whether the server's processes are counted apart from the user's other processes: it has its
+/// own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes (REFERENCE
+/// §7). Root's server has one only with `drop_root` (and uid 0 in the initial namespace is
+/// exempt from the limit); without namespaces the count would be every process of the user.
+pub(super) fn processes_counted_apart(kernel: &Kernel, drop_root: bool) -> bool {
+    kernel.namespaces.is_ok() && (!kernel.root || drop_root)
+}
+
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
-/// for an unprivileged user, and a lower value is stricter anyway).
-fn rlimits(l: &crate::policy::SandboxLimits) -> Vec<Rlimit> {
+/// for an unprivileged user, and a lower value is stricter anyway). `nproc` says whether
+/// `RLIMIT_NPROC` is set ([`processes_counted_apart`]).
+fn rlimits(l: &crate::policy::SandboxLimits, nproc: bool) -> Vec<Rlimit> {
     let hard = |which: Resource| {
         let mut cur = libc::rlimit {
             rlim_cur: 0,
@@ -224,10 +311,12 @@ fn rlimits(l: &crate::policy::SandboxLimits) -> Vec<Rlimit> {
         }
     };
     let mut out = Vec::new();
+    let processes = if nproc { l.processes } else { Limit::Inherit };
     for (which, limit, scale) in [
         (Resource::NoFile, l.open_files, 1u64),
-        (Resource::NProc, l.processes, 1),
+        (Resource::NProc, processes, 1),
         (Resource::As, l.address_space_mb, 1 << 20),
+        (Resource::Data, l.data_mb, 1 << 20),
     ] {
         if let Limit::Max(n) = limit {
             let v = n.saturating_mul(scale).min(hard(which));
@@ -262,6 +351,7 @@ fn resource_id(r: Resource) -> ResourceId {
         Resource::NoFile => libc::RLIMIT_NOFILE,
         Resource::NProc => libc::RLIMIT_NPROC,
         Resource::As => libc::RLIMIT_AS,
+        Resource::Data => libc::RLIMIT_DATA,
         Resource::Core => libc::RLIMIT_CORE,
     }
 }
@@ -275,6 +365,22 @@ impl Prepared {
     /// seccomp last so that its filters do not have to allow the calls before them.
     pub fn apply_in_child(&self) -> io::Result<()> {
         self.isolation.enter()?;
+        if let (Some(rs), Some(tmp)) = (&self.ruleset, self.isolation.tmpfs()) {
+            // SAFETY: open reads the NUL-terminated path prepared in the parent.
+            let fd = unsafe {
+                libc::open(
+                    tmp.as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let added = rs.allow_path_fd(fd, self.tmp_rights);
+            // SAFETY: closes the descriptor opened above, once.
+            unsafe { libc::close(fd) };
+            added?;
+        }
         for r in &self.rlimits {
             // SAFETY: setrlimit reads one live rlimit struct.
             if unsafe { libc::setrlimit(resource_id(r.which), &r.value) } != 0 {

@@ -252,6 +252,11 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "files",
+        "a frozen view of the mounts: private propagation, so a file system the host mounts after the start (removable media, a network share, an automount) never appears inside, writable or not".into(),
+        without_namespaces("a file system the host mounts later appears inside with the host's own flags, writable where the host mounted it writable"),
+    );
+    line(
+        "files",
         "no code run from writable files: not executed (Landlock), not mapped executable by ld.so or mmap (noexec mounts)".into(),
         without_namespaces("`ld.so FILE` and mmap(PROT_EXEC) run code from a writable file"),
     );
@@ -301,7 +306,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "network",
-        "no UNIX sockets of its own; socketpair(2) allowed (seccomp)".into(),
+        "no UNIX sockets of its own; socketpair(2) only for stream and seqpacket pairs, which cannot send to a named socket such as /dev/log (seccomp)".into(),
         seccomp_status(req.allow_unix_sockets, "allow_unix_sockets"),
     );
     line(
@@ -387,9 +392,40 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "processes",
-        "no control of other processes: prlimit, setpriority, ioprio_set, sched_set*, migrate_pages name only the caller (seccomp)".into(),
+        "no control of other processes: prlimit, setpriority, ioprio_set, sched_set*, migrate_pages name only the caller itself, never a pid, process group or user (seccomp)".into(),
         seccomp_status(false, ""),
     );
+    line(
+        "processes",
+        "an IPC namespace: no SysV shared memory, semaphores or message queues, and no POSIX message queues, of the host".into(),
+        without_namespaces("the server can list, attach, read and overwrite the SysV shared memory and message queues its user may access (every one, as root)"),
+    );
+    if !kernel.root {
+        line(
+            "processes",
+            "uid 0's file permissions: not root, so a root-only file inside a read grant stays unreadable".into(),
+            Status::Skipped("mcpguard does not run as root".into()),
+        );
+    } else if req.drop_root && kernel.namespaces.is_ok() {
+        line(
+            "processes",
+            format!(
+                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable, and grants must be reachable by uid {id}",
+                id = super::isolate::ROOT_SERVER_ID
+            ),
+            Status::Enforced,
+        );
+    } else {
+        line(
+            "processes",
+            "uid 0 keeps its file permissions: without capabilities, the server still reads every root-only file (mode 0600, owner root) inside its read grants, the default /etc/ssl included".into(),
+            Status::Residual(if req.drop_root {
+                "without a user namespace the server keeps uid 0; run mcpguard as an ordinary user".into()
+            } else {
+                "sandbox.drop_root = false: the server keeps uid 0; set it to true, or run mcpguard as an ordinary user".into()
+            }),
+        );
+    }
     line(
         "processes",
         "no kernel keyrings: add_key, request_key, keyctl (seccomp)".into(),
@@ -407,6 +443,21 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         "no mounts, namespaces, modules, kexec, BPF, perf events, fanotify, userfaultfd, clock, host name, accounting, quotas, kernel log, swap or reboot; no namespace flags on clone (seccomp)".into(),
         seccomp_status(false, ""),
     );
+    line(
+        "kernel",
+        format!(
+            "no system call newer than the filter's tables: numbers above {} answered ENOSYS (seccomp)",
+            super::seccomp::HIGHEST_KNOWN
+        ),
+        seccomp_status(false, ""),
+    );
+    line(
+        "kernel",
+        "system calls outside the deny lists reach the kernel (a deny list, not an allowlist such as systemd's @system-service)".into(),
+        Status::Residual(
+            "below the newest number the filter knows, a call it does not name is allowed; a kernel bug in one of them is reachable".into(),
+        ),
+    );
 
     // Limits.
     let limit = |name: &str, l: Limit, unit: &str| match l {
@@ -416,10 +467,36 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             Status::Skipped("\"inherit\"".into()),
         ),
     };
+    let (processes, mut processes_status) = limit(
+        "processes (threads included) of the server's user namespace",
+        req.limits.processes,
+        "",
+    );
+    if processes_status == Status::Enforced
+        && !super::prepare::processes_counted_apart(kernel, req.drop_root)
+    {
+        processes_status = Status::Residual(if kernel.root {
+            "the server keeps uid 0 (sandbox.drop_root = false, or no namespaces), and Linux exempts uid 0 from RLIMIT_NPROC: a fork loop meets no limit".into()
+        } else {
+            "no user namespace here, so the limit would count every process of the user and is not set: a fork loop meets no limit".into()
+        });
+    }
+    let (tmp, mut tmp_status) = limit("private TMPDIR on a tmpfs of", req.limits.tmp_mb, " MiB");
+    if let (Status::Enforced, Err(why)) = (&tmp_status, &kernel.namespaces) {
+        tmp_status = Status::Residual(format!(
+            "{why}; without a mount namespace the private TMPDIR is a directory on the host's file system, with no size limit"
+        ));
+    }
     for (rule, status) in [
         limit("open files", req.limits.open_files, ""),
-        limit("processes of this user", req.limits.processes, ""),
+        (processes, processes_status),
         limit("address space", req.limits.address_space_mb, " MiB"),
+        limit(
+            "data (heap and private writable memory)",
+            req.limits.data_mb,
+            " MiB",
+        ),
+        (tmp, tmp_status),
     ] {
         line("limits", rule, status);
     }

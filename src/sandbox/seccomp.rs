@@ -1,21 +1,28 @@
 //! The seccomp filters: what Landlock has no hook for on the kernels mcpguard runs on.
 //!
 //! Four filters are installed, and the kernel applies the strictest verdict of all of them:
-//! 1. a three-instruction guard, written here, that kills the process for a foreign
-//!    architecture or the x32 ABI on x86_64 (their system call numbers mean other calls, and
-//!    seccompiler's own architecture check does not look at the x32 bit);
+//! 1. a guard, written here, that kills the process for a foreign architecture or the x32 ABI
+//!    on x86_64 (their system call numbers mean other calls, and seccompiler's own architecture
+//!    check does not look at the x32 bit), and answers ENOSYS to every system call numbered
+//!    above [`HIGHEST_KNOWN`]: a call newer than these tables (Linux 6.13's `setxattrat`, 6.15's
+//!    `open_tree_attr`, 6.17's `file_setattr` …) never reaches the kernel, so a kernel upgrade
+//!    cannot open a door the deny list has not reviewed; ENOSYS is what an older kernel answers,
+//!    which libc and the runtimes already handle with a fallback;
 //! 2. the deny list, built by `seccompiler` (the rust-vmm filter compiler Firecracker uses):
 //!    calls that reach the kernel's most privileged or least confined interfaces, and calls
 //!    whose *arguments* make them an escape (TCP Fast Open flags, `listen` when no port may be
-//!    bound, process control naming another process, terminal injection, namespace flags on
-//!    `clone`, executable memfds), answered with EPERM;
+//!    bound, process control naming anything but the caller itself, terminal injection,
+//!    namespace flags on `clone`, executable memfds), answered with EPERM;
 //! 3. `clone3` answered ENOSYS (its flags are in memory, out of a filter's sight), so that libc
 //!    falls back to `clone`, whose namespace flags the deny list checks;
 //! 4. the socket filter, also built by seccompiler: a socket of a family or type Landlock does
 //!    not confine (UDP, UNIX, netlink, raw, MPTCP …) is refused with EACCES unless the profile
-//!    allows it.
+//!    allows it; without `allow_unix_sockets`, `socketpair(2)` only makes stream or seqpacket
+//!    pairs. A datagram pair's socket could `sendto` (or `connect` to) any named datagram socket
+//!    the user may write, such as `/dev/log`; a stream pair is connected from birth, so the
+//!    kernel refuses a destination on it (`EISCONN`), and a seqpacket pair ignores one.
 //!
-//! Everything else is allowed: this is a deny list grouped like systemd's `@mount`,
+//! Below [`HIGHEST_KNOWN`], everything else is allowed: a deny list grouped like systemd's `@mount`,
 //! `@module`, `@raw-io`, `@clock`, `@swap`, `@reboot`, `@debug`, `@keyring` sets, not an
 //! allowlist in the style of `@system-service`. An allowlist would be stricter, but the
 //! runtimes mcpguard confines (node, python, uv, their native modules) use system calls that a
@@ -50,6 +57,11 @@ const TARGET: seccompiler::TargetArch = seccompiler::TargetArch::aarch64;
 /// x86_64 system calls with this bit set are the x32 ABI.
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
+/// The highest system call number these tables were reviewed against (`mseal`, Linux 6.10, the
+/// newest call the `libc` crate names; the same number on x86_64 and aarch64). Anything above
+/// is answered ENOSYS by the guard.
+pub const HIGHEST_KNOWN: u32 = 462;
+
 pub const RET_ALLOW: u32 = 0x7fff_0000;
 pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
 pub const RET_ERRNO: u32 = 0x0005_0000;
@@ -68,8 +80,9 @@ const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 /// `personality(0xffffffff)` only reads the current persona.
 const PERSONALITY_QUERY: u64 = 0xffff_ffff;
-const PRIO_USER: u64 = 2;
-const IOPRIO_WHO_USER: u64 = 3;
+/// `PRIO_PROCESS` and `IOPRIO_WHO_PROCESS`: the only `which` a server may name, with who = 0.
+const PRIO_PROCESS: u64 = 0;
+const IOPRIO_WHO_PROCESS: u64 = 1;
 /// The type bits of `socket(2)`'s second argument (`SOCK_TYPE_MASK`); the other bits are flags.
 const SOCK_TYPE_MASK: u64 = 0xf;
 
@@ -212,13 +225,15 @@ fn has_bit(arg: u8, bit: u64) -> SeccompRule {
 
 /// The calls refused by their arguments, each with the reason for the report.
 fn argument_rules(opts: Options) -> Vec<(libc::c_long, Vec<SeccompRule>)> {
-    // Process control: only the caller itself (pid 0) may be named; another pid, or "all
-    // processes of my user", would change mcpguard, the host or anything else of the user.
+    // Process control: only the caller itself (pid 0) may be named; another pid, "all
+    // processes of my user" or "my process group" (which holds mcpguard's helper outside the
+    // namespaces, and with who = 0 names no pid at all) would change mcpguard, the host or
+    // anything else of the user.
     let not_self = |arg: u8| vec![rule(vec![cond(arg, Op::Ne, 0)])];
-    let who_rules = |who_user: u64| {
+    let who_rules = |who_process: u64| {
         vec![
             rule(vec![cond(1, Op::Ne, 0)]),
-            rule(vec![cond(0, Op::Eq, who_user)]),
+            rule(vec![cond(0, Op::Ne, who_process)]),
         ]
     };
     let mut rules = vec![
@@ -240,8 +255,8 @@ fn argument_rules(opts: Options) -> Vec<(libc::c_long, Vec<SeccompRule>)> {
             ],
         ),
         (libc::SYS_prlimit64, not_self(0)),
-        (libc::SYS_setpriority, who_rules(PRIO_USER)),
-        (libc::SYS_ioprio_set, who_rules(IOPRIO_WHO_USER)),
+        (libc::SYS_setpriority, who_rules(PRIO_PROCESS)),
+        (libc::SYS_ioprio_set, who_rules(IOPRIO_WHO_PROCESS)),
         (libc::SYS_sched_setaffinity, not_self(0)),
         (libc::SYS_sched_setscheduler, not_self(0)),
         (libc::SYS_sched_setparam, not_self(0)),
@@ -280,6 +295,23 @@ fn argument_rules(opts: Options) -> Vec<(libc::c_long, Vec<SeccompRule>)> {
         ));
     }
     rules
+}
+
+/// The `socketpair(2)` rules: without `allow_unix`, a pair that is neither stream nor seqpacket
+/// is refused with EACCES (see the module documentation). Other families have no pairs.
+fn socketpair_rules(opts: Options) -> Vec<SeccompRule> {
+    if opts.allow_unix {
+        return Vec::new();
+    }
+    (0..=SOCK_TYPE_MASK as i32)
+        .filter(|&t| t != libc::SOCK_STREAM && t != libc::SOCK_SEQPACKET)
+        .map(|t| {
+            rule(vec![
+                cond(0, Op::Eq, libc::AF_UNIX as u64),
+                cond(1, Op::MaskedEq(SOCK_TYPE_MASK), t as u64),
+            ])
+        })
+        .collect()
 }
 
 /// The socket rules: which `socket(2)` calls are refused with EACCES.
@@ -362,7 +394,8 @@ pub fn refusing(calls: &[libc::c_long], errno: i32) -> Vec<libc::sock_filter> {
     compile(calls.iter().map(|&nr| (nr, Vec::new())).collect(), errno)
 }
 
-/// The architecture guard: kill for a foreign architecture or an x32 system call.
+/// The architecture guard: kill for a foreign architecture or an x32 system call; ENOSYS for a
+/// call numbered above [`HIGHEST_KNOWN`].
 fn guard() -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = 0x20;
     const JEQ_K: u16 = 0x15;
@@ -380,6 +413,8 @@ fn guard() -> Vec<libc::sock_filter> {
         p.push(i(JGE_K, 0, 1, X32_SYSCALL_BIT));
         p.push(i(RET_K, 0, 0, RET_KILL_PROCESS));
     }
+    p.push(i(JGE_K, 0, 1, HIGHEST_KNOWN + 1));
+    p.push(i(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32));
     p.push(i(RET_K, 0, 0, RET_ALLOW));
     p
 }
@@ -399,6 +434,10 @@ pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
     let socket = socket_rules(opts);
     if !socket.is_empty() {
         sockets.insert(libc::SYS_socket, socket);
+    }
+    let pairs = socketpair_rules(opts);
+    if !pairs.is_empty() {
+        sockets.insert(libc::SYS_socketpair, pairs);
     }
     // `clone3` takes its flags in memory, where a filter cannot look, so it could create the
     // namespaces `clone` may not. ENOSYS makes glibc (2.34 and later) fall back to `clone`, as it
@@ -567,6 +606,16 @@ mod tests {
     }
 
     #[test]
+    fn calls_newer_than_the_tables_are_unknown() {
+        let p = strict();
+        let enosys = RET_ERRNO | libc::ENOSYS as u32;
+        assert_eq!(call(&p, HIGHEST_KNOWN as i64, &[]), RET_ALLOW, "mseal");
+        for nr in [HIGHEST_KNOWN + 1, 467 /* open_tree_attr */, 469, 1023] {
+            assert_eq!(call(&p, nr as i64, &[]), enosys, "{nr}");
+        }
+    }
+
+    #[test]
     fn every_listed_call_is_refused() {
         let p = strict();
         for (group, calls) in always_denied() {
@@ -606,11 +655,24 @@ mod tests {
         assert_eq!(call(&p, libc::SYS_prlimit64, &[1234, 7, 0, 8]), EPERM);
         assert_eq!(call(&p, libc::SYS_setpriority, &[0, 0, 5]), RET_ALLOW);
         assert_eq!(call(&p, libc::SYS_setpriority, &[0, 1234, 5]), EPERM);
-        assert_eq!(call(&p, libc::SYS_setpriority, &[PRIO_USER, 0, 5]), EPERM);
+        assert_eq!(
+            call(&p, libc::SYS_setpriority, &[2 /* PRIO_USER */, 0, 5]),
+            EPERM
+        );
+        assert_eq!(
+            call(&p, libc::SYS_setpriority, &[1 /* PRIO_PGRP */, 0, 5]),
+            EPERM,
+            "the caller's process group holds mcpguard's helper"
+        );
         assert_eq!(call(&p, libc::SYS_sched_setaffinity, &[99]), EPERM);
         assert_eq!(call(&p, libc::SYS_sched_setaffinity, &[0]), RET_ALLOW);
         assert_eq!(call(&p, libc::SYS_ioprio_set, &[1, 99, 0]), EPERM);
-        assert_eq!(call(&p, libc::SYS_ioprio_set, &[IOPRIO_WHO_USER, 0]), EPERM);
+        assert_eq!(call(&p, libc::SYS_ioprio_set, &[3 /* USER */, 0]), EPERM);
+        assert_eq!(call(&p, libc::SYS_ioprio_set, &[2 /* PGRP */, 0]), EPERM);
+        assert_eq!(
+            call(&p, libc::SYS_ioprio_set, &[IOPRIO_WHO_PROCESS, 0]),
+            RET_ALLOW
+        );
         // Terminals.
         assert_eq!(call(&p, libc::SYS_ioctl, &[0, TIOCSTI]), EPERM);
         assert_eq!(call(&p, libc::SYS_ioctl, &[0, TIOCLINUX]), EPERM);
@@ -687,6 +749,21 @@ mod tests {
             EACCES
         );
         assert_eq!(socket(&p, libc::AF_UNIX, libc::SOCK_STREAM, 0), EACCES);
+        let pair = |ty: i32| {
+            call(
+                &p,
+                libc::SYS_socketpair,
+                &[libc::AF_UNIX as u64, ty as u64, 0, 0],
+            )
+        };
+        assert_eq!(pair(libc::SOCK_STREAM | libc::SOCK_CLOEXEC), RET_ALLOW);
+        assert_eq!(pair(libc::SOCK_SEQPACKET), RET_ALLOW);
+        assert_eq!(
+            pair(libc::SOCK_DGRAM | libc::SOCK_CLOEXEC),
+            EACCES,
+            "a datagram pair can sendto a named socket"
+        );
+        assert_eq!(pair(libc::SOCK_RAW), EACCES);
         assert_eq!(socket(&p, libc::AF_NETLINK, libc::SOCK_RAW, 0), EACCES);
         assert_eq!(socket(&p, libc::AF_PACKET, libc::SOCK_RAW, 0), EACCES);
         assert_eq!(
@@ -727,6 +804,14 @@ mod tests {
             ..base
         });
         assert_eq!(socket(&unix, libc::AF_UNIX, libc::SOCK_DGRAM, 0), RET_ALLOW);
+        assert_eq!(
+            call(
+                &unix,
+                libc::SYS_socketpair,
+                &[libc::AF_UNIX as u64, libc::SOCK_DGRAM as u64]
+            ),
+            RET_ALLOW
+        );
         assert_eq!(socket(&unix, libc::AF_INET, libc::SOCK_DGRAM, 0), EACCES);
         let other = programs(Options {
             allow_other_sockets: true,

@@ -147,7 +147,10 @@ fn the_report_tells_what_each_abi_enforces() {
     let none = dropped(0, true);
     assert!(none.iter().any(|r| r.contains("/usr")), "{none:?}");
     let no_seccomp = dropped(7, false);
-    assert_eq!(no_seccomp.len(), 10, "{no_seccomp:?}");
+    assert_eq!(no_seccomp.len(), 11, "{no_seccomp:?}");
+    assert!(no_seccomp
+        .iter()
+        .any(|r| r.contains("newer than the filter")));
     assert!(no_seccomp.iter().any(|r| r.contains("UDP")));
     assert!(no_seccomp.iter().any(|r| r.contains("TCP Fast Open")));
     assert!(no_seccomp.iter().any(|r| r.contains("keyrings")));
@@ -164,8 +167,37 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         residual.iter().any(|r| r.starts_with("stat, access")),
         "{residual:?}"
     );
-    assert!(text.contains("2 residual risk(s)"), "{text}");
-    // Without namespaces the metadata, ld.so and setsid gaps are named, with the reason.
+    assert!(
+        residual.iter().any(|r| r.contains("not an allowlist")),
+        "{residual:?}"
+    );
+    assert!(text.contains("3 residual risk(s)"), "{text}");
+    // As root, uid 0's file permissions and its exemption from the process limit are named
+    // (drop_root is off by default)...
+    let mut root = kernel(7, true);
+    root.root = true;
+    let as_root = plan(&req, &root);
+    let open: Vec<&str> = as_root.residual().iter().map(|l| l.rule.as_str()).collect();
+    assert!(
+        open.iter().any(|r| r.starts_with("uid 0 keeps")),
+        "{open:#?}"
+    );
+    assert!(open.iter().any(|r| r.starts_with("processes")), "{open:#?}");
+    // ...and with drop_root the server runs as nobody, and its processes count.
+    let mut drop = request(SandboxMode::Require);
+    drop.drop_root = true;
+    let as_root = plan(&drop, &root);
+    assert!(
+        as_root.lines.iter().any(|l| l
+            .rule
+            .starts_with("root's server runs as uid and gid 65534")
+            && l.status == Status::Enforced),
+        "{}",
+        as_root.text()
+    );
+    assert!(as_root.text().contains("3 residual risk(s)"));
+    // Without namespaces the metadata, ld.so, setsid, IPC, later mounts, process count and
+    // temporary folder size gaps are named, with the reason.
     let mut k = kernel(7, true);
     k.namespaces = Err("no user namespaces here".into());
     k.memfd_noexec_seal = false;
@@ -175,13 +207,17 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         .iter()
         .map(|l| format!("{} {:?}", l.rule, l.status))
         .collect();
-    assert_eq!(open.len(), 6, "{open:#?}");
+    assert_eq!(open.len(), 11, "{open:#?}");
     for want in [
         "chmod",
         "ld.so",
         "setsid",
         "MFD_NOEXEC_SEAL",
         "no user namespaces here",
+        "SysV shared memory",
+        "mounts later",
+        "fork loop",
+        "no size limit",
     ] {
         assert!(open.iter().any(|r| r.contains(want)), "{want}: {open:#?}");
     }
@@ -189,7 +225,7 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         without.dropped().is_empty(),
         "residual risks do not stop require mode"
     );
-    assert!(without.text().contains("6 residual risk(s)"));
+    assert!(without.text().contains("11 residual risk(s)"));
 }
 
 #[test]

@@ -38,7 +38,11 @@
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
+#include <sys/shm.h>
+#include <sys/un.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -734,6 +738,172 @@ static int ifflags(void) {
 
 /* -------------------------------------------------------------------------------------- */
 
+/* ---- 13. SysV IPC of the host ---------------------------------------------------------- */
+
+/* Attaches the host's shared memory segment ID, reads it, and overwrites its start with
+ * "overwritten" (the test reads the segment afterwards). */
+static int shm(const char *id) {
+    char *mem = shmat(atoi(id), NULL, 0);
+    if (mem == (char *)-1) return stopped("shmat");
+    char seen[64];
+    snprintf(seen, sizeof seen, "%s", mem);
+    strcpy(mem, "overwritten");
+    shmdt(mem);
+    return escaped("attached segment %s, read \"%s\" and overwrote it", id, seen);
+}
+
+/* Takes a message from the host's message queue ID. */
+static int msgq(const char *id) {
+    struct {
+        long mtype;
+        char text[64];
+    } m;
+    memset(&m, 0, sizeof m);
+    ssize_t n = msgrcv(atoi(id), &m, sizeof m.text - 1, 0, IPC_NOWAIT);
+    if (n < 0) return stopped("msgrcv");
+    return escaped("took \"%s\" from queue %s", m.text, id);
+}
+
+/* ---- 14. mounts that arrive later ------------------------------------------------------ */
+
+/* Announces itself with DIR/ready, then waits up to 10 s for a tmpfs to appear on DIR/sub (the
+ * test mounts one on the host) and writes DIR/sub/written into it. */
+static int latemount(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ready", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return error("creating the ready file");
+    close(fd);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    for (int i = 0; i < 100; i++) {
+        struct statfs st;
+        if (statfs(path, &st) == 0 && st.f_type == TMPFS_MAGIC) {
+            snprintf(path, sizeof path, "%s/sub/written", dir);
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0) return stopped("writing into the new mount");
+            close(fd);
+            return escaped("wrote %s on a file system mounted after the start", path);
+        }
+        usleep(100 * 1000);
+    }
+    errno = ENOENT;
+    return stopped("waiting 10 s for the host's new mount to appear");
+}
+
+/* ---- 15. named UNIX sockets through socketpair --------------------------------------------- */
+
+/* A socket pair of TYPE ("dgram" or "stream") sends TOKEN to the named datagram socket PATH,
+ * with sendto and, failing that, connect + send. */
+static int pair_send(const char *type, const char *path, const char *token) {
+    int sv[2];
+    int ty = !strcmp(type, "stream") ? SOCK_STREAM : SOCK_DGRAM;
+    if (socketpair(AF_UNIX, ty | SOCK_CLOEXEC, 0, sv)) return stopped("socketpair");
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    if (sendto(sv[0], token, strlen(token), 0, (struct sockaddr *)&a, sizeof a) >= 0)
+        return escaped("sent %s to %s with sendto on a %s pair", token, path, type);
+    int e = errno;
+    if (connect(sv[0], (struct sockaddr *)&a, sizeof a) == 0 &&
+        send(sv[0], token, strlen(token), 0) >= 0)
+        return escaped("sent %s to %s with connect + send on a %s pair", token, path, type);
+    errno = e;
+    return stopped("sendto (and connect) to the named socket");
+}
+
+/* ---- 16. process control by group, system calls newer than the filter ---------------------- */
+
+/* setpriority(PRIO_PGRP, PGID, 19); PGID 0 is the caller's own process group, which holds
+ * mcpguard's waiter outside the namespaces. */
+static int renice_group(const char *pgid) {
+    if (setpriority(PRIO_PGRP, atoi(pgid), 19)) return stopped("setpriority(PRIO_PGRP)");
+    return escaped("set the nice value of process group %s to 19", pgid);
+}
+
+/* Calls the system calls numbered FROM to TO with harmless arguments (descriptor -1, null
+ * pointers); one that answers anything but ENOSYS reached the kernel. */
+static int newcalls(const char *from, const char *to) {
+    for (long nr = atol(from); nr <= atol(to); nr++) {
+        errno = 0;
+        if (syscall(nr, -1L, 0L, 0L, 0L, 0L, 0L) < 0 && errno == ENOSYS) continue;
+        return escaped("system call %ld reached the kernel (errno %d, %s)", nr, errno,
+                       strerror(errno));
+    }
+    errno = ENOSYS;
+    return stopped("every system call above the filter's tables");
+}
+
+/* ---- 17. limits ----------------------------------------------------------------------- */
+
+/* Forks up to N children that wait to be killed; reports how many it got. */
+static int forkloop(const char *count) {
+    int n = atoi(count), got = 0, e = 0;
+    pid_t *kids = calloc(n, sizeof *kids);
+    if (!kids) return error("calloc");
+    for (; got < n; got++) {
+        pid_t c = fork();
+        if (c < 0) {
+            e = errno;
+            break;
+        }
+        if (c == 0) {
+            pause();
+            _exit(0);
+        }
+        kids[got] = c;
+    }
+    for (int i = 0; i < got; i++) kill(kids[i], SIGKILL);
+    for (int i = 0; i < got; i++) waitpid(kids[i], NULL, 0);
+    if (got == n) return escaped("started %d processes", n);
+    errno = e;
+    printf("forked %d of %d\n", got, n);
+    return stopped("fork");
+}
+
+/* Writes MB MiB into $TMPDIR/big, then removes it. */
+static int bigwrite(const char *mb) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/big", tmpdir());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return error("creating $TMPDIR/big");
+    static char buf[1 << 20];
+    memset(buf, 'x', sizeof buf);
+    int n = atoi(mb), done = 0;
+    for (; done < n; done++) {
+        if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) break;
+    }
+    int e = errno;
+    close(fd);
+    unlink(path);
+    if (done == n) return escaped("wrote %d MiB into %s", n, path);
+    errno = e;
+    printf("wrote %d of %d MiB\n", done, n);
+    return stopped("write");
+}
+
+/* Maps MB MiB of private writable memory (without touching it, so nothing is used). */
+static int bigmap(const char *mb) {
+    size_t len = (size_t)atol(mb) << 20;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) return stopped("mmap");
+    munmap(p, len);
+    return escaped("mapped %s MiB of writable memory", mb);
+}
+
+/* ---- 18. files ------------------------------------------------------------------------ */
+
+static int readfile(const char *f) {
+    char buf[64] = {0};
+    int fd = open(f, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return stopped("open");
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0) return stopped("read");
+    return escaped("read \"%s\" from %s", buf, f);
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -866,6 +1036,46 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "syslog")) return do_syslog();
     if (!strcmp(p, "swapoff")) return do_swapoff();
     if (!strcmp(p, "ifflags")) return ifflags();
+    if (!strcmp(p, "shm")) {
+        NEED(1);
+        return shm(argv[2]);
+    }
+    if (!strcmp(p, "msgq")) {
+        NEED(1);
+        return msgq(argv[2]);
+    }
+    if (!strcmp(p, "latemount")) {
+        NEED(1);
+        return latemount(argv[2]);
+    }
+    if (!strcmp(p, "pair-send")) {
+        NEED(3);
+        return pair_send(argv[2], argv[3], argv[4]);
+    }
+    if (!strcmp(p, "renice-group")) {
+        NEED(1);
+        return renice_group(argv[2]);
+    }
+    if (!strcmp(p, "newcalls")) {
+        NEED(2);
+        return newcalls(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "forkloop")) {
+        NEED(1);
+        return forkloop(argv[2]);
+    }
+    if (!strcmp(p, "bigwrite")) {
+        NEED(1);
+        return bigwrite(argv[2]);
+    }
+    if (!strcmp(p, "bigmap")) {
+        NEED(1);
+        return bigmap(argv[2]);
+    }
+    if (!strcmp(p, "read")) {
+        NEED(1);
+        return readfile(argv[2]);
+    }
     printf("ERROR: unknown probe %s\n", p);
     return 2;
 }
