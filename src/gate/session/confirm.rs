@@ -103,8 +103,7 @@ impl Session {
             self.offer(&mut c, out);
         }
         let key = if host {
-            let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
-            self.next_own += 1;
+            let ask = self.host_request_id();
             let params = approval_params(&c.question);
             let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": methods::ELICITATION_CREATE, "params": params});
             out.push(Out::Diag(
@@ -188,9 +187,27 @@ impl Session {
     /// A private key for a confirmation only the out-of-band channels have: it has the form of
     /// mcpguard's own request ids, which the host cannot use, so no host response can match it.
     pub(super) fn offer_key(&mut self) -> Id {
-        let key = Id::Str(format!("{}offer-{}", self.own_prefix, self.next_own));
-        self.next_own += 1;
+        let key = Id::Str(format!("{}offer-{}", self.host_prefix, self.next_host));
+        self.next_host += 1;
         key
+    }
+
+    /// A fresh id for a question of mcpguard's to the host: in the host direction's own space
+    /// (see the module docs of `session`), and never the id of a server request the host still
+    /// holds, so one id names one request on the host's side.
+    pub(super) fn host_request_id(&mut self) -> Id {
+        loop {
+            let id = Id::Str(format!("{}{}", self.host_prefix, self.next_host));
+            self.next_host += 1;
+            if !self.server_requests.contains_key(&id) && !self.confirming.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Whether `id` has the form of mcpguard's own questions to the host.
+    pub(super) fn is_host_question_id(&self, id: &Id) -> bool {
+        matches!(id, Id::Str(s) if s.starts_with(&self.host_prefix))
     }
 
     /// Offers `c` to the out-of-band channels (once): it gets the id the person answers with.

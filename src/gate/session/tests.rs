@@ -1688,3 +1688,33 @@ fn arguments_with_a_secret_or_a_metadata_url_never_reach_the_server() {
     }
     assert!(t.server.iter().all(|m| m["method"] != "tools/call"));
 }
+
+#[test]
+fn the_questions_to_the_host_have_ids_the_server_never_sees_and_cannot_take() {
+    let policy = format!("{ECHO_READ}[capabilities]\nelicitation = true\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.call(7, "write", json!({"body": "hello"}));
+    let ask = elicitation_of(&t);
+    let ask_id = ask["id"].as_str().unwrap().to_string();
+    // Not in the walks' space: the server saw "mcpguard-n0nce-0" and learns nothing from it.
+    assert!(!ask_id.starts_with("mcpguard-n0nce-"), "{ask_id}");
+    // A server request under the question's id (or its prefix) is refused, never relayed.
+    let hosts_before = t.host.len();
+    for id in [ask_id.clone(), format!("{ask_id}9")] {
+        t.server_says(json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {"message": "weather?", "requestedSchema": {"type": "object", "properties": {}}}}));
+        assert_eq!(t.host.len(), hosts_before, "relayed: {:?}", t.host.last());
+        let answer = t.server.last().unwrap();
+        assert_eq!(answer["id"], json!(id));
+        assert_eq!(answer["error"]["code"], codes::ID_CONFLICT);
+    }
+    // The question is answered once; a repeated answer is dropped with a diagnostic.
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask_id, "result": {"action": "accept", "content": {"approve": true}}}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1);
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask_id, "result": {"action": "accept", "content": {"approve": true}}}));
+    assert!(t
+        .diags
+        .last()
+        .is_some_and(|d| d.contains("late or repeated answer")));
+    assert_eq!(calls_dispatched(&t), 1);
+}
