@@ -100,3 +100,69 @@ fn a_server_that_predicts_the_question_ids_cannot_get_an_approval() {
         "{response}"
     );
 }
+
+/// Calls `write_note` with `n` written as `number` (raw JSON text) and returns what came back
+/// first: mcpguard's question, or the call's refusal.
+fn write_with_number(p: &mut Peer, id: i64, number: &str) -> Value {
+    p.send(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"write_note","arguments":{{"path":"/notes/a","body":"x","n":{number}}}}}}}"#
+    ));
+    loop {
+        let v = p.recv_json();
+        if v["method"] == "elicitation/create" || (v["id"] == id && v.get("method").is_none()) {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn the_person_sees_and_approves_the_exact_number_the_server_receives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = policy(
+        dir.path(),
+        "[arguments.tools.write_note]\nclosed = false\n[confirmation]\nchannels = [\"host\"]\n",
+    );
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy],
+        &["--log".into(), log.display().to_string()],
+    );
+    initialize_eliciting(&mut p);
+    let mut approvals = Vec::new();
+    for (id, number) in [(1, "9007199254740993"), (2, "9007199254740992")] {
+        let ask = write_with_number(&mut p, id, number);
+        let message = ask["params"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("n={number}")),
+            "the question shows {number}: {ask}"
+        );
+        approvals.push(
+            message
+                .split("Approval ")
+                .nth(1)
+                .map(|r| r[..12].to_string())
+                .unwrap(),
+        );
+        // The person declines; the next call asks again.
+        p.send_json(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}));
+        let (answer, _) = p.recv_response(&json!(id));
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+    }
+    assert_ne!(
+        approvals[0], approvals[1],
+        "neighbouring integers get different bindings"
+    );
+    // A number whose value cannot be shown as written is refused, saying so, before anyone is asked.
+    let refused = write_with_number(&mut p, 3, "9007199254740993.0");
+    assert_eq!(refused["id"], 3, "{refused}");
+    assert_eq!(refusal_code(&refused), "invalid_arguments", "{refused}");
+    let text = refused.to_string();
+    assert!(
+        text.contains("9007199254740993.0") && text.contains("cannot show and bind exactly"),
+        "{text}"
+    );
+    assert_eq!(calls_received(&log), Vec::<String>::new());
+}

@@ -237,6 +237,10 @@ impl Session {
             approval: Approval::NotNeeded,
             authority: reviewed.authority,
         };
+        // What a person approves must be what the server receives, to the digit.
+        if matches!(class.decision, Decision::Confirm) && !self.arguments_exact(&call, out) {
+            return;
+        }
         match class.decision {
             Decision::Forward => self.proceed(call, out),
             Decision::ForwardUnconfirmed => {

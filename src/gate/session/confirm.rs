@@ -125,6 +125,45 @@ impl Session {
         self.confirming.insert(key, c);
     }
 
+    /// Whether every number in the call's arguments, as the server will receive them, can be
+    /// shown to the person and bound as written ([`inexact_number`]); refuses the call otherwise.
+    pub(super) fn arguments_exact(&mut self, call: &Call, out: &mut Vec<Out>) -> bool {
+        let raw = message::parse(&call.line).ok().and_then(|m| {
+            m.params.and_then(|p| {
+                serde_json::from_str::<
+                    std::collections::HashMap<String, Box<serde_json::value::RawValue>>,
+                >(p.get())
+                .ok()
+            })
+        });
+        let Some((written, shown)) = raw
+            .as_ref()
+            .and_then(|p| p.get("arguments"))
+            .and_then(|a| inexact_number(a.get()))
+        else {
+            return true;
+        };
+        let short = |t: &str| {
+            if t.len() > 40 {
+                format!("{}… ({} characters)", &t[..32], t.len())
+            } else {
+                t.to_string()
+            }
+        };
+        let r = Refusal::new(
+            code::INVALID_ARGUMENTS,
+            Category::Input,
+            format!(
+                "refused {:?}: it needs a person's approval, and its arguments hold the number {} that mcpguard cannot show and bind exactly (it reads as {}), so the person would approve a different value than the server receives; it was not run. Send the value as a string, or as an integer of at most 64 bits or a decimal with at most 15 significant digits",
+                call.tool,
+                short(&written),
+                short(&shown)
+            ),
+        );
+        self.refuse_call(&call.id, &call.tool, r, out);
+        false
+    }
+
     /// Refuses a write nobody can be asked about, saying why and what changes it.
     pub(super) fn nobody_to_ask(
         &mut self,
@@ -265,7 +304,7 @@ impl Session {
                 self.standing_offer(&scopes)
             ),
             details: format!(
-                "Why you are asked: {}.\nApproval {} is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON):\n{}",
+                "Why you are asked: {}.\nApproval {} is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON, numbers with all their digits):\n{}",
                 write_reason(class),
                 &binding[..12],
                 argument_summary(arguments),
@@ -672,13 +711,147 @@ pub(super) fn write_reason(class: &Classification) -> String {
     }
 }
 
-/// The digest an approval is bound to: SHA-256 over the canonical JSON of the snapshot digest,
-/// the tool name and the arguments, so an approval cannot stand for any other call.
+/// The digest an approval is bound to: SHA-256 over the exact canonical JSON
+/// ([`exact_canonical`]) of the snapshot digest, the tool name and the arguments, so an approval
+/// cannot stand for any other call.
 fn approval_binding(snapshot: &str, tool: &str, arguments: &Value) -> String {
     use sha2::{Digest, Sha256};
     let doc = json!({"snapshot": snapshot, "tool": tool, "arguments": arguments});
-    let digest = Sha256::digest(crate::snapshot::canonical::canonical_bytes(&doc));
+    let digest = Sha256::digest(exact_canonical(&doc));
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// RFC 8785 canonical JSON, except that integers are written with all their digits.
+///
+/// RFC 8785 writes every number as the IEEE double it denotes, so 9007199254740993 would be
+/// shown and bound as 9007199254740992, a value the server does not receive. The strict parser
+/// keeps every integer that fits 64 bits exactly (`u64`/`i64`), and every other number is one
+/// that [`inexact_number`] found written exactly as the double's shortest form (a call with any
+/// other is refused before it is bound), so this form is lossless for the arguments a person
+/// approves: two argument texts that a server can read as different values never share it.
+pub(super) fn exact_canonical(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_exact(v, &mut out);
+    out
+}
+
+fn write_exact(v: &Value, out: &mut Vec<u8>) {
+    use crate::snapshot::canonical::canonical_bytes;
+    match v {
+        Value::Number(n) if n.is_u64() || n.is_i64() => {
+            out.extend_from_slice(n.to_string().as_bytes())
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_exact(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(members) => {
+            // RFC 8785 orders members by their names' UTF-16 code units.
+            let mut keys: Vec<&String> = members.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&canonical_bytes(&Value::String(k.clone())));
+                out.push(b':');
+                write_exact(&members[k], out);
+            }
+            out.push(b'}');
+        }
+        other => out.extend_from_slice(&canonical_bytes(other)),
+    }
+}
+
+/// The first number in the JSON text `raw` (the arguments exactly as the server receives them)
+/// whose value mcpguard cannot show and bind as written, with the value it would show instead.
+///
+/// An integer is exact when it fits 64 bits (the strict parser keeps it as `u64`/`i64`); any
+/// other number is read as a double, and is exact only when the double's shortest form (what the
+/// question shows) denotes the same decimal value as the text: `0.1` and `1e2` are, `2^53 + 1.0`
+/// and `123456789012345678901234` are not. The scan assumes `raw` is valid JSON (the envelope
+/// parse checked it) and skips strings.
+pub(super) fn inexact_number(raw: &str) -> Option<(String, String)> {
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = &raw[start..i];
+                if let Some(shown) = shown_if_inexact(token) {
+                    return Some((token.to_string(), shown));
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// What mcpguard would show for the number `token` when that is not the value written.
+fn shown_if_inexact(token: &str) -> Option<String> {
+    let integer = !token.contains(['.', 'e', 'E']);
+    if integer && (token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok()) {
+        return None;
+    }
+    let shown = match token
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+    {
+        Some(n) => String::from_utf8(crate::snapshot::canonical::canonical_bytes(&Value::Number(
+            n,
+        )))
+        .unwrap_or_default(),
+        None => return Some("no finite number".to_string()),
+    };
+    if !integer && decimal(token) == decimal(&shown) {
+        return None;
+    }
+    Some(shown)
+}
+
+/// A decimal number text as (negative, significant digits, exponent of the last digit), so two
+/// texts of one value compare equal (`1.50e1` and `15`); `None` for text that is not a number.
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = format!("{int}{frac}");
+    let mut exp = exp.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    let trimmed = digits.trim_start_matches('0');
+    if trimmed.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    let significant = trimmed.trim_end_matches('0');
+    exp = exp.checked_add(i64::try_from(trimmed.len() - significant.len()).ok()?)?;
+    Some((negative, significant.to_string(), exp))
 }
 
 /// The arguments as a person can read them: canonical JSON with control and invisible characters
@@ -788,8 +961,10 @@ fn elide(s: &str, max: usize, quote: bool) -> String {
     }
 }
 
+/// The exact canonical text of `v` ([`exact_canonical`]): what the person reads is the value the
+/// server receives.
 fn canonical_text(v: &Value) -> String {
-    String::from_utf8(crate::snapshot::canonical::canonical_bytes(v)).unwrap_or_default()
+    String::from_utf8(exact_canonical(v)).unwrap_or_default()
 }
 
 /// Seed 004's `operationPolicy` for a classified call.

@@ -1718,3 +1718,83 @@ fn the_questions_to_the_host_have_ids_the_server_never_sees_and_cannot_take() {
         .is_some_and(|d| d.contains("late or repeated answer")));
     assert_eq!(calls_dispatched(&t), 1);
 }
+
+#[test]
+fn numbers_are_shown_and_bound_with_all_their_digits_or_refused() {
+    use confirm::{exact_canonical, inexact_number};
+    // Exact: 64-bit integers, and decimals the double's shortest form writes as the same value.
+    for raw in [
+        r#"{"n":9007199254740993}"#,
+        r#"{"n":-9223372036854775808,"m":18446744073709551615}"#,
+        r#"{"n":0.1,"m":1e2,"k":-0,"j":1.50e1,"s":"123456789012345678901234"}"#,
+    ] {
+        assert_eq!(inexact_number(raw), None, "{raw}");
+    }
+    // Not exact: what would be shown differs from what is written.
+    for (raw, written) in [
+        (r#"{"n":9007199254740993.0}"#, "9007199254740993.0"),
+        (
+            r#"{"a":[1,{"b":123456789012345678901234}]}"#,
+            "123456789012345678901234",
+        ),
+        (r#"{"n":18446744073709551616}"#, "18446744073709551616"),
+        (r#"{"n":0.10000000000000000001}"#, "0.10000000000000000001"),
+    ] {
+        assert_eq!(
+            inexact_number(raw).map(|(w, _)| w),
+            Some(written.to_string()),
+            "{raw}"
+        );
+    }
+    let big = strict::parse_strict_str(r#"{"b":9007199254740993,"a":9007199254740992}"#).unwrap();
+    assert_eq!(
+        String::from_utf8(exact_canonical(&big)).unwrap(),
+        r#"{"a":9007199254740992,"b":9007199254740993}"#
+    );
+
+    let policy = format!("{ECHO_READ}[arguments.tools.write]\nclosed = false\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.call(7, "write", json!({"body": "x", "n": 9007199254740993_u64}));
+    let first = elicitation_of(&t)["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.call(8, "write", json!({"body": "x", "n": 9007199254740992_u64}));
+    let second = elicitation_of(&t)["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(first.contains("n=9007199254740993"), "{first}");
+    assert!(second.contains("n=9007199254740992"), "{second}");
+    let approval = |m: &str| m.split("Approval ").nth(1).map(|r| r[..12].to_string());
+    assert_ne!(approval(&first), approval(&second), "{first}\n{second}");
+    // A number that cannot be shown as written is refused before anyone is asked.
+    let asked = t
+        .host
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .count();
+    let mut out = vec![];
+    t.s.from_host(
+        Frame::Line(Bytes::from_static(br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"write","arguments":{"body":"x","n":9007199254740993.0}}}"#)),
+        &mut out,
+    );
+    t.take(out);
+    let refused = t.last_host();
+    assert_eq!(refused["id"], 10);
+    assert_eq!(
+        refused["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::INVALID_ARGUMENTS
+    );
+    assert!(
+        refused.to_string().contains("9007199254740993.0"),
+        "{refused}"
+    );
+    assert_eq!(
+        t.host
+            .iter()
+            .filter(|m| m["method"] == "elicitation/create")
+            .count(),
+        asked
+    );
+}
