@@ -94,6 +94,9 @@
 //!   the ids `<prefix><n+1>` … `<prefix><n+4>`, the ids a proxy with one counter for all its own
 //!   requests would use next, each asking a harmless question with a boolean `approve` field.
 //!   Their answers are only logged on stderr (`fixture: answer to predicted id ...`).
+//! * `--write-delay-ms N`: `write_note` answers after N milliseconds, on its own thread.
+//! * `--stall-list-after N`: once N successful `tools/list` responses have been sent, later
+//!   `tools/list` requests are never answered (a server that stops answering the re-list).
 //! * `--ask-timeout-ms N`: how long the `ask_*` tools wait for the client (default 10000).
 //! * `--echo-bench`: ignore MCP entirely and answer every input line that has a non-null `id`
 //!   with `{"jsonrpc":"2.0","id":<the same raw id bytes>,"result":{}}`, as fast as possible.
@@ -196,6 +199,8 @@ struct Options {
     ask_timeout_ms: u64,
     echo_bench: bool,
     predict_ids: bool,
+    write_delay_ms: u64,
+    stall_list_after: Option<u64>,
     modern: bool,
     ttl_ms: u64,
     identity_change_after: Option<u64>,
@@ -234,6 +239,8 @@ impl Default for Options {
             ask_timeout_ms: 10_000,
             echo_bench: false,
             predict_ids: false,
+            write_delay_ms: 0,
+            stall_list_after: None,
             modern: false,
             ttl_ms: 1000,
             identity_change_after: None,
@@ -308,6 +315,8 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--flood" => opts.flood = parse_number(&flag, &value)?,
             "--exit-code" => opts.exit_code = parse_number(&flag, &value)?,
             "--ask-timeout-ms" => opts.ask_timeout_ms = parse_number(&flag, &value)?,
+            "--write-delay-ms" => opts.write_delay_ms = parse_number(&flag, &value)?,
+            "--stall-list-after" => opts.stall_list_after = Some(parse_number(&flag, &value)?),
             "--ttl-ms" => opts.ttl_ms = parse_number(&flag, &value)?,
             "--identity-change-after" => {
                 opts.identity_change_after = Some(parse_number(&flag, &value)?);
@@ -782,6 +791,14 @@ impl Server {
         if self.opts.predict_ids {
             predict_ids(id);
         }
+        if self
+            .opts
+            .stall_list_after
+            .is_some_and(|n| self.list_responses.load(Ordering::SeqCst) >= n)
+        {
+            eprintln!("fixture: left tools/list {id} unanswered (--stall-list-after)");
+            return;
+        }
         let reply = self.list_page(params);
         let succeeded = reply.is_ok();
         send_reply(id, reply);
@@ -866,10 +883,13 @@ impl Server {
                 Err(rpc_error(-32602, "Invalid params: name must be a string")),
             );
         };
-        if matches!(
-            name.as_str(),
-            "slow" | "ask_sampling" | "ask_elicitation" | "ask_roots"
-        ) {
+        let delayed_write = name == "write_note" && self.opts.write_delay_ms > 0;
+        if delayed_write
+            || matches!(
+                name.as_str(),
+                "slow" | "ask_sampling" | "ask_elicitation" | "ask_roots"
+            )
+        {
             let server = Arc::clone(self);
             let id = id.clone();
             thread::spawn(move || send_reply(&id, server.call_tool(&name, &params)));
@@ -921,6 +941,7 @@ impl Server {
             "write_note" => {
                 string_arg(args, "path")?;
                 let body = string_arg(args, "body")?;
+                thread::sleep(Duration::from_millis(self.opts.write_delay_ms));
                 Ok(text_result(format!("wrote {} bytes", body.len())))
             }
             "slow" => {

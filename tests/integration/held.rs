@@ -166,3 +166,157 @@ fn the_person_sees_and_approves_the_exact_number_the_server_receives() {
     );
     assert_eq!(calls_received(&log), Vec::<String>::new());
 }
+
+/// Waits for the response to `id`, answering every question of mcpguard's with an approval;
+/// `None` if none comes within `limit`.
+fn response_approving(p: &mut Peer, id: i64, limit: Duration) -> Option<Value> {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        let Some(line) = p.recv_timeout(Duration::from_millis(100)) else {
+            continue;
+        };
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        if is_mcpguards_question(&v) {
+            p.send_json(&json!({"jsonrpc": "2.0", "id": v["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        } else if v["id"] == id && v.get("method").is_none() {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Reads what arrives for `limit`, answering mcpguard's questions with an approval.
+fn approve_for(p: &mut Peer, limit: Duration) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        let Some(line) = p.recv_timeout(Duration::from_millis(50)) else {
+            continue;
+        };
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        if is_mcpguards_question(&v) {
+            p.send_json(&json!({"jsonrpc": "2.0", "id": v["id"], "result": {"action": "accept", "content": {"approve": true}}}));
+        }
+        seen.push(v);
+    }
+    seen
+}
+
+#[test]
+fn a_write_approved_while_queued_does_not_run_once_the_host_cancelled_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // write_note is reviewed with `concurrency: serialize`: a second call waits for the first.
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = policy(dir.path(), "[confirmation]\nchannels = [\"host\"]\n");
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy],
+        &[
+            "--log".into(),
+            log.display().to_string(),
+            "--write-delay-ms".into(),
+            "3000".into(),
+        ],
+    );
+    initialize_eliciting(&mut p);
+    for (id, body) in [(1, "first"), (2, "second")] {
+        p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "write_note", "arguments": {"path": "/notes/a", "body": body}}}));
+        approve_for(&mut p, Duration::from_millis(700));
+    }
+    // Call 2 is approved and queued behind call 1. Its id cannot be taken while it waits.
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    let reuse = approve_for(&mut p, Duration::from_millis(500));
+    assert!(
+        reuse.iter().any(|v| v["id"] == 2
+            && v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("still pending"))),
+        "the queued call's id was not refused: {reuse:?}\n{}",
+        p.stderr()
+    );
+    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "the user pressed stop"}}));
+    let first = response_approving(&mut p, 1, Duration::from_secs(10)).expect("call 1 answers");
+    assert!(first.to_string().contains("wrote 5 bytes"), "{first}");
+    let after = approve_for(&mut p, Duration::from_millis(1500));
+    assert_eq!(
+        calls_received(&log),
+        vec!["write_note"],
+        "the cancelled write never reaches the server: {after:?}\n{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn a_walk_the_server_never_finishes_ends_with_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = policy(dir.path(), "[limits]\ncall_timeout = \"2s\"\n");
+    // The binding walk is answered; every later tools/list is not.
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy],
+        &[
+            "--log".into(),
+            log.display().to_string(),
+            "--stall-list-after".into(),
+            "1".into(),
+        ],
+    );
+    p.initialize();
+    let started = Instant::now();
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}));
+    let answer = response_approving(&mut p, 5, Duration::from_secs(12));
+    let answer = answer.unwrap_or_else(|| panic!("no answer within 12 s; stderr:\n{}", p.stderr()));
+    assert!(started.elapsed() >= Duration::from_millis(1500), "{answer}");
+    assert_eq!(refusal_code(&answer), "verification_failed", "{answer}");
+    assert_eq!(
+        answer["result"]["_meta"]["dev.mcpguard/refusal"]["retryable"], true,
+        "{answer}"
+    );
+    assert!(
+        answer
+            .to_string()
+            .contains("did not complete the live tools/list"),
+        "{answer}"
+    );
+    assert_eq!(calls_received(&log), Vec::<String>::new());
+}
+
+#[test]
+fn the_id_of_a_call_given_up_on_is_not_reused_while_its_answer_may_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = policy(dir.path(), "[limits]\ncall_timeout = \"1s\"\n");
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy],
+        &["--log".into(), log.display().to_string()],
+    );
+    p.initialize();
+    let timed_out = p.request(
+        3,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"ms": 4000}}),
+    );
+    assert_eq!(timed_out["result"]["isError"], true, "{timed_out}");
+    // The server's answer to that call is still to come: a new request under id 3 is refused
+    // rather than be answered with it.
+    let reused = p.request(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    assert!(
+        reused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("passed the per-call timeout")),
+        "{reused}"
+    );
+    assert_eq!(calls_received(&log), vec!["slow"]);
+}

@@ -464,6 +464,7 @@ impl Session {
         self.clock_ms = self.clock_ms.max(now_ms);
         self.expire_confirmations(out);
         self.offer_unanswered(out);
+        self.expire_walk(out);
         let timeout = self.config.call_timeout_ms;
         if timeout == 0 {
             return;

@@ -248,6 +248,9 @@ enum Phase {
 #[derive(Debug)]
 struct Walk {
     generation: u64,
+    /// The session clock when the walk began (restarts keep it); a walk gets
+    /// [`Session::walk_bound_ms`] to complete, restarts included.
+    started_ms: u64,
     pages: Vec<catalogue::LivePage>,
     cursors: HashSet<String>,
     /// A `list_changed` arrived during a walk before binding: walk again once it ends.

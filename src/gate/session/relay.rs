@@ -120,8 +120,16 @@ impl Session {
         if self.host_requests.contains_key(&id)
             || self.held.iter().any(|h| h.id == id)
             || self.confirming.values().any(|c| c.call.id == id)
+            || self.serial_queue.iter().any(|c| c.id == id)
         {
-            let m = format!("refused host request {id}: another request with this id is still pending; ids must be unique");
+            let m = format!("refused host request {id}: another request with this id is still pending (dispatched, waiting for a person, for the live verification or behind a call of the same serialized tool); ids must be unique");
+            refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
+            return;
+        }
+        // The server may still answer the call given up on under this id; that late answer must
+        // never be taken for the answer to a new request.
+        if self.abandoned.contains(&id) {
+            let m = format!("refused host request {id}: a call with this id passed the per-call timeout and the server may still answer it; use a new id");
             refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
             return;
         }
@@ -221,9 +229,12 @@ impl Session {
                                 out.push(Out::Host(cancel_notification(ask, "mcpguard: the call was cancelled")));
                             }
                         }
-                        let before = self.held.len();
+                        let before = self.held.len() + self.serial_queue.len();
                         self.held.retain(|h| h.id != t);
-                        if self.held.len() != before || asking.is_some() {
+                        // A call queued behind a call of the same serialized tool was approved
+                        // (or needed no approval) but has not reached the server: it never does.
+                        self.serial_queue.retain(|c| c.id != t);
+                        if self.held.len() + self.serial_queue.len() != before || asking.is_some() {
                             out.push(Out::Diag(Level::Info, format!("the host cancelled request {t} before it was dispatched; it never reaches the server")));
                         }
                     }
