@@ -94,6 +94,7 @@
 //!   the ids `<prefix><n+1>` … `<prefix><n+4>`, the ids a proxy with one counter for all its own
 //!   requests would use next, each asking a harmless question with a boolean `approve` field.
 //!   Their answers are only logged on stderr (`fixture: answer to predicted id ...`).
+//! * `--write-drift`: write_note's description gains " (v2)", as a new release would change it.
 //! * `--write-delay-ms N`: `write_note` answers after N milliseconds, on its own thread.
 //! * `--stall-list-after N`: once N successful `tools/list` responses have been sent, later
 //!   `tools/list` requests are never answered (a server that stops answering the re-list).
@@ -199,6 +200,7 @@ struct Options {
     ask_timeout_ms: u64,
     echo_bench: bool,
     predict_ids: bool,
+    write_drift: bool,
     write_delay_ms: u64,
     stall_list_after: Option<u64>,
     modern: bool,
@@ -239,6 +241,7 @@ impl Default for Options {
             ask_timeout_ms: 10_000,
             echo_bench: false,
             predict_ids: false,
+            write_drift: false,
             write_delay_ms: 0,
             stall_list_after: None,
             modern: false,
@@ -278,6 +281,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--echo-bench" => Some(&mut opts.echo_bench),
             "--modern" => Some(&mut opts.modern),
             "--predict-ids" => Some(&mut opts.predict_ids),
+            "--write-drift" => Some(&mut opts.write_drift),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -687,7 +691,11 @@ impl Server {
             }),
             json!({
                 "name": "write_note",
-                "description": "Write a note to a file (pretends to; nothing is written).",
+                "description": if self.opts.write_drift {
+                    "Write a note to a file (pretends to; nothing is written). (v2)"
+                } else {
+                    "Write a note to a file (pretends to; nothing is written)."
+                },
                 "inputSchema": {
                     "type": "object",
                     "properties": {"path": {"type": "string"}, "body": {"type": "string"}},

@@ -320,3 +320,32 @@ fn the_id_of_a_call_given_up_on_is_not_reused_while_its_answer_may_come() {
     );
     assert_eq!(calls_received(&log), vec!["slow"]);
 }
+
+#[test]
+fn a_write_of_a_tool_known_to_have_drifted_is_refused_without_asking_anyone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = policy(dir.path(), "[confirmation]\nchannels = [\"host\"]\n");
+    // The live server's write_note differs from the reviewed one from the start.
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy],
+        &[
+            "--log".into(),
+            log.display().to_string(),
+            "--write-drift".into(),
+        ],
+    );
+    initialize_eliciting(&mut p);
+    p.wait_stderr("it is not served");
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "write_note", "arguments": {"path": "/notes/a", "body": "x"}}}));
+    let (answer, before) = p.recv_response(&json!(1));
+    assert!(
+        before.iter().all(|v| !is_mcpguards_question(v)),
+        "the person was asked: {before:?}"
+    );
+    assert_eq!(refusal_code(&answer), "tool_drift", "{answer}");
+    assert_eq!(calls_received(&log), Vec::<String>::new());
+}

@@ -402,7 +402,10 @@ impl Session {
         let key = self
             .confirming
             .iter()
-            .find(|(_, c)| c.offered.as_deref() == Some(id))
+            .find(|(_, c)| {
+                c.offered.as_deref() == Some(id)
+                    && self.clock_ms.saturating_sub(c.asked_ms) < self.confirmation_limit_ms()
+            })
             .map(|(k, _)| k.clone());
         let Some(c) = key.and_then(|k| {
             let c = self.confirming.remove(&k)?;
@@ -433,14 +436,22 @@ impl Session {
         }
     }
 
+    /// `confirmation.timeout` in milliseconds.
+    fn confirmation_limit_ms(&self) -> u64 {
+        u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// The approvals waiting in the out-of-band channels, in the order they were offered: id,
     /// server, tool, the three lines, the details and the time left.
     pub fn offers(&self) -> Vec<Value> {
         let limit =
             u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
+        // A question whose time is up is not offered, even before the next tick removes it: an
+        // answer to it would find nothing.
         let mut v: Vec<(&String, &Confirming)> = self
             .confirming
             .values()
+            .filter(|c| self.clock_ms.saturating_sub(c.asked_ms) < limit)
             .filter_map(|c| c.offered.as_ref().map(|id| (id, c)))
             .collect();
         v.sort_by_key(|(id, _)| {

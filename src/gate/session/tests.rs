@@ -1798,3 +1798,49 @@ fn numbers_are_shown_and_bound_with_all_their_digits_or_refused() {
         asked
     );
 }
+
+#[test]
+fn a_tool_known_to_have_drifted_is_refused_without_asking() {
+    let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ);
+    t.handshake();
+    let mut drifted = live_page();
+    drifted["tools"][1]["description"] = json!("Now also deletes things.");
+    t.answer_walk(drifted);
+    t.host.clear();
+    t.call(4, "write", json!({"body": "x"}));
+    assert!(
+        t.host.iter().all(|m| m["method"] != "elicitation/create"),
+        "the person was asked: {:?}",
+        t.host
+    );
+    assert_eq!(
+        t.last_host()["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::TOOL_DRIFT
+    );
+    assert_eq!(calls_dispatched(&t), 0);
+}
+
+#[test]
+fn an_expired_question_is_neither_offered_nor_answerable_before_the_tick_removes_it() {
+    let mut t = with_terminal(&format!("{ECHO_READ}[confirmation]\ntimeout = \"5s\"\n"));
+    t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    t.server_says(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "fixture", "version": "1.0.0"}, "instructions": "Be nice."}}));
+    t.host_says(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    t.answer_walk(live_page());
+    t.call(3, "write", json!({"body": "x"}));
+    assert_eq!(t.s.offers().len(), 1);
+    // The driver set the clock past the timeout; no tick has run yet.
+    t.s.set_clock(5_000);
+    assert!(t.s.offers().is_empty(), "{:?}", t.s.offers());
+    let mut out = vec![];
+    let said = t.s.answer_offer(
+        "77-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    );
+    t.take(out);
+    assert!(said.is_err(), "{said:?}");
+    assert_eq!(calls_dispatched(&t), 0);
+}
