@@ -349,3 +349,52 @@ fn a_write_of_a_tool_known_to_have_drifted_is_refused_without_asking_anyone() {
     assert_eq!(refusal_code(&answer), "tool_drift", "{answer}");
     assert_eq!(calls_received(&log), Vec::<String>::new());
 }
+
+#[test]
+fn a_call_waiting_for_a_person_reports_progress_and_its_timeout_says_what_happens_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = policy(
+        dir.path(),
+        "[confirmation]\nchannels = [\"host\"]\ntimeout = \"8s\"\n",
+    );
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &["--policy".into(), policy],
+        &["--log".into(), log.display().to_string()],
+    );
+    initialize_eliciting(&mut p);
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "write_note", "arguments": {"path": "/notes/a", "body": "x"}, "_meta": {"progressToken": "tok-1"}}}));
+    // Nobody answers the question.
+    let (answer, before) = p.recv_response(&json!(1));
+    let progress: Vec<&Value> = before
+        .iter()
+        .filter(|v| v["method"] == "notifications/progress")
+        .collect();
+    assert!(
+        !progress.is_empty(),
+        "no progress while the call waited: {before:?}"
+    );
+    for n in &progress {
+        assert_eq!(n["params"]["progressToken"], "tok-1", "{n}");
+        assert!(
+            n["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("waits for a person's approval")),
+            "{n}"
+        );
+    }
+    let progressed: Vec<u64> = progress
+        .iter()
+        .filter_map(|n| n["params"]["progress"].as_u64())
+        .collect();
+    assert!(progressed.windows(2).all(|w| w[0] < w[1]), "{progressed:?}");
+    assert_eq!(refusal_code(&answer), "consent_required", "{answer}");
+    assert!(
+        answer.to_string().contains("nothing runs later on its own"),
+        "{answer}"
+    );
+    assert_eq!(calls_received(&log), Vec::<String>::new());
+}

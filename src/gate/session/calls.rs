@@ -481,6 +481,7 @@ impl Session {
         self.clock_ms = self.clock_ms.max(now_ms);
         self.expire_confirmations(out);
         self.offer_unanswered(out);
+        self.progress_while_asking(out);
         self.expire_walk(out);
         let timeout = self.config.call_timeout_ms;
         if timeout == 0 {

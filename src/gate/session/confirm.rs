@@ -25,6 +25,11 @@ pub const HUMAN_MIN_ANSWER_MS: u64 = 1_000;
 /// elicitation and then never show the question (Cursor drops it).
 pub const HOST_SILENCE_MS: u64 = 10_000;
 
+/// While a call waits for a person and the host gave a `progressToken`, mcpguard tells the host
+/// this often that the call is alive: hosts whose request timeout is reset by progress (the
+/// TypeScript SDK's `resetTimeoutOnProgress`) then keep waiting, and a host shows the person why.
+pub const PROGRESS_EVERY_MS: u64 = 5_000;
+
 /// The question a person reads: three lines that fit a folded dialog, then the details.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Question {
@@ -98,6 +103,7 @@ impl Session {
             question,
             host_note: None,
             scope: Scope::Once,
+            progress_ms: self.clock_ms,
         };
         if offer_now {
             self.offer(&mut c, out);
@@ -587,6 +593,48 @@ impl Session {
         }
     }
 
+    /// Sends `notifications/progress` for each call waiting for a person whose host request
+    /// carried a progress token, every [`PROGRESS_EVERY_MS`]: `progress` counts the seconds
+    /// waited (so it increases), `total` is the timeout, and the message says what is awaited.
+    pub(super) fn progress_while_asking(&mut self, out: &mut Vec<Out>) {
+        let limit = self.confirmation_limit_ms();
+        let now = self.clock_ms;
+        let mut due: Vec<(&Id, &mut Confirming)> = self
+            .confirming
+            .iter_mut()
+            .filter(|(_, c)| {
+                c.call.progress.is_some() && now.saturating_sub(c.progress_ms) >= PROGRESS_EVERY_MS
+            })
+            .collect();
+        due.sort_by_cached_key(|(k, _)| k.to_string());
+        for (_, c) in due {
+            c.progress_ms = now;
+            let Some(token) = c
+                .call
+                .progress
+                .as_deref()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            else {
+                continue;
+            };
+            let waited = now.saturating_sub(c.asked_ms);
+            let left = limit.saturating_sub(waited) / 1000;
+            let whom = match &c.offered {
+                Some(id) => format!("a person's approval (in the host's dialog or `mcpguard approvals approve {id}`)"),
+                None => "a person's approval in the host's dialog".to_string(),
+            };
+            let n = json!({"jsonrpc": "2.0", "method": methods::PROGRESS, "params": {
+                "progressToken": token,
+                "progress": waited / 1000,
+                "total": limit / 1000,
+                "message": format!("mcpguard: {:?} waits for {whom}; {left} s left before it is refused", c.call.tool),
+            }});
+            out.push(Out::Host(Bytes::from(
+                serde_json::to_vec(&n).unwrap_or_default(),
+            )));
+        }
+    }
+
     /// Confirmations not answered within `confirmation.timeout` are denials; the host is told to
     /// withdraw the question, and a late answer finds nothing to approve.
     pub(super) fn expire_confirmations(&mut self, out: &mut Vec<Out>) {
@@ -618,6 +666,8 @@ impl Session {
             if let Some(note) = &c.host_note {
                 why.push_str(&format!("; before that, {note}"));
             }
+            // What happens next, for the model and the person: nothing runs on its own.
+            why.push_str("; nothing runs later on its own: tell the person the call waited for their approval, and call it again only if they want it, so that they are asked again");
             self.settle(c, Err(why), out);
         }
     }

@@ -315,6 +315,9 @@ struct Confirming {
     host_note: Option<String>,
     /// What the person's approval covers (one call, or a standing approval they chose).
     scope: crate::policy::Scope,
+    /// The session clock of the last `notifications/progress` sent for it (see
+    /// `confirm::PROGRESS_EVERY_MS`).
+    progress_ms: u64,
 }
 
 /// The state of one connection.
