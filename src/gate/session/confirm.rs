@@ -8,7 +8,11 @@
 //! A pending confirmation is keyed by the id of mcpguard's elicitation request (or, when only the
 //! out-of-band channels have it, by a private id of the same form), so the first answer from any
 //! channel removes it and an approval is single-use by construction: a late or repeated answer
-//! finds nothing. A host that answers decline or cancel faster than a person can read the
+//! finds nothing. Those ids are in the host direction's own space (`Session::host_request_id`),
+//! which the server never sees, so no server request can stand in for a question. The question and
+//! the binding are written in `exact_canonical`, which shows every number as the server receives
+//! it; a call with a number that form cannot show as written is refused before anyone is asked.
+//! A host that answers decline or cancel faster than a person can read the
 //! question ([`HUMAN_MIN_ANSWER_MS`]) did not ask anyone; that answer does not settle the call
 //! when an out-of-band channel can still reach the person, and a refusal says which it was.
 
