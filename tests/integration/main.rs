@@ -16,6 +16,7 @@ mod escape;
 mod floor;
 mod gate;
 mod gate_interop;
+mod held;
 mod hosts;
 mod interop;
 mod layering;

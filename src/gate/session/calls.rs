@@ -118,6 +118,23 @@ impl Session {
             self.refuse_call(&id, &name, r, out);
             return;
         }
+        // The gate already knows this tool drifted from its review (the binding walk found it,
+        // or a walk since did): nobody is asked about a call that would be refused after the
+        // answer anyway.
+        if let Some(d) = self
+            .live
+            .as_ref()
+            .and_then(|l| l.drift(&pin.server_key, tool))
+        {
+            // As when a walk finds it at dispatch: a call of a drifted tool ends the review.
+            self.invalidate(
+                &format!("the live server changed a reviewed tool ({d})"),
+                out,
+            );
+            let r = Refusal::new(code::TOOL_DRIFT, Category::Drift, format!("refused {name:?}: {d}; the live server no longer serves the reviewed tool, so the call is refused without asking anyone. Capture and review the server again, then restart mcpguard"));
+            self.refuse_call(&id, &name, r, out);
+            return;
+        }
         if tool.requires_task && !self.config.capabilities.tasks {
             let r = Refusal::new(code::CAPABILITY_DENIED, Category::Policy, format!("refused {name:?}: the tool requires task-augmented execution, which is excluded by policy"));
             self.refuse_call(&id, &name, r, out);
@@ -237,6 +254,10 @@ impl Session {
             approval: Approval::NotNeeded,
             authority: reviewed.authority,
         };
+        // What a person approves must be what the server receives, to the digit.
+        if matches!(class.decision, Decision::Confirm) && !self.arguments_exact(&call, out) {
+            return;
+        }
         match class.decision {
             Decision::Forward => self.proceed(call, out),
             Decision::ForwardUnconfirmed => {
@@ -460,6 +481,8 @@ impl Session {
         self.clock_ms = self.clock_ms.max(now_ms);
         self.expire_confirmations(out);
         self.offer_unanswered(out);
+        self.progress_while_asking(out);
+        self.expire_walk(out);
         let timeout = self.config.call_timeout_ms;
         if timeout == 0 {
             return;

@@ -8,7 +8,11 @@
 //! A pending confirmation is keyed by the id of mcpguard's elicitation request (or, when only the
 //! out-of-band channels have it, by a private id of the same form), so the first answer from any
 //! channel removes it and an approval is single-use by construction: a late or repeated answer
-//! finds nothing. A host that answers decline or cancel faster than a person can read the
+//! finds nothing. Those ids are in the host direction's own space (`Session::host_request_id`),
+//! which the server never sees, so no server request can stand in for a question. The question and
+//! the binding are written in `exact_canonical`, which shows every number as the server receives
+//! it; a call with a number that form cannot show as written is refused before anyone is asked.
+//! A host that answers decline or cancel faster than a person can read the
 //! question ([`HUMAN_MIN_ANSWER_MS`]) did not ask anyone; that answer does not settle the call
 //! when an out-of-band channel can still reach the person, and a refusal says which it was.
 
@@ -24,6 +28,11 @@ pub const HUMAN_MIN_ANSWER_MS: u64 = 1_000;
 /// channels too (the host's stays open; the first answer settles it): some hosts declare
 /// elicitation and then never show the question (Cursor drops it).
 pub const HOST_SILENCE_MS: u64 = 10_000;
+
+/// While a call waits for a person and the host gave a `progressToken`, mcpguard tells the host
+/// this often that the call is alive: hosts whose request timeout is reset by progress (the
+/// TypeScript SDK's `resetTimeoutOnProgress`) then keep waiting, and a host shows the person why.
+pub const PROGRESS_EVERY_MS: u64 = 5_000;
 
 /// The question a person reads: three lines that fit a folded dialog, then the details.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,13 +107,13 @@ impl Session {
             question,
             host_note: None,
             scope: Scope::Once,
+            progress_ms: self.clock_ms,
         };
         if offer_now {
             self.offer(&mut c, out);
         }
         let key = if host {
-            let ask = Id::Str(format!("{}{}", self.own_prefix, self.next_own));
-            self.next_own += 1;
+            let ask = self.host_request_id();
             let params = approval_params(&c.question);
             let req = json!({"jsonrpc": "2.0", "id": ask.to_json_value(), "method": methods::ELICITATION_CREATE, "params": params});
             out.push(Out::Diag(
@@ -124,6 +133,45 @@ impl Session {
             self.offer_key()
         };
         self.confirming.insert(key, c);
+    }
+
+    /// Whether every number in the call's arguments, as the server will receive them, can be
+    /// shown to the person and bound as written ([`inexact_number`]); refuses the call otherwise.
+    pub(super) fn arguments_exact(&mut self, call: &Call, out: &mut Vec<Out>) -> bool {
+        let raw = message::parse(&call.line).ok().and_then(|m| {
+            m.params.and_then(|p| {
+                serde_json::from_str::<
+                    std::collections::HashMap<String, Box<serde_json::value::RawValue>>,
+                >(p.get())
+                .ok()
+            })
+        });
+        let Some((written, shown)) = raw
+            .as_ref()
+            .and_then(|p| p.get("arguments"))
+            .and_then(|a| inexact_number(a.get()))
+        else {
+            return true;
+        };
+        let short = |t: &str| {
+            if t.len() > 40 {
+                format!("{}… ({} characters)", &t[..32], t.len())
+            } else {
+                t.to_string()
+            }
+        };
+        let r = Refusal::new(
+            code::INVALID_ARGUMENTS,
+            Category::Input,
+            format!(
+                "refused {:?}: it needs a person's approval, and its arguments hold the number {} that mcpguard cannot show and bind exactly (it reads as {}), so the person would approve a different value than the server receives; it was not run. Send the value as a string, or as an integer of at most 64 bits or a decimal with at most 15 significant digits",
+                call.tool,
+                short(&written),
+                short(&shown)
+            ),
+        );
+        self.refuse_call(&call.id, &call.tool, r, out);
+        false
     }
 
     /// Refuses a write nobody can be asked about, saying why and what changes it.
@@ -188,9 +236,27 @@ impl Session {
     /// A private key for a confirmation only the out-of-band channels have: it has the form of
     /// mcpguard's own request ids, which the host cannot use, so no host response can match it.
     pub(super) fn offer_key(&mut self) -> Id {
-        let key = Id::Str(format!("{}offer-{}", self.own_prefix, self.next_own));
-        self.next_own += 1;
+        let key = Id::Str(format!("{}offer-{}", self.host_prefix, self.next_host));
+        self.next_host += 1;
         key
+    }
+
+    /// A fresh id for a question of mcpguard's to the host: in the host direction's own space
+    /// (see the module docs of `session`), and never the id of a server request the host still
+    /// holds, so one id names one request on the host's side.
+    pub(super) fn host_request_id(&mut self) -> Id {
+        loop {
+            let id = Id::Str(format!("{}{}", self.host_prefix, self.next_host));
+            self.next_host += 1;
+            if !self.server_requests.contains_key(&id) && !self.confirming.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Whether `id` has the form of mcpguard's own questions to the host.
+    pub(super) fn is_host_question_id(&self, id: &Id) -> bool {
+        matches!(id, Id::Str(s) if s.starts_with(&self.host_prefix))
     }
 
     /// Offers `c` to the out-of-band channels (once): it gets the id the person answers with.
@@ -248,7 +314,7 @@ impl Session {
                 self.standing_offer(&scopes)
             ),
             details: format!(
-                "Why you are asked: {}.\nThis approval (binding {}) is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON):\n{}",
+                "Why you are asked: {}.\nThis approval (binding {}) is bound to the reviewed snapshot, this tool and exactly these arguments; any other call asks again.\nThe arguments in full (canonical JSON, numbers with all their digits):\n{}",
                 write_reason(class),
                 &binding[..12],
                 argument_summary(arguments),
@@ -346,7 +412,10 @@ impl Session {
         let key = self
             .confirming
             .iter()
-            .find(|(_, c)| c.offered.as_deref() == Some(id))
+            .find(|(_, c)| {
+                c.offered.as_deref() == Some(id)
+                    && self.clock_ms.saturating_sub(c.asked_ms) < self.confirmation_limit_ms()
+            })
             .map(|(k, _)| k.clone());
         let Some(c) = key.and_then(|k| {
             let c = self.confirming.remove(&k)?;
@@ -377,14 +446,22 @@ impl Session {
         }
     }
 
+    /// `confirmation.timeout` in milliseconds.
+    fn confirmation_limit_ms(&self) -> u64 {
+        u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// The approvals waiting in the out-of-band channels, in the order they were offered: id,
     /// server, tool, the three lines, the details and the time left.
     pub fn offers(&self) -> Vec<Value> {
         let limit =
             u64::try_from(self.config.policy.confirmation.timeout.as_millis()).unwrap_or(u64::MAX);
+        // A question whose time is up is not offered, even before the next tick removes it: an
+        // answer to it would find nothing.
         let mut v: Vec<(&String, &Confirming)> = self
             .confirming
             .values()
+            .filter(|c| self.clock_ms.saturating_sub(c.asked_ms) < limit)
             .filter_map(|c| c.offered.as_ref().map(|id| (id, c)))
             .collect();
         v.sort_by_key(|(id, _)| {
@@ -520,6 +597,48 @@ impl Session {
         }
     }
 
+    /// Sends `notifications/progress` for each call waiting for a person whose host request
+    /// carried a progress token, every [`PROGRESS_EVERY_MS`]: `progress` counts the seconds
+    /// waited (so it increases), `total` is the timeout, and the message says what is awaited.
+    pub(super) fn progress_while_asking(&mut self, out: &mut Vec<Out>) {
+        let limit = self.confirmation_limit_ms();
+        let now = self.clock_ms;
+        let mut due: Vec<(&Id, &mut Confirming)> = self
+            .confirming
+            .iter_mut()
+            .filter(|(_, c)| {
+                c.call.progress.is_some() && now.saturating_sub(c.progress_ms) >= PROGRESS_EVERY_MS
+            })
+            .collect();
+        due.sort_by_cached_key(|(k, _)| k.to_string());
+        for (_, c) in due {
+            c.progress_ms = now;
+            let Some(token) = c
+                .call
+                .progress
+                .as_deref()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            else {
+                continue;
+            };
+            let waited = now.saturating_sub(c.asked_ms);
+            let left = limit.saturating_sub(waited) / 1000;
+            let whom = match &c.offered {
+                Some(id) => format!("a person's approval (in the host's dialog or `mcpguard approvals approve {id}`)"),
+                None => "a person's approval in the host's dialog".to_string(),
+            };
+            let n = json!({"jsonrpc": "2.0", "method": methods::PROGRESS, "params": {
+                "progressToken": token,
+                "progress": waited / 1000,
+                "total": limit / 1000,
+                "message": format!("mcpguard: {:?} waits for {whom}; {left} s left before it is refused", c.call.tool),
+            }});
+            out.push(Out::Host(Bytes::from(
+                serde_json::to_vec(&n).unwrap_or_default(),
+            )));
+        }
+    }
+
     /// Confirmations not answered within `confirmation.timeout` are denials; the host is told to
     /// withdraw the question, and a late answer finds nothing to approve.
     pub(super) fn expire_confirmations(&mut self, out: &mut Vec<Out>) {
@@ -551,6 +670,8 @@ impl Session {
             if let Some(note) = &c.host_note {
                 why.push_str(&format!("; before that, {note}"));
             }
+            // What happens next, for the model and the person: nothing runs on its own.
+            why.push_str("; nothing runs later on its own: tell the person the call waited for their approval, and call it again only if they want it, so that they are asked again");
             self.settle(c, Err(why), out);
         }
     }
@@ -655,13 +776,147 @@ pub(super) fn write_reason(class: &Classification) -> String {
     }
 }
 
-/// The digest an approval is bound to: SHA-256 over the canonical JSON of the snapshot digest,
-/// the tool name and the arguments, so an approval cannot stand for any other call.
+/// The digest an approval is bound to: SHA-256 over the exact canonical JSON
+/// ([`exact_canonical`]) of the snapshot digest, the tool name and the arguments, so an approval
+/// cannot stand for any other call.
 fn approval_binding(snapshot: &str, tool: &str, arguments: &Value) -> String {
     use sha2::{Digest, Sha256};
     let doc = json!({"snapshot": snapshot, "tool": tool, "arguments": arguments});
-    let digest = Sha256::digest(crate::snapshot::canonical::canonical_bytes(&doc));
+    let digest = Sha256::digest(exact_canonical(&doc));
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// RFC 8785 canonical JSON, except that integers are written with all their digits.
+///
+/// RFC 8785 writes every number as the IEEE double it denotes, so 9007199254740993 would be
+/// shown and bound as 9007199254740992, a value the server does not receive. The strict parser
+/// keeps every integer that fits 64 bits exactly (`u64`/`i64`), and every other number is one
+/// that [`inexact_number`] found written exactly as the double's shortest form (a call with any
+/// other is refused before it is bound), so this form is lossless for the arguments a person
+/// approves: two argument texts that a server can read as different values never share it.
+pub(super) fn exact_canonical(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_exact(v, &mut out);
+    out
+}
+
+fn write_exact(v: &Value, out: &mut Vec<u8>) {
+    use crate::snapshot::canonical::canonical_bytes;
+    match v {
+        Value::Number(n) if n.is_u64() || n.is_i64() => {
+            out.extend_from_slice(n.to_string().as_bytes())
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_exact(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(members) => {
+            // RFC 8785 orders members by their names' UTF-16 code units.
+            let mut keys: Vec<&String> = members.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&canonical_bytes(&Value::String(k.clone())));
+                out.push(b':');
+                write_exact(&members[k], out);
+            }
+            out.push(b'}');
+        }
+        other => out.extend_from_slice(&canonical_bytes(other)),
+    }
+}
+
+/// The first number in the JSON text `raw` (the arguments exactly as the server receives them)
+/// whose value mcpguard cannot show and bind as written, with the value it would show instead.
+///
+/// An integer is exact when it fits 64 bits (the strict parser keeps it as `u64`/`i64`); any
+/// other number is read as a double, and is exact only when the double's shortest form (what the
+/// question shows) denotes the same decimal value as the text: `0.1` and `1e2` are, `2^53 + 1.0`
+/// and `123456789012345678901234` are not. The scan assumes `raw` is valid JSON (the envelope
+/// parse checked it) and skips strings.
+pub(super) fn inexact_number(raw: &str) -> Option<(String, String)> {
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = &raw[start..i];
+                if let Some(shown) = shown_if_inexact(token) {
+                    return Some((token.to_string(), shown));
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// What mcpguard would show for the number `token` when that is not the value written.
+fn shown_if_inexact(token: &str) -> Option<String> {
+    let integer = !token.contains(['.', 'e', 'E']);
+    if integer && (token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok()) {
+        return None;
+    }
+    let shown = match token
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+    {
+        Some(n) => String::from_utf8(crate::snapshot::canonical::canonical_bytes(&Value::Number(
+            n,
+        )))
+        .unwrap_or_default(),
+        None => return Some("no finite number".to_string()),
+    };
+    if !integer && decimal(token) == decimal(&shown) {
+        return None;
+    }
+    Some(shown)
+}
+
+/// A decimal number text as (negative, significant digits, exponent of the last digit), so two
+/// texts of one value compare equal (`1.50e1` and `15`); `None` for text that is not a number.
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = format!("{int}{frac}");
+    let mut exp = exp.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    let trimmed = digits.trim_start_matches('0');
+    if trimmed.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    let significant = trimmed.trim_end_matches('0');
+    exp = exp.checked_add(i64::try_from(trimmed.len() - significant.len()).ok()?)?;
+    Some((negative, significant.to_string(), exp))
 }
 
 /// The arguments as a person can read them: canonical JSON with control and invisible characters
@@ -771,8 +1026,10 @@ fn elide(s: &str, max: usize, quote: bool) -> String {
     }
 }
 
+/// The exact canonical text of `v` ([`exact_canonical`]): what the person reads is the value the
+/// server receives.
 fn canonical_text(v: &Value) -> String {
-    String::from_utf8(crate::snapshot::canonical::canonical_bytes(v)).unwrap_or_default()
+    String::from_utf8(exact_canonical(v)).unwrap_or_default()
 }
 
 /// Seed 004's `operationPolicy` for a classified call.

@@ -7,9 +7,15 @@
 //!
 //! Two independent id spaces exist: requests from the host to the server, and requests from the
 //! server to the host (servers number their own requests 0, 1, 2…, colliding numerically with
-//! host ids). Requests that mcpguard originates towards the server use string ids carrying a
-//! per-process nonce, so they cannot collide with the host's; a host request that uses that
-//! prefix is refused rather than risk confusing the two.
+//! host ids). mcpguard's own requests have two spaces more, one per direction, each with a prefix
+//! of its own: towards the server (re-list walks, probes) `mcpguard-<nonce>-<n>`, towards the
+//! host (confirmation questions) `mcpguard-<h>-<n>`, where `<h>` is derived from the per-process
+//! secret key and never appears on the server's side. A server that reads the ids of the walks
+//! therefore learns nothing about the ids of the questions, and a server request whose id is the
+//! id of one of mcpguard's open questions (or carries their prefix) is refused, never relayed: the
+//! host would otherwise hold two requests with one id, and the person's answer to the server's
+//! question could be taken for an approval. A host request that uses either prefix is refused
+//! rather than risk confusing the spaces.
 //!
 //! The gate (legacy era, protocol ≤ 2025-11-25): the handshake is ordered and pinned, `tools/list`
 //! is answered by mcpguard from the reviewed snapshot after a live re-verification, every
@@ -242,6 +248,9 @@ enum Phase {
 #[derive(Debug)]
 struct Walk {
     generation: u64,
+    /// The session clock when the walk began (restarts keep it); a walk gets
+    /// [`Session::walk_bound_ms`] to complete, restarts included.
+    started_ms: u64,
     pages: Vec<catalogue::LivePage>,
     cursors: HashSet<String>,
     /// A `list_changed` arrived during a walk before binding: walk again once it ends.
@@ -306,6 +315,9 @@ struct Confirming {
     host_note: Option<String>,
     /// What the person's approval covers (one call, or a standing approval they chose).
     scope: crate::policy::Scope,
+    /// The session clock of the last `notifications/progress` sent for it (see
+    /// `confirm::PROGRESS_EVERY_MS`).
+    progress_ms: u64,
 }
 
 /// The state of one connection.
@@ -321,6 +333,10 @@ pub struct Session {
     own_requests: IdMap<Purpose>,
     own_prefix: String,
     next_own: u64,
+    /// The prefix of mcpguard's own requests to the host (its questions), derived from the
+    /// secret key so that the server, which sees `own_prefix`, cannot predict it.
+    host_prefix: String,
+    next_host: u64,
     /// How many confirmations were offered to the out-of-band channels (their ids' numbers).
     next_offer: u64,
     phase: Phase,
@@ -362,6 +378,7 @@ impl Session {
             Era::Legacy => Phase::AwaitInitialize,
             Era::Modern => Phase::Ready,
         };
+        let host_prefix = format!("mcpguard-{}-", host_nonce(&config.secret, nonce));
         Session {
             config,
             host_requests: IdTable::default(),
@@ -369,6 +386,8 @@ impl Session {
             own_requests: IdMap::default(),
             own_prefix: format!("mcpguard-{nonce}-"),
             next_own: 0,
+            host_prefix,
+            next_host: 0,
             next_offer: 0,
             // The modern era has no handshake: the session is ready from the start.
             phase,
@@ -412,6 +431,21 @@ impl Session {
     pub fn invalidated(&self) -> Option<&str> {
         self.invalidated.as_deref()
     }
+}
+
+/// The per-process part of the ids of mcpguard's questions to the host: 64 bits of SHA-256 over
+/// the secret key and the walk nonce, so it is as unpredictable as the key (drawn from the
+/// kernel's random source by the proxy) and differs from the nonce the server sees.
+fn host_nonce(secret: &[u8; 32], nonce: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"mcpguard host request ids\0");
+    h.update(secret);
+    h.update(nonce.as_bytes());
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// What a test conversation saw the core send, by destination (shared by the unit tests of

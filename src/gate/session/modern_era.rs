@@ -332,6 +332,7 @@ impl Session {
                     question,
                     host_note: None,
                     scope: crate::policy::Scope::Once,
+                    progress_ms: self.clock_ms,
                 };
                 let answer = match (checked, answer) {
                     (Err(why), _) => {
@@ -395,6 +396,7 @@ impl Session {
                     question,
                     host_note: None,
                     scope: crate::policy::Scope::Once,
+                    progress_ms: self.clock_ms,
                 };
                 self.offer(&mut c, out);
                 let key = self.offer_key();

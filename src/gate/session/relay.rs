@@ -81,6 +81,17 @@ impl Session {
                     .and_then(|id| self.server_requests.remove(id));
                 match known {
                     Some(_) => out.push(Out::Server(line.clone())),
+                    // An answer to one of mcpguard's questions that is no longer open: it was
+                    // answered (once is all that counts), expired or withdrawn.
+                    None if msg.id.as_ref().is_some_and(|id| self.is_host_question_id(id)) => {
+                        out.push(Out::Diag(
+                            Level::Warn,
+                            format!(
+                                "dropped a late or repeated answer from the host to mcpguard's question {}: it was already answered, expired or withdrawn, so it approves nothing",
+                                msg.id.map_or("null".to_string(), |id| id.to_string())
+                            ),
+                        ))
+                    }
                     None => out.push(Out::Diag(
                         Level::Warn,
                         format!(
@@ -96,10 +107,12 @@ impl Session {
     pub(super) fn host_request(&mut self, msg: &Message<'_>, line: Bytes, out: &mut Vec<Out>) {
         let Some(id) = msg.id.clone() else { return };
         let method = msg.method.as_deref().unwrap_or_default();
-        if matches!(&id, Id::Str(s) if s.starts_with(&self.own_prefix)) {
+        if matches!(&id, Id::Str(s) if s.starts_with(&self.own_prefix))
+            || self.is_host_question_id(&id)
+        {
             let m = format!(
-                "refused host request {id}: ids starting with {:?} are reserved by mcpguard",
-                self.own_prefix
+                "refused host request {id}: ids starting with {:?} or {:?} are reserved by mcpguard",
+                self.own_prefix, self.host_prefix
             );
             refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
             return;
@@ -107,8 +120,16 @@ impl Session {
         if self.host_requests.contains_key(&id)
             || self.held.iter().any(|h| h.id == id)
             || self.confirming.values().any(|c| c.call.id == id)
+            || self.serial_queue.iter().any(|c| c.id == id)
         {
-            let m = format!("refused host request {id}: another request with this id is still pending; ids must be unique");
+            let m = format!("refused host request {id}: another request with this id is still pending (dispatched, waiting for a person, for the live verification or behind a call of the same serialized tool); ids must be unique");
+            refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
+            return;
+        }
+        // The server may still answer the call given up on under this id; that late answer must
+        // never be taken for the answer to a new request.
+        if self.abandoned.contains(&id) {
+            let m = format!("refused host request {id}: a call with this id passed the per-call timeout and the server may still answer it; use a new id");
             refuse_to_host(Some(&id), codes::ID_CONFLICT, &m, out);
             return;
         }
@@ -208,9 +229,12 @@ impl Session {
                                 out.push(Out::Host(cancel_notification(ask, "mcpguard: the call was cancelled")));
                             }
                         }
-                        let before = self.held.len();
+                        let before = self.held.len() + self.serial_queue.len();
                         self.held.retain(|h| h.id != t);
-                        if self.held.len() != before || asking.is_some() {
+                        // A call queued behind a call of the same serialized tool was approved
+                        // (or needed no approval) but has not reached the server: it never does.
+                        self.serial_queue.retain(|c| c.id != t);
+                        if self.held.len() + self.serial_queue.len() != before || asking.is_some() {
                             out.push(Out::Diag(Level::Info, format!("the host cancelled request {t} before it was dispatched; it never reaches the server")));
                         }
                     }
@@ -313,6 +337,22 @@ impl Session {
                 out,
                 codes::ID_CONFLICT,
                 format!("another request with id {id} is still pending"),
+            );
+            return;
+        }
+        // The host must never hold two requests with one id: the answer to the server's could be
+        // taken for the answer to mcpguard's question (an approval). mcpguard's question ids are
+        // not predictable by the server, so a match is an attack or a broken server.
+        if self.is_host_question_id(&id) || self.confirming.contains_key(&id) {
+            self.audit(out, || AuditNote {
+                detail: Some(format!("the server's {method} request used id {id}, reserved for mcpguard's own questions to the host")),
+                outcome: Some("refused"),
+                ..AuditNote::new(EventKind::CapabilityBlocked)
+            });
+            refuse(
+                out,
+                codes::ID_CONFLICT,
+                format!("its id {id} is reserved for mcpguard's own questions to the host; it never reaches the host (a server cannot reuse mcpguard's ids)"),
             );
             return;
         }

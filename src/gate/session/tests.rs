@@ -1688,3 +1688,159 @@ fn arguments_with_a_secret_or_a_metadata_url_never_reach_the_server() {
     }
     assert!(t.server.iter().all(|m| m["method"] != "tools/call"));
 }
+
+#[test]
+fn the_questions_to_the_host_have_ids_the_server_never_sees_and_cannot_take() {
+    let policy = format!("{ECHO_READ}[capabilities]\nelicitation = true\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.call(7, "write", json!({"body": "hello"}));
+    let ask = elicitation_of(&t);
+    let ask_id = ask["id"].as_str().unwrap().to_string();
+    // Not in the walks' space: the server saw "mcpguard-n0nce-0" and learns nothing from it.
+    assert!(!ask_id.starts_with("mcpguard-n0nce-"), "{ask_id}");
+    // A server request under the question's id (or its prefix) is refused, never relayed.
+    let hosts_before = t.host.len();
+    for id in [ask_id.clone(), format!("{ask_id}9")] {
+        t.server_says(json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {"message": "weather?", "requestedSchema": {"type": "object", "properties": {}}}}));
+        assert_eq!(t.host.len(), hosts_before, "relayed: {:?}", t.host.last());
+        let answer = t.server.last().unwrap();
+        assert_eq!(answer["id"], json!(id));
+        assert_eq!(answer["error"]["code"], codes::ID_CONFLICT);
+    }
+    // The question is answered once; a repeated answer is dropped with a diagnostic.
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask_id, "result": {"action": "accept", "content": {"approve": true}}}));
+    t.answer_walk(live_page());
+    assert_eq!(calls_dispatched(&t), 1);
+    t.host_says(json!({"jsonrpc": "2.0", "id": ask_id, "result": {"action": "accept", "content": {"approve": true}}}));
+    assert!(t
+        .diags
+        .last()
+        .is_some_and(|d| d.contains("late or repeated answer")));
+    assert_eq!(calls_dispatched(&t), 1);
+}
+
+#[test]
+fn numbers_are_shown_and_bound_with_all_their_digits_or_refused() {
+    use confirm::{exact_canonical, inexact_number};
+    // Exact: 64-bit integers, and decimals the double's shortest form writes as the same value.
+    for raw in [
+        r#"{"n":9007199254740993}"#,
+        r#"{"n":-9223372036854775808,"m":18446744073709551615}"#,
+        r#"{"n":0.1,"m":1e2,"k":-0,"j":1.50e1,"s":"123456789012345678901234"}"#,
+    ] {
+        assert_eq!(inexact_number(raw), None, "{raw}");
+    }
+    // Not exact: what would be shown differs from what is written.
+    for (raw, written) in [
+        (r#"{"n":9007199254740993.0}"#, "9007199254740993.0"),
+        (
+            r#"{"a":[1,{"b":123456789012345678901234}]}"#,
+            "123456789012345678901234",
+        ),
+        (r#"{"n":18446744073709551616}"#, "18446744073709551616"),
+        (r#"{"n":0.10000000000000000001}"#, "0.10000000000000000001"),
+    ] {
+        assert_eq!(
+            inexact_number(raw).map(|(w, _)| w),
+            Some(written.to_string()),
+            "{raw}"
+        );
+    }
+    let big = strict::parse_strict_str(r#"{"b":9007199254740993,"a":9007199254740992}"#).unwrap();
+    assert_eq!(
+        String::from_utf8(exact_canonical(&big)).unwrap(),
+        r#"{"a":9007199254740992,"b":9007199254740993}"#
+    );
+
+    let policy = format!("{ECHO_READ}[arguments.tools.write]\nclosed = false\n");
+    let mut t = T::with_policy(Mode::Pinned(pin()), &policy).bound();
+    t.call(7, "write", json!({"body": "x", "n": 9007199254740993_u64}));
+    let first = elicitation_of(&t)["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.call(8, "write", json!({"body": "x", "n": 9007199254740992_u64}));
+    let second = elicitation_of(&t)["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(first.contains("n=9007199254740993"), "{first}");
+    assert!(second.contains("n=9007199254740992"), "{second}");
+    let approval = |m: &str| m.split("Approval ").nth(1).map(|r| r[..12].to_string());
+    assert_ne!(approval(&first), approval(&second), "{first}\n{second}");
+    // A number that cannot be shown as written is refused before anyone is asked.
+    let asked = t
+        .host
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .count();
+    let mut out = vec![];
+    t.s.from_host(
+        Frame::Line(Bytes::from_static(br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"write","arguments":{"body":"x","n":9007199254740993.0}}}"#)),
+        &mut out,
+    );
+    t.take(out);
+    let refused = t.last_host();
+    assert_eq!(refused["id"], 10);
+    assert_eq!(
+        refused["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::INVALID_ARGUMENTS
+    );
+    assert!(
+        refused.to_string().contains("9007199254740993.0"),
+        "{refused}"
+    );
+    assert_eq!(
+        t.host
+            .iter()
+            .filter(|m| m["method"] == "elicitation/create")
+            .count(),
+        asked
+    );
+}
+
+#[test]
+fn a_tool_known_to_have_drifted_is_refused_without_asking() {
+    let mut t = T::with_policy(Mode::Pinned(pin()), ECHO_READ);
+    t.handshake();
+    let mut drifted = live_page();
+    drifted["tools"][1]["description"] = json!("Now also deletes things.");
+    t.answer_walk(drifted);
+    t.host.clear();
+    t.call(4, "write", json!({"body": "x"}));
+    assert!(
+        t.host.iter().all(|m| m["method"] != "elicitation/create"),
+        "the person was asked: {:?}",
+        t.host
+    );
+    assert_eq!(
+        t.last_host()["result"]["_meta"][refusal::REFUSAL_META]["code"],
+        code::TOOL_DRIFT
+    );
+    assert_eq!(calls_dispatched(&t), 0);
+}
+
+#[test]
+fn an_expired_question_is_neither_offered_nor_answerable_before_the_tick_removes_it() {
+    let mut t = with_terminal(&format!("{ECHO_READ}[confirmation]\ntimeout = \"5s\"\n"));
+    t.host_says(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    t.server_says(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "fixture", "version": "1.0.0"}, "instructions": "Be nice."}}));
+    t.host_says(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    t.answer_walk(live_page());
+    t.call(3, "write", json!({"body": "x"}));
+    assert_eq!(t.s.offers().len(), 1);
+    // The driver set the clock past the timeout; no tick has run yet.
+    t.s.set_clock(5_000);
+    assert!(t.s.offers().is_empty(), "{:?}", t.s.offers());
+    let mut out = vec![];
+    let said = t.s.answer_offer(
+        "77-1",
+        true,
+        crate::policy::Scope::Once,
+        crate::policy::Channel::Terminal,
+        &mut out,
+    );
+    t.take(out);
+    assert!(said.is_err(), "{said:?}");
+    assert_eq!(calls_dispatched(&t), 0);
+}

@@ -4,6 +4,11 @@
 
 use super::*;
 
+/// The longest a live walk may take, whatever the per-call timeout: a host gives a call about a
+/// minute (Claude Desktop cancels a stdio call after some 60 s), and the person may already have
+/// spent part of it answering the question.
+pub const MAX_WALK_MS: u64 = 30_000;
+
 impl Session {
     pub(super) fn host_tools_list(
         &mut self,
@@ -62,6 +67,7 @@ impl Session {
         let generation = self.last_generation;
         self.walk = Some(Walk {
             generation,
+            started_ms: self.clock_ms,
             pages: Vec::new(),
             cursors: HashSet::new(),
             restart: false,
@@ -130,6 +136,7 @@ impl Session {
             }
             self.walk = Some(Walk {
                 generation,
+                started_ms: walk.started_ms,
                 pages: Vec::new(),
                 cursors: HashSet::new(),
                 restart: false,
@@ -238,7 +245,44 @@ impl Session {
         }
     }
 
+    /// How long a live walk may take before everything waiting on it is refused: the per-call
+    /// timeout (a walk is part of serving a call), at most [`MAX_WALK_MS`].
+    pub(super) fn walk_bound_ms(&self) -> u64 {
+        match self.config.call_timeout_ms {
+            0 => MAX_WALK_MS,
+            t => t.min(MAX_WALK_MS),
+        }
+    }
+
+    /// Ends a walk that passed its bound (a server that stopped answering `tools/list`, or a
+    /// walk request withheld after an audit failure): every held request is refused, and a late
+    /// page of it finds nothing.
+    pub(super) fn expire_walk(&mut self, out: &mut Vec<Out>) {
+        let bound = self.walk_bound_ms();
+        let Some(generation) = self
+            .walk
+            .as_ref()
+            .filter(|w| self.clock_ms.saturating_sub(w.started_ms) >= bound)
+            .map(|w| w.generation)
+        else {
+            return;
+        };
+        self.own_requests
+            .retain(|_, p| !matches!(p, Purpose::ListPage { generation: g } if *g == generation));
+        let why = format!(
+            "the server did not complete the live tools/list within {} ms (the bound is limits.call_timeout, at most {} s); the call was not run and can be retried once the server answers again",
+            bound,
+            MAX_WALK_MS / 1000
+        );
+        self.walk_failed_with(&why, true, out);
+    }
+
     pub(super) fn walk_failed(&mut self, why: &str, out: &mut Vec<Out>) {
+        self.walk_failed_with(why, false, out);
+    }
+
+    /// Refuses everything held for the walk; `retryable` when a later walk may succeed.
+    fn walk_failed_with(&mut self, why: &str, retryable: bool, out: &mut Vec<Out>) {
         self.walk = None;
         self.walk_again = false;
         out.push(Out::Diag(
@@ -254,7 +298,8 @@ impl Session {
                     out,
                 ),
                 HeldWhat::Call(Call { tool, .. }) => {
-                    let r = Refusal::new(code::VERIFICATION_FAILED, Category::Upstream, format!("refused {tool:?} before dispatch: the live catalogue could not be verified ({why})"));
+                    let mut r = Refusal::new(code::VERIFICATION_FAILED, Category::Upstream, format!("refused {tool:?} before dispatch: the live catalogue could not be verified ({why})"));
+                    r.retryable = retryable;
                     self.refuse_call(&h.id, &tool, r, out);
                 }
             }
