@@ -141,7 +141,7 @@ fn the_person_sees_and_approves_the_exact_number_the_server_receives() {
         );
         approvals.push(
             message
-                .split("Approval ")
+                .split("(binding ")
                 .nth(1)
                 .map(|r| r[..12].to_string())
                 .unwrap(),
