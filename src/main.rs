@@ -276,14 +276,15 @@ fn run_command(cmd: Command) -> ExitCode {
                 Err(e) => return fail(&e),
             };
             // A live check runs a pinned package's install, as the proxy would.
-            let server_command = match server.as_deref() {
+            // Its package record is compared with the snapshot's (issue 32).
+            let (server_command, package) = match server.as_deref() {
                 Some(key) if !server_command.is_empty() => {
-                    match mcpguard::cli::launch::for_run(server_command, file, key) {
+                    match mcpguard::cli::launch::for_check(server_command, file, key) {
                         Ok(c) => c,
                         Err(e) => return fail(&format!("live check failed: {e}")),
                     }
                 }
-                _ => server_command.clone(),
+                _ => (server_command.clone(), None),
             };
             let server_command = &server_command;
             // Offline checks start nothing; a live check runs the server sandboxed.
@@ -312,6 +313,7 @@ fn run_command(cmd: Command) -> ExitCode {
                 max_message_bytes: live.max_message_bytes,
                 limits: limits(live),
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
+                package,
             })
         }
         Command::Update {

@@ -350,6 +350,9 @@ pub struct CheckArgs<'a> {
     pub signers: Option<crate::snapshot::signature::AllowedSigners>,
     /// The sandbox a live check runs the server in (`None`: off, or no command).
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
+    /// The package record of the install a runner command starts (`cli::launch::for_check`),
+    /// compared with the snapshot's as part of the live entry.
+    pub package: Option<Value>,
 }
 
 /// `mcpguard check FILE [--sha256 HEX] [--server KEY] [-- CMD]`: offline validation and, with a
@@ -423,7 +426,10 @@ pub fn check(args: CheckArgs<'_>) -> CmdResult {
             args.sandbox.as_ref(),
         ) {
             Err(e) => failures.push(format!("live check of server {key:?} failed: {e}")),
-            Ok(live) => {
+            Ok(mut live) => {
+                if let (Some(p), Some(o)) = (&args.package, live.entry.as_object_mut()) {
+                    o.insert("package".into(), p.clone());
+                }
                 if live.protocol_version != version {
                     failures.push(format!(
                         "drift: the server negotiated protocol {} but {version} is pinned",
@@ -461,6 +467,9 @@ pub fn live_drift(key: &str, pinned: &Value, live: &Value) -> String {
     let mut live = live.clone();
     // Reviews are not observed live; they are not drift.
     for v in [&mut pinned, &mut live] {
+        // The install's content digest is one machine's; a live check compares the package's
+        // identity (`cli::launch::without_content`), and the start checks the content.
+        crate::cli::launch::without_content(v);
         if let Some(o) = v.as_object_mut() {
             o.remove("reviews");
         }

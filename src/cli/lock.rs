@@ -368,8 +368,10 @@ fn check_one(lock: &Lockfile, key: &str, s: &LockedServer, env: &Env<'_>) -> Sta
         return Status::Failed(format!("no server {key:?} in {}", snap.display()));
     };
     let command: Vec<OsString> = s.command.iter().map(OsString::from).collect();
-    // A package runner runs its pinned install, as the proxy would run it.
-    let command = match crate::cli::launch::for_run(&command, &snap, key) {
+    // A package runner runs its pinned install, as the proxy would run it (installed now on a
+    // machine that has none), and the install's package record is compared with the
+    // snapshot's.
+    let (command, package) = match crate::cli::launch::for_check(&command, &snap, key) {
         Ok(c) => c,
         Err(e) => return Status::Failed(e),
     };
@@ -397,10 +399,13 @@ fn check_one(lock: &Lockfile, key: &str, s: &LockedServer, env: &Env<'_>) -> Sta
         setup.as_ref().map(|s| &s.prepared),
     );
     drop(setup);
-    let live = match live {
+    let mut live = match live {
         Ok(l) => l,
         Err(e) => return Status::Failed(format!("the server could not be checked live: {e}")),
     };
+    if let (Some(p), Some(o)) = (package, live.entry.as_object_mut()) {
+        o.insert("package".into(), p);
+    }
     let mut drift = String::new();
     if live.protocol_version != version {
         drift.push_str(&format!(

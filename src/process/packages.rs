@@ -12,9 +12,19 @@
 //!
 //! What is checked at start: the install's own record (npm's `package-lock.json` entry for the
 //! package: version and the registry's integrity hash; for PyPI the package's `METADATA` version
-//! and the SHA-256 of its `RECORD` entries, which list the hash of every installed file). The files are
-//! not hashed again at every start: the store belongs to the user, and the sandbox grants it to
-//! the server read-only.
+//! and the SHA-256 of its `RECORD` entries), and then the files themselves: capture records the
+//! install's content digest ([`content_digest`]: one SHA-256 over the sorted list of every path
+//! of the install with its kind, its executable bit and the SHA-256 of its bytes or its link
+//! target) in the `package` record, which the snapshot's digest covers, and every start hashes
+//! the install again and refuses it when the two differ. The labels alone are not enough: an
+//! edited entry point, a planted `.pth` file or a rewritten `.pyc` keeps the version, the
+//! lockfile and the `RECORD` text, and would run as "the pinned" package. Python installs are
+//! compiled to bytecode at install (`--compile-bytecode`), so that the interpreter finds every
+//! `.pyc` valid and never adds one to the install after capture.
+//!
+//! Capture and update never adopt an install already in the store: npm installs into a scratch
+//! folder and replaces the store's folder unless its content is identical, and a PyPI install
+//! (a virtual environment cannot be moved) is made again in place from uv's cache.
 //!
 //! Install scripts do not run (`npm install --ignore-scripts`): they would run outside the sandbox
 //! with the user's rights, before anything was reviewed. A package that needs its install script
@@ -89,18 +99,25 @@ pub struct Package {
     pub requested: String,
     /// The command of the package that runs (a `bin` entry or a console script).
     pub bin: String,
+    /// `sha256:HEX`, the install's content digest ([`content_digest`]). `None` in a record
+    /// captured before content pinning: such a record is refused at start (capture again).
+    pub content: Option<String>,
 }
 
 impl Package {
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "ecosystem": self.ecosystem.name(),
             "name": self.name,
             "version": self.version,
             "integrity": self.integrity,
             "requested": self.requested,
             "bin": self.bin,
-        })
+        });
+        if let (Some(c), Some(o)) = (&self.content, v.as_object_mut()) {
+            o.insert("content".into(), Value::String(c.clone()));
+        }
+        v
     }
 
     pub fn from_json(v: &Value) -> Result<Package, String> {
@@ -119,6 +136,15 @@ impl Package {
             integrity: field("integrity")?,
             requested: field("requested")?,
             bin: field("bin")?,
+            content: match v.get("content") {
+                None => None,
+                Some(Value::String(c)) => Some(c.clone()),
+                Some(_) => {
+                    return Err(
+                        "the snapshot's package record has a `content` that is not a string".into(),
+                    )
+                }
+            },
         })
     }
 
@@ -138,6 +164,8 @@ pub struct Installed {
     pub command: Vec<OsString>,
     /// The install's folder in the store.
     pub dir: PathBuf,
+    /// At start: what the content check hashed and how long it took.
+    pub checked: Option<(Content, Duration)>,
 }
 
 /// Where mcpguard keeps the installs: `$MCPGUARD_PACKAGE_DIR`, else
@@ -393,6 +421,98 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(stdout)
 }
 
+/// What [`content_digest`] read: the digest, and the number of files and bytes it hashed (for
+/// the start's diagnostics and the benchmark).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Content {
+    /// `sha256:HEX`.
+    pub digest: String,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+/// The content digest of an install folder: one SHA-256 over the sorted list of every entry
+/// beneath `dir` (never following a symbolic link), one record each: `d PATH` for a folder,
+/// `f PATH MODE SHA256` for a regular file (MODE is `x` when any execute bit is set, else `-`),
+/// `l PATH TARGET` for a symbolic link, every field ended by a NUL byte (which no name or link
+/// target can hold, so two different trees never give the same stream). Paths are relative to
+/// `dir`, so the digest does not depend on where the folder is. Any other kind of file (a
+/// socket, a device, a FIFO) is refused: nothing an installer writes is one.
+pub fn content_digest(dir: &Path) -> Result<Content, String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut files = 0usize;
+    let mut bytes = 0u64;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let here = dir.join(&rel);
+        let entries =
+            std::fs::read_dir(&here).map_err(|e| format!("cannot read {}: {e}", here.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", here.display()))?;
+            let path = rel.join(entry.file_name());
+            let full = dir.join(&path);
+            let meta = std::fs::symlink_metadata(&full)
+                .map_err(|e| format!("cannot inspect {}: {e}", full.display()))?;
+            let name = path.as_os_str().as_bytes();
+            let mut line = Vec::with_capacity(name.len() + 80);
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                line.extend_from_slice(b"d\0");
+                line.extend_from_slice(name);
+                line.push(0);
+                stack.push(path);
+            } else if kind.is_file() {
+                let mut f = std::fs::File::open(&full)
+                    .map_err(|e| format!("cannot read {}: {e}", full.display()))?;
+                let mut h = Sha256::new();
+                let n = std::io::copy(&mut f, &mut h)
+                    .map_err(|e| format!("cannot read {}: {e}", full.display()))?;
+                files += 1;
+                bytes += n;
+                line.extend_from_slice(b"f\0");
+                line.extend_from_slice(name);
+                line.extend_from_slice(if meta.permissions().mode() & 0o111 != 0 {
+                    b"\0x\0"
+                } else {
+                    b"\0-\0"
+                });
+                line.extend_from_slice(hex(&h.finalize()).as_bytes());
+                line.push(0);
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(&full)
+                    .map_err(|e| format!("cannot read the link {}: {e}", full.display()))?;
+                line.extend_from_slice(b"l\0");
+                line.extend_from_slice(name);
+                line.push(0);
+                line.extend_from_slice(target.as_os_str().as_bytes());
+                line.push(0);
+            } else {
+                return Err(format!(
+                    "{} is neither a file, a folder nor a link; no installer writes one",
+                    full.display()
+                ));
+            }
+            lines.push(line);
+        }
+    }
+    lines.sort_unstable();
+    let mut h = Sha256::new();
+    for l in &lines {
+        h.update(l);
+    }
+    Ok(Content {
+        digest: format!("sha256:{}", hex(&h.finalize())),
+        files,
+        bytes,
+    })
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 /// A folder name for a package in the store (`@scope/name` has a slash).
 fn folder(name: &str, version: &str) -> String {
     format!("{}@{version}", name.replace('/', "+"))
@@ -469,9 +589,12 @@ fn install_npm(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String
         &format!("`npm install {}`", r.spec),
     )?;
     let (version, integrity) = npm_lock_entry(tmp, &r.name)?;
+    let content = content_digest(tmp)?;
     let dest = store.join("npm").join(folder(&r.name, &version));
+    // An install already in the store is kept only when its files are the fresh install's, byte
+    // for byte: one edited after an earlier capture is replaced, never adopted.
     settle(tmp, &dest, |d| {
-        npm_lock_entry(d, &r.name).is_ok_and(|(_, i)| i == integrity)
+        content_digest(d).is_ok_and(|c| c.digest == content.digest)
     })?;
     let package = Package {
         ecosystem: Ecosystem::Npm,
@@ -480,6 +603,7 @@ fn install_npm(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String
         integrity,
         requested: r.spec.clone(),
         bin: String::new(),
+        content: Some(content.digest),
     };
     npm_command(r, package, &dest)
 }
@@ -569,10 +693,14 @@ fn npm_command(r: &Runner, mut package: Package, dir: &Path) -> Result<Installed
         package,
         command,
         dir: dir.to_path_buf(),
+        checked: None,
     })
 }
 
-/// `uv venv DIR` and `uv pip install SPEC` into it.
+/// `uv venv DIR` and `uv pip install SPEC` into it, every module compiled to bytecode, so that
+/// the interpreter never writes a `.pyc` into the install later (the content digest covers the
+/// bytecode too: Python runs a valid `.pyc` instead of its source). Both installs of a capture
+/// are compiled, so that their `RECORD`s compare.
 fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), String> {
     let mut venv = Command::new(uv);
     venv.args(["venv", "--quiet"]);
@@ -580,9 +708,11 @@ fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), Strin
         venv.arg("--python").arg(p);
     }
     run(venv.arg(dir), "`uv venv`")?;
+    let mut install = Command::new(uv);
+    install.args(["pip", "install", "--quiet", "--compile-bytecode"]);
     run(
-        Command::new(uv)
-            .args(["pip", "install", "--quiet", "--python"])
+        install
+            .arg("--python")
             .arg(dir.join("bin/python"))
             .arg(spec),
         &format!("`uv pip install {spec}`"),
@@ -600,25 +730,30 @@ fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, Strin
     let dest = store
         .join("pypi")
         .join(folder(&normalize(&r.name), &version));
-    let current = pypi_record(&dest, &r.name).is_ok_and(|(_, i)| i == integrity);
-    if !current {
-        if dest.exists() {
-            std::fs::remove_dir_all(&dest)
-                .map_err(|e| format!("cannot replace the install {}: {e}", dest.display()))?;
-        }
-        let exact = format!("{}=={version}", r.name);
-        if let Err(e) = uv_install(&uv, r, &dest, &exact) {
-            let _ = std::fs::remove_dir_all(&dest);
-            return Err(e);
-        }
-        let (_, again) = pypi_record(&dest, &r.name)?;
-        if again != integrity {
-            let _ = std::fs::remove_dir_all(&dest);
-            return Err(format!(
-                "installing {exact} twice gave two different packages ({integrity}, then {again}); is the registry or the cache changing under uv?"
-            ));
-        }
+    // An install already in the store is never adopted, even with the same RECORD: its files
+    // may have been edited since (RECORD is text beside them). It is moved aside and the
+    // package installed again in place, from uv's cache.
+    if dest.exists() {
+        let mut aside = dest.as_os_str().to_os_string();
+        aside.push(format!(".replaced-{}", std::process::id()));
+        let old = PathBuf::from(aside);
+        std::fs::rename(&dest, &old)
+            .map_err(|e| format!("cannot move the old install {} aside: {e}", dest.display()))?;
+        let _ = std::fs::remove_dir_all(&old);
     }
+    let exact = format!("{}=={version}", r.name);
+    if let Err(e) = uv_install(&uv, r, &dest, &exact) {
+        let _ = std::fs::remove_dir_all(&dest);
+        return Err(e);
+    }
+    let (_, again) = pypi_record(&dest, &r.name)?;
+    if again != integrity {
+        let _ = std::fs::remove_dir_all(&dest);
+        return Err(format!(
+            "installing {exact} twice gave two different packages ({integrity}, then {again}); is the registry or the cache changing under uv?"
+        ));
+    }
+    let content = content_digest(&dest)?;
     let package = Package {
         ecosystem: Ecosystem::Pypi,
         name: r.name.clone(),
@@ -626,6 +761,7 @@ fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, Strin
         integrity,
         requested: r.spec.clone(),
         bin: r.bin.clone().unwrap_or_else(|| r.name.clone()),
+        content: Some(content.digest),
     };
     pypi_command(r, package, &dest)
 }
@@ -717,13 +853,47 @@ fn pypi_command(r: &Runner, package: Package, dir: &Path) -> Result<Installed, S
         package,
         command,
         dir: dir.to_path_buf(),
+        checked: None,
     })
 }
 
 /// Finds the pinned install for a run and checks it: the command must ask for the pinned
-/// package (the same name; no other exact version; no other range than the one captured), and
-/// the install must still be the pinned version with the pinned integrity.
+/// package ([`pinned_folder`]), and the install must still be the pinned version with the
+/// pinned integrity and the pinned content.
 pub fn verify(r: &Runner, pin: &Package, store: &Path) -> Result<Installed, String> {
+    let dir = pinned_folder(r, pin, store)?;
+    if !dir.is_dir() {
+        return Err(format!(
+            "the pinned package {} is not installed in {} (a new machine, or the store was removed); \
+             capture again or run `mcpguard update` to install and review it",
+            pin.label(),
+            dir.display()
+        ));
+    }
+    verify_in(r, pin, &dir)
+}
+
+/// For a live check (`check --server`, `lock check`): the pinned install checked as a start
+/// checks it, or, where this machine has none (a fresh CI checkout), the pinned version
+/// installed now by the user's package manager. The package record returned is what the
+/// install holds; the caller compares it with the snapshot's.
+pub fn for_check(r: &Runner, pin: &Package, store: &Path) -> Result<Installed, String> {
+    let dir = pinned_folder(r, pin, store)?;
+    if dir.is_dir() {
+        return verify_in(r, pin, &dir);
+    }
+    let mut exact = r.clone();
+    exact.spec = pin.label();
+    exact.exact = Some(pin.version.clone());
+    let mut installed = install(&exact, store)?;
+    // The record keeps the command's own request, as the capture recorded it.
+    installed.package.requested = pin.requested.clone();
+    Ok(installed)
+}
+
+/// The store folder of the pinned install, once the command is known to ask for the pinned
+/// package (the same name; no other exact version; no other range than the one captured).
+fn pinned_folder(r: &Runner, pin: &Package, store: &Path) -> Result<PathBuf, String> {
     let update = "run `mcpguard update` (or capture again) to review the new version";
     if r.ecosystem != pin.ecosystem || normalize(&r.name) != normalize(&pin.name) {
         return Err(format!(
@@ -754,21 +924,19 @@ pub fn verify(r: &Runner, pin: &Package, store: &Path) -> Result<Installed, Stri
         ))
         }
     }
-    let dir = store.join(pin.ecosystem.name()).join(folder(
+    Ok(store.join(pin.ecosystem.name()).join(folder(
         &match pin.ecosystem {
             Ecosystem::Npm => pin.name.clone(),
             Ecosystem::Pypi => normalize(&pin.name),
         },
         &pin.version,
-    ));
-    if !dir.is_dir() {
-        return Err(format!(
-            "the pinned package {} is not installed in {} (a new machine, or the store was removed); \
-             capture again or run `mcpguard update` to install and review it",
-            pin.label(),
-            dir.display()
-        ));
-    }
+    )))
+}
+
+/// The checks of an existing install in `dir` against the pin: version, integrity, content.
+fn verify_in(r: &Runner, pin: &Package, dir: &Path) -> Result<Installed, String> {
+    let update = "run `mcpguard update` (or capture again) to review the new version";
+    let dir = dir.to_path_buf();
     let (version, integrity) = match pin.ecosystem {
         Ecosystem::Npm => npm_lock_entry(&dir, &pin.name)?,
         Ecosystem::Pypi => pypi_record(&dir, &pin.name)?,
@@ -782,10 +950,34 @@ pub fn verify(r: &Runner, pin: &Package, store: &Path) -> Result<Installed, Stri
             pin.integrity
         ));
     }
-    match pin.ecosystem {
-        Ecosystem::Npm => npm_command(r, pin.clone(), &dir),
-        Ecosystem::Pypi => pypi_command(r, pin.clone(), &dir),
+    let Some(pinned) = &pin.content else {
+        return Err(format!(
+            "the snapshot pins {} by its label only (it was captured before mcpguard recorded an install's content), \
+             so the files in {} cannot be checked; run `mcpguard update` (or capture again) to pin its content",
+            pin.label(),
+            dir.display()
+        ));
+    };
+    let started = Instant::now();
+    let content = content_digest(&dir)?;
+    if content.digest != *pinned {
+        return Err(format!(
+            "the files of {} in {} are not the ones that were pinned: their content is {}, the snapshot pins {}; \
+             something changed the install after capture. Remove {} and run `mcpguard update` (it installs the \
+             package again, clean, and shows what changed) or capture again",
+            pin.label(),
+            dir.display(),
+            content.digest,
+            pinned,
+            dir.display()
+        ));
     }
+    let mut installed = match pin.ecosystem {
+        Ecosystem::Npm => npm_command(r, pin.clone(), &dir)?,
+        Ecosystem::Pypi => pypi_command(r, pin.clone(), &dir)?,
+    };
+    installed.checked = Some((content, started.elapsed()));
+    Ok(installed)
 }
 
 #[cfg(test)]
@@ -863,9 +1055,76 @@ mod tests {
             integrity: "record-sha256:00".into(),
             requested: "x==1.0".into(),
             bin: "x".into(),
+            content: Some("sha256:00".into()),
         };
         assert_eq!(Package::from_json(&p.to_json()).unwrap(), p);
         assert!(Package::from_json(&json!({"ecosystem": "cargo"})).is_err());
+        // A record from before content pinning reads (so that update can replace it), without
+        // content; one whose content is not a string does not.
+        let mut old = p.to_json();
+        old.as_object_mut().unwrap().remove("content");
+        assert_eq!(Package::from_json(&old).unwrap().content, None);
+        old["content"] = json!(1);
+        assert!(Package::from_json(&old).is_err());
+    }
+
+    #[test]
+    fn the_sandbox_finds_the_store_where_this_module_keeps_it() {
+        let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        assert_eq!(
+            crate::sandbox::presets::package_store(
+                &crate::sandbox::presets::Env { vars: &vars },
+                home.as_deref()
+            ),
+            store().ok()
+        );
+    }
+
+    #[test]
+    fn the_content_digest_sees_every_change_of_the_tree_and_not_its_place() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let a = root.path().join("a");
+        std::fs::create_dir_all(a.join("lib/pkg")).unwrap();
+        std::fs::write(a.join("lib/pkg/index.js"), "ok\n").unwrap();
+        std::os::unix::fs::symlink("pkg/index.js", a.join("lib/main")).unwrap();
+        let first = content_digest(&a).unwrap();
+        assert_eq!((first.files, first.bytes), (1, 3));
+        // The same tree elsewhere has the same digest.
+        let b = root.path().join("b");
+        std::fs::rename(&a, &b).unwrap();
+        assert_eq!(content_digest(&b).unwrap(), first);
+        let changed = |what: &str, f: &dyn Fn(&Path)| {
+            let c = root.path().join(what);
+            std::fs::create_dir_all(c.join("lib/pkg")).unwrap();
+            std::fs::write(c.join("lib/pkg/index.js"), "ok\n").unwrap();
+            std::os::unix::fs::symlink("pkg/index.js", c.join("lib/main")).unwrap();
+            assert_eq!(content_digest(&c).unwrap().digest, first.digest, "{what}");
+            f(&c);
+            assert_ne!(content_digest(&c).unwrap().digest, first.digest, "{what}");
+        };
+        changed("edit", &|c| {
+            std::fs::write(c.join("lib/pkg/index.js"), "no\n").unwrap()
+        });
+        changed("add", &|c| {
+            std::fs::write(c.join("lib/evil.pth"), "").unwrap()
+        });
+        changed("dir", &|c| std::fs::create_dir(c.join("lib/x")).unwrap());
+        changed("exec", &|c| {
+            std::fs::set_permissions(
+                c.join("lib/pkg/index.js"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap()
+        });
+        changed("link", &|c| {
+            std::fs::remove_file(c.join("lib/main")).unwrap();
+            std::os::unix::fs::symlink("/tmp/x.js", c.join("lib/main")).unwrap();
+        });
+        changed("remove", &|c| {
+            std::fs::remove_file(c.join("lib/main")).unwrap()
+        });
     }
 
     #[test]
@@ -877,6 +1136,7 @@ mod tests {
             integrity: "sha512-x".into(),
             requested: "srv@^1".into(),
             bin: "srv".into(),
+            content: Some("sha256:00".into()),
         };
         let nowhere = Path::new("/nonexistent-mcpguard-store");
         let e = verify(&runner("npx -y srv@1.0.1"), &pin, nowhere).unwrap_err();

@@ -169,9 +169,19 @@ pub fn filter_env(vars: &[(OsString, OsString)], allow: &[String]) -> EnvPlan {
 fn pass_grant_vars(
     plan: &mut EnvPlan,
     env: &[(OsString, OsString)],
-    vars: &[(&'static str, String)],
+    vars: &[(&'static str, Option<OsString>, String)],
 ) {
-    for (name, rule) in vars {
+    for (name, value, rule) in vars {
+        if let Some(value) = value {
+            // A value the preset sets (a private cache) replaces whatever was passed: the
+            // package manager must not fall back to the user's own cache.
+            plan.passed.retain(|(k, _)| k != name);
+            plan.passed.push((OsString::from(name), value.clone()));
+            plan.removed.retain(|r| r != name);
+            plan.for_grants.retain(|(n, _)| n != name);
+            plan.for_grants.push((name.to_string(), rule.clone()));
+            continue;
+        }
         if plan.passed.iter().any(|(k, _)| k == name) {
             continue;
         }
@@ -242,8 +252,16 @@ pub struct Inputs<'a> {
 pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
     let p = inp.profile;
     let home = inp.ctx.home.as_deref();
-    // (access, path, origin, automatic, the variable the path came from)
-    let mut wanted: Vec<(Access, PathBuf, String, bool, Option<&'static str>)> = Vec::new();
+    // (access, path, origin, automatic, the variable the path came from, variables it sets)
+    type Wanted = (
+        Access,
+        PathBuf,
+        String,
+        bool,
+        Option<&'static str>,
+        Vec<(&'static str, PathBuf)>,
+    );
+    let mut wanted: Vec<Wanted> = Vec::new();
     for (list, access, key) in [
         (&p.execute, Access::Execute, "sandbox.execute"),
         (&p.read, Access::Read, "sandbox.read"),
@@ -253,7 +271,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             let path = pp.expand(inp.ctx).map_err(|e| {
                 format!("{key}: {e}; set it in the environment or change the policy")
             })?;
-            wanted.push((access, path, format!("{key} {pp}"), false, None));
+            wanted.push((access, path, format!("{key} {pp}"), false, None, Vec::new()));
         }
     }
     for path in &inp.extra.read {
@@ -263,6 +281,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             "--sandbox-read".into(),
             false,
             None,
+            Vec::new(),
         ));
     }
     for path in &inp.extra.read_write {
@@ -272,7 +291,37 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             "--sandbox-write".into(),
             false,
             None,
+            Vec::new(),
         ));
+    }
+    // A writable grant never reaches what the user's tools run or trust later (issue 31): the
+    // policy's and the flags' grants are checked before anything is opened.
+    let store = presets::package_store(&presets::Env { vars: inp.env }, home);
+    for (access, path, origin, ..) in &wanted {
+        if !matches!(access, Access::ReadWrite | Access::ReadWriteExecute) {
+            continue;
+        }
+        let mut trusted = presets::trusted_inside(path, home, store.as_deref());
+        if !trusted.is_empty() {
+            // The ones that exist first; a missing one could be planted as well.
+            trusted.sort_by_key(|t| !t.exists());
+            let mut names: Vec<String> = trusted
+                .iter()
+                .take(6)
+                .map(|t| t.display().to_string())
+                .collect();
+            if trusted.len() > 6 {
+                names.push(format!("{} more", trusted.len() - 6));
+            }
+            return Err(format!(
+                "{origin} grants {} for write, and it holds {}, which your shell, git, ssh or \
+                 mcpguard itself run or trust later outside the sandbox: a server could plant code \
+                 there. Grant the folder the server works on instead (a project or data folder \
+                 beneath it, with --sandbox-write or sandbox.read_write)",
+                path.display(),
+                names.join(", ")
+            ));
+        }
     }
     let env = presets::Env { vars: inp.env };
     // A version manager's shim is replaced by the interpreter it would run, read from the
@@ -301,13 +350,13 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         wanted.extend(
             found
                 .into_iter()
-                .map(|f| (f.access, f.path, f.origin, true, f.var)),
+                .map(|f| (f.access, f.path, f.origin, true, f.var, f.sets)),
         );
     }
-    let mut grant_vars: Vec<(&'static str, String)> = Vec::new();
+    let mut grant_vars: Vec<(&'static str, Option<OsString>, String)> = Vec::new();
     let paths = wanted
         .into_iter()
-        .map(|(access, path, origin, automatic, var)| {
+        .map(|(access, path, origin, automatic, var, sets)| {
             let state = if automatic && too_broad(&path, home) {
                 PathState::NotGranted(
                     "too broad to grant automatically (the root or your home directory); name what the server needs in sandbox.read or sandbox.execute".into(),
@@ -316,7 +365,16 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
                 open_path(&path)
             };
             if let (Some(var), PathState::Open { .. }) = (var, &state) {
-                grant_vars.push((var, format!("{origin}: {}", path.display())));
+                grant_vars.push((var, None, format!("{origin}: {}", path.display())));
+            }
+            if let PathState::Open { .. } = &state {
+                for (name, value) in sets {
+                    grant_vars.push((
+                        name,
+                        Some(value.into_os_string()),
+                        format!("{origin}: {}", path.display()),
+                    ));
+                }
             }
             PathRule {
                 access,

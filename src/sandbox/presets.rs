@@ -19,7 +19,8 @@ pub enum Access {
     /// Read and execute.
     Execute,
     ReadWrite,
-    /// Read, write and execute: only for runtime caches that hold installed tools (uv).
+    /// Read, write and execute. No preset grants it: a writable tree the server can also run
+    /// code from is one where it can plant code (policies may still name one).
     ReadWriteExecute,
 }
 
@@ -44,6 +45,9 @@ pub struct Found {
     /// …): when the path is granted, the server gets the variable with that value, so that it
     /// uses the path that was granted rather than falling back to one that was not.
     pub var: Option<&'static str>,
+    /// Variables the server gets set to these values when the path is granted, whatever
+    /// mcpguard's own environment says (the private caches point the package managers there).
+    pub sets: Vec<(&'static str, PathBuf)>,
 }
 
 fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) -> Found {
@@ -52,6 +56,7 @@ fn found(access: Access, path: impl Into<PathBuf>, origin: impl Into<String>) ->
         path: path.into(),
         origin: origin.into(),
         var: None,
+        sets: Vec::new(),
     }
 }
 
@@ -267,11 +272,32 @@ pub fn node(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext)
             ));
         }
     }
+    // The user's npm cache holds the packages `npx` runs outside any sandbox: read-only here.
+    // The server writes into a cache of its own ([`private_cache`]), which npm is told of.
     let cache = env
         .var_path("npm_config_cache")
         .or_else(|| ctx.home.as_ref().map(|h| (h.join(".npm"), None)));
-    if let Some((cache, var)) = cache {
-        out.push(found(Access::ReadWrite, cache, "preset node: the npm cache").with_var(var));
+    if let Some((cache, _)) = cache {
+        out.push(found(
+            Access::Read,
+            cache,
+            "preset node: the npm cache (read-only: npx runs what it holds outside the sandbox)",
+        ));
+    }
+    if let Some(private) = private_cache(program, args, ctx) {
+        let npm = private.join("npm");
+        let _ = std::fs::create_dir_all(&npm);
+        out.push(Found {
+            sets: vec![
+                ("npm_config_cache", npm),
+                ("XDG_CACHE_HOME", private.clone()),
+            ],
+            ..found(
+                Access::ReadWrite,
+                private,
+                "preset node: the server's private cache (npm_config_cache, XDG_CACHE_HOME)",
+            )
+        });
     }
     // The scripts the command runs: the program itself when it is a script, and every argument
     // that names an existing file (`node /path/to/dist/index.js`).
@@ -303,6 +329,97 @@ pub fn node(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext)
             p,
             "preset node: CPU and memory figures",
         ));
+    }
+    out
+}
+
+/// The server's private cache folder: `$XDG_STATE_HOME/mcpguard/server-caches/ID` (else
+/// `~/.local/state/…`), where ID is the first 16 hex digits of the SHA-256 of the server command
+/// (program and arguments). Created 0700 here; `None` when no state folder is known or it
+/// cannot be created (the server then has no writable cache, only its private `TMPDIR`).
+///
+/// Why: a package manager's cache or tool folder granted for write to every server of its kind
+/// let one server rewrite what `npx`/`uvx` later run outside any sandbox, and what other
+/// servers run. A cache of the server's own holds only what this server wrote, and nothing
+/// outside the sandbox runs from it.
+pub fn private_cache(program: &Path, args: &[OsString], ctx: &PathContext) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::DirBuilderExt;
+    let state = ctx
+        .state_home
+        .clone()
+        .or_else(|| ctx.home.as_ref().map(|h| h.join(".local/state")))?;
+    let mut h = Sha256::new();
+    h.update(program.as_os_str().as_bytes());
+    for a in args {
+        h.update([0u8]);
+        h.update(a.as_bytes());
+    }
+    let id: String = h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let dir = state.join("mcpguard/server-caches").join(id);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .ok()?;
+    Some(dir)
+}
+
+/// mcpguard's package store, by the rule `process::packages::store` follows (this layer may not
+/// import it; a unit test there checks that the two agree): `$MCPGUARD_PACKAGE_DIR`, else
+/// `$XDG_DATA_HOME/mcpguard/packages`, else `~/.local/share/mcpguard/packages`.
+pub fn package_store(env: &Env<'_>, home: Option<&Path>) -> Option<PathBuf> {
+    let from = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    from("MCPGUARD_PACKAGE_DIR")
+        .or_else(|| from("XDG_DATA_HOME").map(|d| d.join("mcpguard/packages")))
+        .or_else(|| home.map(|h| h.join(".local/share/mcpguard/packages")))
+}
+
+/// The files the user's own tools trust or run later that lie inside a writable grant of
+/// `grant`: shell start-up files, `~/.ssh`, git's and other tools' configuration (`~/.config`,
+/// `~/.gitconfig`), `~/.local` (user programs, uv's tools, mcpguard's package store), and
+/// mcpguard's package store wherever it is. A server that can write one of them plants code
+/// that runs later outside the sandbox (issue 31), which no grant of a project is for.
+pub fn trusted_inside(grant: &Path, home: Option<&Path>, store: Option<&Path>) -> Vec<PathBuf> {
+    const IN_HOME: [&str; 17] = [
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        ".ssh",
+        ".gitconfig",
+        ".config",
+        ".local",
+        ".npmrc",
+        ".pypirc",
+        ".pam_environment",
+        ".xsessionrc",
+    ];
+    let grant = std::fs::canonicalize(grant).unwrap_or_else(|_| grant.to_path_buf());
+    let mut out: Vec<PathBuf> = Vec::new();
+    if let Some(home) = home {
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+        out.extend(
+            IN_HOME
+                .iter()
+                .map(|n| home.join(n))
+                .filter(|t| t.starts_with(&grant)),
+        );
+    }
+    if let Some(store) = store {
+        let store = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
+        if store.starts_with(&grant) && !out.iter().any(|t| store.starts_with(t)) {
+            out.push(store);
+        }
     }
     out
 }
@@ -434,17 +551,29 @@ pub fn python(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContex
         ".local/share",
     )
     .map(|(d, var)| (d.join("uv"), var));
+    // uv's cache and data folders hold the tools `uvx` and `uv tool` run outside any sandbox,
+    // and the interpreters uv installs: read and execute here, never write. The server (and a
+    // `uv run` inside the sandbox) writes into a cache of its own, which uv is told of.
     for (dir, what) in [(uv_cache, "uv's cache"), (uv_data, "uv's data directory")] {
-        if let Some((dir, var)) = dir {
-            out.push(
-                found(
-                    Access::ReadWriteExecute,
-                    dir,
-                    format!("preset python: {what} (uvx runs the tools it installs there)"),
-                )
-                .with_var(var),
-            );
+        if let Some((dir, _)) = dir {
+            out.push(found(
+                Access::Execute,
+                dir,
+                format!("preset python: {what} (read-only: uvx runs the tools it holds outside the sandbox)"),
+            ));
         }
+    }
+    if let Some(private) = private_cache(program, args, ctx) {
+        let uv = private.join("uv");
+        let _ = std::fs::create_dir_all(&uv);
+        out.push(Found {
+            sets: vec![("UV_CACHE_DIR", uv), ("XDG_CACHE_HOME", private.clone())],
+            ..found(
+                Access::ReadWrite,
+                private,
+                "preset python: the server's private cache (UV_CACHE_DIR, XDG_CACHE_HOME)",
+            )
+        });
     }
     let mut seen = Vec::new();
     out.retain(|f| {
@@ -719,9 +848,73 @@ mod tests {
         let base = base.canonicalize().unwrap();
         assert!(paths.contains(&base.as_path()), "{found:#?}");
         assert!(paths.contains(&venv.as_path()), "{found:#?}");
+        // uv's cache is read and run from, never written (issue 31); the server writes into
+        // a cache of its own, which uv is pointed at.
         assert!(found
             .iter()
-            .any(|f| f.path.ends_with(".cache/uv") && f.access == Access::ReadWriteExecute));
+            .any(|f| f.path.ends_with(".cache/uv") && f.access == Access::Execute));
+        assert!(!found.iter().any(|f| f.access == Access::ReadWriteExecute));
+        let private = found
+            .iter()
+            .find(|f| f.access == Access::ReadWrite)
+            .expect("a private cache");
+        assert!(
+            private
+                .path
+                .starts_with(dir.path().join("home/.local/state/mcpguard/server-caches")),
+            "{private:?}"
+        );
+        assert_eq!(
+            private.sets,
+            vec![
+                ("UV_CACHE_DIR", private.path.join("uv")),
+                ("XDG_CACHE_HOME", private.path.clone())
+            ]
+        );
+        assert!(private.path.join("uv").is_dir());
+        // Another command has another cache; the same command the same one.
+        let again = private_cache(&script, &[], &ctx).unwrap();
+        assert_eq!(again, private.path);
+        let other = private_cache(&script, &[OsString::from("--other")], &ctx).unwrap();
+        assert_ne!(other, private.path);
+    }
+
+    #[test]
+    fn trusted_files_inside_a_writable_grant_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let store = root.join("store");
+        std::fs::create_dir_all(home.join("project/.git/hooks")).unwrap();
+        let names = |g: &Path| trusted_inside(g, Some(&home), Some(&store));
+        // A project folder holds none of them.
+        assert_eq!(names(&home.join("project")), Vec::<PathBuf>::new());
+        // The home directory holds the shell's start-up files, ~/.ssh, ~/.config, ~/.local.
+        let in_home = names(&home);
+        for want in [
+            ".bashrc",
+            ".profile",
+            ".ssh",
+            ".config",
+            ".local",
+            ".gitconfig",
+        ] {
+            assert!(in_home.contains(&home.join(want)), "{want}: {in_home:?}");
+        }
+        assert!(!in_home.contains(&store));
+        // An ancestor of both holds the package store too.
+        let all = names(&root);
+        assert!(
+            all.contains(&store) && all.contains(&home.join(".ssh")),
+            "{all:?}"
+        );
+        assert_eq!(names(&home.join(".config")), vec![home.join(".config")]);
+        // The store inside ~/.local is named once, by ~/.local.
+        let local_store = home.join(".local/share/mcpguard/packages");
+        assert_eq!(
+            trusted_inside(&home.join(".local"), Some(&home), Some(&local_store)),
+            vec![home.join(".local")]
+        );
     }
 
     fn code_of(program: &str, args: &[&str], cwd: &Path) -> Vec<(PathBuf, Access)> {

@@ -247,7 +247,8 @@ fn require_refuses_what_the_kernel_cannot_enforce_and_says_what_to_do() {
 }
 
 /// A variable a preset granted a path from reaches the server with that value, although the
-/// allowlist does not name it; one whose path was not granted (too broad) stays removed.
+/// allowlist does not name it (for uv's cache: the server's private cache, not the user's);
+/// one whose path was not granted (too broad) stays removed.
 #[test]
 fn variables_a_preset_granted_a_path_from_are_passed() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,8 +268,10 @@ fn variables_a_preset_granted_a_path_from_are_passed() {
         env: vec!["PATH".into()],
         ..Sandbox::default()
     };
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let ctx = PathContext {
-        tmpdir: Some(dir.path().to_path_buf()),
+        tmpdir: Some(tmp),
         home: Some(home),
         data_home: Some(PathBuf::from("/")),
         ..PathContext::default()
@@ -289,12 +292,27 @@ fn variables_a_preset_granted_a_path_from_are_passed() {
         .map(|(k, _)| k.to_str().unwrap())
         .collect();
     assert!(passed.contains(&"UV_CACHE_DIR"), "{passed:?}");
+    // uv's own cache is granted read and execute only, and uv inside the sandbox is pointed at
+    // the server's private cache, which is the one granted for write (issue 31).
+    let rule = |p: &Path| req.paths.iter().find(|r| r.path == p);
+    assert_eq!(rule(&uv_cache).map(|r| r.access), Some(Access::Execute));
+    let private = req
+        .paths
+        .iter()
+        .find(|r| r.access == Access::ReadWrite && r.origin.contains("private cache"))
+        .expect("the private cache is granted");
     assert!(
-        req.env
-            .passed
-            .contains(&(OsString::from("UV_CACHE_DIR"), uv_cache.clone().into())),
-        "with the value that was granted"
+        req.env.passed.contains(&(
+            OsString::from("UV_CACHE_DIR"),
+            private.path.join("uv").into()
+        )),
+        "with the private value: {:?}",
+        req.env.passed
     );
+    assert!(!req
+        .paths
+        .iter()
+        .any(|r| r.access == Access::ReadWriteExecute));
     assert!(!req.env.removed.contains(&"UV_CACHE_DIR".to_string()));
     // XDG_DATA_HOME=/ made $XDG_DATA_HOME/uv = /uv, which does not exist: not granted, not passed.
     assert!(req.env.removed.contains(&"XDG_DATA_HOME".to_string()));
@@ -302,7 +320,7 @@ fn variables_a_preset_granted_a_path_from_are_passed() {
     let text = plan(&req, &kernel(7, true)).text();
     assert!(
         text.contains(
-            "UV_CACHE_DIR passed with the value a preset granted (preset python: uv's cache"
+            "UV_CACHE_DIR passed with the value a preset granted (preset python: the server's private cache"
         ),
         "{text}"
     );

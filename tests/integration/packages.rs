@@ -597,3 +597,234 @@ fn the_pinned_install_cannot_be_written_by_the_server() {
         show(&direct)
     );
 }
+
+/// Issue 31: the pinned package is checked by its content, not its label. An entry point edited
+/// in mcpguard's package store (or a file planted beside the package) keeps the version, the
+/// lockfile and the `RECORD` text; before content pinning it ran as "the pinned" package. Now
+/// the start is refused with both digests and what to do, and a fresh capture does not adopt
+/// the edited install: it installs clean and records the clean content again.
+#[test]
+fn an_edited_install_in_the_package_store_is_refused_and_never_adopted() {
+    let u = User::new();
+    let spec = format!("{MEMORY}@{MEMORY_VERSION}");
+    let server = ["npx", "-y", spec.as_str()];
+    let (file, digest, _) = u.capture_and_review("memory", &[], &server);
+    let pkg = u
+        .path("store/npm")
+        .join(format!(
+            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
+        ))
+        .join("node_modules")
+        .join(MEMORY);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(pkg.join("package.json")).unwrap()).unwrap();
+    let entry = pkg.join(
+        manifest["bin"]
+            .as_str()
+            .unwrap_or_else(|| manifest["bin"]["mcp-server-memory"].as_str().unwrap()),
+    );
+    let original = std::fs::read(&entry).unwrap();
+    // The attacker's line, after the `#!` line of the entry point.
+    let text = String::from_utf8(original.clone()).unwrap();
+    let (shebang, rest) = text.split_once('\n').unwrap();
+    std::fs::write(
+        &entry,
+        format!("{shebang}\nconsole.error('EDITED-ENTRY-POINT-RAN');\n{rest}"),
+    )
+    .unwrap();
+    let start = || {
+        run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+            "--sha256", &digest, "--server", "memory", "--", "npx", "-y", &spec,
+        ]))
+    };
+    let out = start();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("EDITED-ENTRY-POINT-RAN"),
+        "the edited entry point ran as the pinned package:\n{}",
+        show(&out)
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let pinned = package_of(&file, "memory")["content"]
+        .as_str()
+        .expect("the package record holds the install's content digest")
+        .to_string();
+    assert!(pinned.starts_with("sha256:"), "{pinned}");
+    for want in [
+        "refusing to start the server",
+        "are not the ones that were pinned",
+        pinned.as_str(),
+        "mcpguard update",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
+    }
+    // A capture now does not adopt the edited install: it installs the package clean, and the
+    // content it records is the clean one.
+    let again = u.path("again.json");
+    let out = run_bounded(
+        u.mcpguard()
+            .args(["capture", "--server", "memory", "--out"])
+            .arg(&again)
+            .arg("--")
+            .args(server),
+    );
+    assert!(out.status.success(), "capture: {}", show(&out));
+    assert_eq!(package_of(&again, "memory")["content"], pinned.as_str());
+    assert_eq!(
+        std::fs::read(&entry).unwrap(),
+        original,
+        "the edit was adopted"
+    );
+    let out = start();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("refusing"),
+        "the clean install is refused: {}",
+        show(&out)
+    );
+
+    // PyPI: a `.pth` file planted in site-packages runs at every interpreter start, yet leaves
+    // the version and RECORD as they were.
+    let server = ["uvx", TIME, "--local-timezone", "UTC"];
+    let (file, digest, _) = u.capture_and_review("time", &[], &server);
+    let version = package_of(&file, "time")["version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lib = u
+        .path("store/pypi")
+        .join(format!("mcp-server-time@{version}"))
+        .join("lib");
+    let site = std::fs::read_dir(&lib)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::write(
+        site.join("zz-planted.pth"),
+        "import sys; sys.stderr.write('PLANTED-PTH-RAN\\n')\n",
+    )
+    .unwrap();
+    let out = run_bounded(u.mcpguard().arg("--manifest").arg(&file).args([
+        "--sha256",
+        &digest,
+        "--server",
+        "time",
+        "--",
+        "uvx",
+        TIME,
+        "--local-timezone",
+        "UTC",
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("PLANTED-PTH-RAN"), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr.contains("are not the ones that were pinned"),
+        "{stderr}"
+    );
+    // `update` reinstalls clean too: the planted file is gone afterwards.
+    let out = run_bounded(
+        u.mcpguard()
+            .arg("update")
+            .arg(&file)
+            .args(["--server", "time", "--yes", "--"])
+            .args(server),
+    );
+    assert!(out.status.success(), "update: {}", show(&out));
+    assert!(
+        !site.join("zz-planted.pth").exists(),
+        "update adopted the planted file"
+    );
+}
+
+/// Issue 32: `lock check` and `check --server` compare a pinned npx/uvx server's package with
+/// the install it runs. Before, a live capture had no package record, so every such server was
+/// reported as drifted at `/package`. Now they are current, also on a fresh machine (an empty
+/// package store: the pinned version is installed for the check), and red when the package
+/// differs from the pin.
+#[test]
+fn lock_check_and_live_check_compare_pinned_packages() {
+    let u = User::new();
+    let memory = format!("{MEMORY}@{MEMORY_VERSION}");
+    let (mem_file, mem_digest, _) = u.capture_and_review("memory", &[], &["npx", "-y", &memory]);
+    let time = ["uvx", TIME, "--local-timezone", "UTC"];
+    let (time_file, time_digest, _) = u.capture_and_review("time", &[], &time);
+    let lock = u.path("mcpguard.lock");
+    let write_lock = |mem_digest: &str, time_digest: &str| {
+        std::fs::write(
+            &lock,
+            format!(
+                "version = 1\n\n[servers.memory]\ncommand = [\"npx\", \"-y\", {memory:?}]\nsnapshot = \"memory.json\"\n\
+                 sha256 = {mem_digest:?}\npackage = \"npm:{memory}\"\n\n[servers.time]\ncommand = {time:?}\n\
+                 snapshot = \"time.json\"\nsha256 = {time_digest:?}\npackage = \"pypi:{TIME}\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    write_lock(&mem_digest, &time_digest);
+    let lock_check = || run_bounded(u.mcpguard().args(["lock", "check"]).arg(&lock));
+    let o = lock_check();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(text.contains("2 servers: 2 current"), "{text}");
+    let live_check = |file: &Path, key: &str, server: &[&str]| {
+        run_bounded(
+            u.mcpguard()
+                .arg("check")
+                .arg(file)
+                .args(["--server", key, "--"])
+                .args(server),
+        )
+    };
+    let o = live_check(&mem_file, "memory", &["npx", "-y", &memory]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = live_check(&time_file, "time", &time);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    // A fresh checkout: no package store on this machine. The check installs the pinned
+    // versions (offline, from the caches) and they are the pinned packages.
+    std::fs::remove_dir_all(u.path("store")).unwrap();
+    let o = lock_check();
+    assert_eq!(o.status.code(), Some(0), "fresh machine: {}", show(&o));
+
+    // The package changes: the registry's tarball for the pinned npm version is not the one
+    // the snapshot pinned (here the pin's integrity is what changed, re-locked), and on a
+    // fresh machine the check installs it and reports the drift at /package.
+    let doc = |f: &Path| -> Value { serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap() };
+    let mut m = doc(&mem_file);
+    m["servers"]["memory"]["package"]["integrity"] = json!("sha512-another-tarball");
+    std::fs::write(&mem_file, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let hash = |f: &Path| {
+        let o = run_bounded(u.mcpguard().arg("hash").arg(f));
+        assert!(o.status.success(), "{}", show(&o));
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let mem_digest = hash(&mem_file);
+    write_lock(&mem_digest, &time_digest);
+    std::fs::remove_dir_all(u.path("store")).unwrap();
+    let o = lock_check();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        text.contains("memory: DRIFTED")
+            && text.contains("integrity")
+            && text.contains("time: current"),
+        "{text}"
+    );
+    // The PyPI package installed on this machine differs from its pin (its RECORD): red too,
+    // in `lock check` and in `check --server`.
+    let mut t = doc(&time_file);
+    t["servers"]["time"]["package"]["integrity"] = json!("record-sha256:00");
+    std::fs::write(&time_file, serde_json::to_vec_pretty(&t).unwrap()).unwrap();
+    let time_digest = hash(&time_file);
+    write_lock(&mem_digest, &time_digest);
+    let o = lock_check();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        text.contains("time: FAILED") && text.contains("record-sha256:00"),
+        "{text}"
+    );
+    let o = live_check(&time_file, "time", &time);
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+}

