@@ -111,6 +111,8 @@
 //!   (one input request under the key `"ask"`, `requestState` `"fixture-state-<tool>"`); the retry
 //!   carrying that state gets a text block holding `{"inputResponses": ...}` as JSON.
 //! * `--ttl-ms N`: the `ttlMs` of list pages and discover (default 1000).
+//! * `--duplicate-request-state`: the `input_required` results carry `requestState` twice (a
+//!   duplicate member, which a lenient scan reads and a strict parse refuses).
 //! * `--identity-change-after N`: after N results, the serverInfo in result `_meta` reports
 //!   version "6.6.6".
 //!
@@ -193,6 +195,7 @@ struct Options {
     modern: bool,
     ttl_ms: u64,
     identity_change_after: Option<u64>,
+    duplicate_request_state: bool,
 }
 
 impl Default for Options {
@@ -230,6 +233,7 @@ impl Default for Options {
             modern: false,
             ttl_ms: 1000,
             identity_change_after: None,
+            duplicate_request_state: false,
         }
     }
 }
@@ -263,6 +267,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--grandchild-keeps-pipes" => Some(&mut opts.grandchild_keeps_pipes),
             "--echo-bench" => Some(&mut opts.echo_bench),
             "--modern" => Some(&mut opts.modern),
+            "--duplicate-request-state" => Some(&mut opts.duplicate_request_state),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -340,7 +345,20 @@ fn send_reply(id: &Value, reply: Reply) {
     let message = match reply {
         Ok(mut result) => {
             modern_stamp_result(&mut result);
-            json!({"jsonrpc": "2.0", "id": id, "result": result})
+            let duplicate = MODERN.get().is_some_and(|w| w.duplicate_request_state)
+                && result.get("resultType") == Some(&json!("input_required"));
+            let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            if duplicate {
+                // serde_json cannot hold a duplicate member, so the line is edited as text.
+                let text = serde_json::to_string(&message).expect("a Value serializes");
+                let text = text.replacen(
+                    "\"requestState\":",
+                    "\"requestState\":\"first\",\"requestState\":",
+                    1,
+                );
+                return write_stdout(format!("{text}\n").as_bytes());
+            }
+            message
         }
         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
     };
@@ -375,6 +393,7 @@ const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 struct ModernWire {
     server_info: Value,
     identity_change_after: Option<u64>,
+    duplicate_request_state: bool,
 }
 
 static MODERN: OnceLock<ModernWire> = OnceLock::new();
@@ -1158,6 +1177,7 @@ fn serve(opts: Options, mut log: ReceivedLog) -> ! {
         let _ = MODERN.set(ModernWire {
             server_info: json!({"name": opts.server_name, "version": opts.server_version}),
             identity_change_after: opts.identity_change_after,
+            duplicate_request_state: opts.duplicate_request_state,
         });
     }
     let server = Arc::new(Server::new(opts));

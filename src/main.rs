@@ -809,6 +809,7 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
             ExitCode::from(EXIT_SERVER_STOPPED)
         }
         Ok(Outcome::SpawnFailed(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Ok(Outcome::InternalError) => ExitCode::from(proxy::EXIT_INTERNAL_ERROR),
         Err(e) => {
             diag::emit(Level::Error, &format!("the proxy failed: {e}"));
             ExitCode::from(1)
