@@ -66,7 +66,8 @@
 //! * `--protocol-version V`: always answer initialize with V instead of negotiating.
 //! * `--describe-suffix S`: append S to echo's description.
 //! * `--reply TEXT`: `echo` returns TEXT (as content and as `structuredContent.text`) instead of
-//!   its argument, and `fail` and `rpc_error` use TEXT as their error text: a server whose output
+//!   its argument, `fail` and `rpc_error` use TEXT as their error text, and `notify` as the `data`
+//!   of its log message: a server whose output
 //!   carries what the test needs (a credential, an injected order) without the call carrying it.
 //! * `--annotation-drift`: echo's `readOnlyHint` becomes false.
 //! * `--schema-drift`: echo's `text.maxLength` becomes 1001.
@@ -952,9 +953,10 @@ impl Server {
                     "notifications/progress",
                     json!({"progressToken": token, "progress": 1, "total": 1, "message": "working"}),
                 );
+                let data = self.opts.reply.as_deref().unwrap_or("notify tool called");
                 notify(
                     "notifications/message",
-                    json!({"level": "info", "logger": "mcpguard-fixture", "data": "notify tool called"}),
+                    json!({"level": "info", "logger": "mcpguard-fixture", "data": data}),
                 );
                 Ok(text_result("notified"))
             }

@@ -502,6 +502,7 @@ fn capabilities(p: &policy::Policy) -> mcpguard::gate::capabilities::Capabilitie
         tasks: c.tasks,
         prompts: c.prompts,
         resources: c.resources,
+        logging: c.logging,
     }
 }
 

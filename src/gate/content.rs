@@ -307,6 +307,37 @@ impl Content {
     }
 }
 
+impl Content {
+    /// Redacts every secret-shaped string anywhere in `v` (a log notification's `data` may be
+    /// any JSON), pointers starting at `base`; member names are not text. Nothing when
+    /// `secrets.results = "off"`.
+    pub fn redact_value(&self, base: &str, v: &mut Value) -> Vec<Detection> {
+        let mut found = Vec::new();
+        if self.secret_results == SecretInResults::Off {
+            return found;
+        }
+        let mut at: Vec<String> = base.split('/').skip(1).map(str::to_string).collect();
+        every_string(v, &mut at, &mut |segments, s| {
+            let (clean, hits) = self.secrets.redact(s)?;
+            for hit in hits {
+                found.push(detection(segments, &hit.kind, &s[hit.range]));
+            }
+            Some(clean)
+        });
+        found
+    }
+
+    /// The labels the policy acts on in every string of `v`, pointers starting at `base`.
+    pub fn label_value(&self, base: &str, v: &Value) -> Vec<Labelled> {
+        let mut found = Vec::new();
+        let mut at: Vec<String> = base.split('/').skip(1).map(str::to_string).collect();
+        walk_strings(v, &mut at, &mut |segments, s| {
+            self.label_into(&pointer_of(segments), s, &mut found);
+        });
+        found
+    }
+}
+
 /// The labels of `found`, each once, in `Label` order.
 pub fn label_names(found: &[Labelled]) -> Vec<&'static str> {
     let mut all: Vec<Label> = found.iter().flat_map(|f| f.labels.clone()).collect();

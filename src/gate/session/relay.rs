@@ -142,7 +142,18 @@ impl Session {
             ),
             methods::TOOLS_LIST => self.host_tools_list(id, msg, line, out),
             methods::TOOLS_CALL => self.host_tools_call(id, msg, line, out),
-            methods::LOGGING_SET_LEVEL => self.forward_request(id, method, PendingKind::Plain, line, out),
+            methods::LOGGING_SET_LEVEL if self.config.capabilities.logging => {
+                self.forward_request(id, method, PendingKind::Plain, line, out)
+            }
+            methods::LOGGING_SET_LEVEL => {
+                let why = "logging/setLevel is refused: the policy turns server logging off ([capabilities] logging = false; set it to true to pass server log messages and logging/setLevel)";
+                self.audit(out, || AuditNote {
+                    detail: Some(why.to_string()),
+                    outcome: Some("refused"),
+                    ..AuditNote::new(EventKind::CapabilityBlocked)
+                });
+                refuse_to_host(Some(&id), message::METHOD_NOT_FOUND, why, out)
+            }
             m if m.starts_with("prompts/") && self.config.capabilities.prompts => {
                 self.forward_request(id, method, PendingKind::Plain, line, out)
             }
@@ -380,7 +391,7 @@ impl Session {
                     out.push(Out::Host(line));
                 }
             }
-            methods::MESSAGE => out.push(Out::Host(line)),
+            methods::MESSAGE => self.log_message(msg, line, out),
             methods::PROGRESS => {
                 let token = msg
                     .params

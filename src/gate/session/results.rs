@@ -340,6 +340,130 @@ impl Session {
         )));
     }
 
+    /// A server log message (`notifications/message`). With `[capabilities] logging = false` it
+    /// is dropped (the first one audited). Otherwise its text (`logger` and every string of
+    /// `data`) gets the checks a result gets: secret-shaped values redacted (or the message
+    /// dropped with `secrets.results = "refuse"`), instruction-like text labelled (a note
+    /// appended to string data, or string data wrapped beside the note, and the labels in
+    /// `params._meta`) or the message dropped with `results.injection = "refuse"`. A message
+    /// none of this changes is forwarded as the server's bytes.
+    pub(super) fn log_message(&mut self, msg: &Message<'_>, line: Bytes, out: &mut Vec<Out>) {
+        if !self.config.capabilities.logging {
+            self.logs_dropped += 1;
+            if self.logs_dropped == 1 {
+                let why = "dropped the server's log messages (notifications/message): the policy turns server logging off ([capabilities] logging = false); only this first one is recorded";
+                self.audit(out, || AuditNote {
+                    detail: Some(why.to_string()),
+                    outcome: Some("refused"),
+                    ..AuditNote::new(EventKind::CapabilityBlocked)
+                });
+                out.push(Out::Diag(Level::Info, why.to_string()));
+            }
+            return;
+        }
+        let content = self.config.content.clone();
+        let raw = msg.params.map(|p| p.get()).unwrap_or("null");
+        let secrets = content.result_may_hold_secrets(raw);
+        if !secrets && !content.scans_injection() {
+            return out.push(Out::Host(line));
+        }
+        let Ok(mut params) = strict::parse_strict_str(raw) else {
+            return out.push(Out::Diag(
+                Level::Warn,
+                "dropped a server log message whose params are not strict JSON".into(),
+            ));
+        };
+        let mut changed = false;
+        for key in ["logger", "data"] {
+            let Some(v) = params.get_mut(key) else {
+                continue;
+            };
+            let found = if secrets {
+                content.redact_value(&format!("/params/{key}"), v)
+            } else {
+                Vec::new()
+            };
+            if found.is_empty() {
+                continue;
+            }
+            let listed = describe_all(&found);
+            let refuse = content.secret_results == SecretInResults::Refuse;
+            self.audit(out, || AuditNote {
+                outcome: Some(if refuse { "refused" } else { "redacted" }),
+                detail: Some(format!(
+                    "secret-shaped values in a server log message: {listed}"
+                )),
+                ..AuditNote::new(EventKind::SecretDetected)
+            });
+            if refuse {
+                return out.push(Out::Diag(
+                    Level::Warn,
+                    format!("dropped a server log message carrying secret-shaped values ({listed}; secrets.results = \"refuse\")"),
+                ));
+            }
+            out.push(Out::Diag(
+                Level::Warn,
+                format!("redacted secret-shaped values in a server log message before the host saw them: {listed} (secrets.results = \"redact\")"),
+            ));
+            changed = true;
+        }
+        if content.scans_injection() {
+            let mut found = Vec::new();
+            for key in ["logger", "data"] {
+                if let Some(v) = params.get(key) {
+                    found.extend(content.label_value(&format!("/params/{key}"), v));
+                }
+            }
+            if !found.is_empty() {
+                let labels = label_names(&found).join(", ");
+                let pointers: Vec<&str> = found.iter().map(|f| f.pointer.as_str()).collect();
+                let refuse = content.injection == Injection::Refuse;
+                self.audit(out, || AuditNote {
+                    outcome: Some(if refuse { "refused" } else { "labelled" }),
+                    detail: Some(format!(
+                        "instruction-like text in a server log message: {labels} at {}",
+                        pointers.join(", ")
+                    )),
+                    ..AuditNote::new(EventKind::ResultLabelled)
+                });
+                if refuse {
+                    return out.push(Out::Diag(
+                        Level::Warn,
+                        format!("dropped a server log message carrying instruction-like text ({labels}; results.injection = \"refuse\")"),
+                    ));
+                }
+                out.push(Out::Diag(
+                    Level::Warn,
+                    format!("a server log message carries instruction-like text ({labels} at {}); passed with a note (results.injection = \"label\")", pointers.join(", ")),
+                ));
+                let note = label_note(&labels);
+                if let Some(obj) = params.as_object_mut() {
+                    let data = obj.remove("data").unwrap_or(Value::Null);
+                    let data = match data {
+                        Value::String(s) => Value::String(format!("{s}\n\n{note}")),
+                        other => json!({"mcpguard": note, "data": other}),
+                    };
+                    obj.insert("data".into(), data);
+                    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                    if let Some(m) = meta.as_object_mut() {
+                        m.insert(
+                            LABELS_META.into(),
+                            json!({"labels": label_names(&found), "pointers": pointers}),
+                        );
+                    }
+                }
+                changed = true;
+            }
+        }
+        if !changed {
+            return out.push(Out::Host(line));
+        }
+        let v = json!({"jsonrpc": "2.0", "method": methods::MESSAGE, "params": params});
+        out.push(Out::Host(Bytes::from(
+            serde_json::to_vec(&v).unwrap_or_default(),
+        )));
+    }
+
     /// Keeps the server's raw error text for the auditor only.
     pub(super) fn audit_raw_error(&self, tool: &str, text: &str, out: &mut Vec<Out>) {
         self.audit(out, || AuditNote {
