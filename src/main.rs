@@ -642,6 +642,13 @@ fn verify_snapshot(
     {
         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
     }
+    if policy.review.require_bounded_write_schemas {
+        let is_write =
+            |t: &mcpguard::gate::pin::ReviewedTool| policy.classify(&t.name, t.reviewed()).is_write;
+        for why in loaded.pin_mut().withhold_unbounded_writes(is_write) {
+            diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+        }
+    }
     match mcpguard::cli::signed::allowed_signers(policy) {
         Err(e) => return Err(refuse(&e)),
         Ok(None) => {}

@@ -733,3 +733,51 @@ fn the_sandbox_prepared_beside_the_snapshot_reports_after_it_and_not_at_all_on_a
     );
     assert!(!stderr.contains("fixture-pid="), "the server ran: {stderr}");
 }
+
+#[test]
+fn require_bounded_write_schemas_withholds_a_write_tool_with_an_unbounded_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = dir.path().join("bounded.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with("[review]\nrequire_bounded_write_schemas = true\n"),
+    )
+    .unwrap();
+    let opts = ["--policy".to_string(), policy.display().to_string()];
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &opts,
+        &["--log".to_string(), log.display().to_string()],
+    );
+    p.initialize();
+    let list = p.request(1, "tools/list", json!({}));
+    let names = tool_names(&list);
+    assert!(!names.contains(&"write_note"), "{list}");
+    // Reads are not affected, whatever their schemas.
+    assert!(names.contains(&"echo"), "{list}");
+    let r = call(
+        &mut p,
+        2,
+        "write_note",
+        json!({"path": "/tmp/x", "body": "hello"}),
+    );
+    let m = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        m.contains("write_note")
+            && m.contains("inputSchema /properties/body: unbounded-string")
+            && m.contains("require_bounded_write_schemas = true"),
+        "{r}"
+    );
+    let stderr = p.stderr();
+    p.close_stdin();
+    p.wait();
+    assert!(
+        stderr.contains("not serving a reviewed tool: tool \"write_note\"")
+            && stderr.contains("require_bounded_write_schemas"),
+        "{stderr}"
+    );
+    assert!(calls_received(&log).is_empty(), "the server saw no call");
+}
