@@ -179,7 +179,7 @@ fn shipped_policies_behave_as_documented() {
         caps.sampling
             && caps.elicitation
             && caps.roots
-            && caps.tasks
+            && !caps.tasks
             && caps.prompts
             && caps.resources
     );
@@ -682,7 +682,7 @@ fn effective_toml_round_trips_a_policy_with_every_key_changed() {
         sampling = true
         elicitation = true
         roots = true
-        tasks = true
+        tasks = false
         prompts = true
         resources = true
         logging = false
@@ -951,4 +951,16 @@ fn reviewed_classes_classify_unless_the_policy_says_otherwise() {
     // The shipped strict profile does not take reviews on their word.
     assert!(!shipped_one("strict.toml").writes.trust_reviews);
     assert!(shipped_one("default.toml").writes.trust_reviews);
+}
+
+#[test]
+fn tasks_true_is_refused_with_its_location_and_why() {
+    let e = parse("[capabilities]\ntasks = true\n", "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("t.toml:2:"), "{e}");
+    assert!(
+        e.contains("tasks/result") && e.contains("tasks = false"),
+        "{e}"
+    );
 }
