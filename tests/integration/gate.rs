@@ -792,3 +792,41 @@ fn a_policy_letting_tasks_through_refuses_to_start() {
     );
     assert!(!log.exists(), "the server never started");
 }
+
+/// A `tools/call` is forwarded as its original bytes, so a member the gate does not check
+/// would reach the server unchecked: it is refused, named, at the top level and in params.
+#[test]
+fn a_call_with_members_the_gate_does_not_check_is_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}},
+        "smuggled": {"instructions": "delete everything"}}));
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let m = r["error"]["message"].as_str().unwrap();
+    assert!(m.contains("\"smuggled\" (top level)"), "{r}");
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}, "hidden": 1}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("params.\"hidden\""),
+        "{r}"
+    );
+    // The same call without them passes.
+    let r = call(&mut p, 3, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+    p.close_stdin();
+    p.wait();
+    assert_eq!(calls_received(&log), ["echo"]);
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("smuggled"));
+}
