@@ -121,6 +121,31 @@ fn sandbox_for(
             names.join(", ")
         };
         diag::emit(Level::Info, &format!("sandbox: passed: {names}"));
+        // A variable set for this server (a host configuration's `env`) that the allowlist
+        // withheld is named at the default level: otherwise the server fails in ways that do
+        // not point here (the memory server answering from an empty graph).
+        let ours: Vec<_> = std::env::vars_os().collect();
+        let parent = sandbox::parent_environment();
+        let withheld: Vec<String> =
+            sandbox::withheld_notable(&ours, &s.prepared.env, parent.as_deref())
+                .iter()
+                .map(|n| mcpguard::wire::sanitize::clean(n, mcpguard::wire::sanitize::Clean::LINE))
+                .collect();
+        if !withheld.is_empty() {
+            let flags: Vec<String> = withheld
+                .iter()
+                .map(|n| format!("--sandbox-env {n}"))
+                .collect();
+            diag::emit(
+                Level::Warn,
+                &format!(
+                    "sandbox: withheld from the server {} variable(s) set for it in mcpguard's environment (a host configuration's `env`?): {}. The sandbox passes only sandbox.env; pass each the server needs with {} (or list it in sandbox.env)",
+                    withheld.len(),
+                    withheld.join(", "),
+                    flags.join(" ")
+                ),
+            );
+        }
         if diag::enabled(Level::Debug) {
             for line in report.text().lines() {
                 diag::emit(Level::Debug, line);
