@@ -133,7 +133,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand diff" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Validate a policy file and print the effective policy (every default filled in), layered over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY), with the file and line each value came from. Without FILE: the floor alone, or the built-in default'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and not __fish_seen_subcommand_from check" -f -a "check" -d 'Validate a policy file and print the effective policy (every default filled in), layered over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY where that does not exist), with the file and line each value came from. Without FILE: the floor alone, or the built-in default'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and __fish_seen_subcommand_from check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand policy; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'

@@ -66,7 +66,8 @@
 //! * `--protocol-version V`: always answer initialize with V instead of negotiating.
 //! * `--describe-suffix S`: append S to echo's description.
 //! * `--reply TEXT`: `echo` returns TEXT (as content and as `structuredContent.text`) instead of
-//!   its argument, and `fail` and `rpc_error` use TEXT as their error text: a server whose output
+//!   its argument, `fail` and `rpc_error` use TEXT as their error text, and `notify` as the `data`
+//!   of its log message: a server whose output
 //!   carries what the test needs (a credential, an injected order) without the call carrying it.
 //! * `--reply-everywhere`: with `--reply TEXT`, TEXT goes everywhere a result or notification
 //!   carries text to the host except the places mcpguard always checked (echo's first text block
@@ -127,6 +128,8 @@
 //!   (one input request under the key `"ask"`, `requestState` `"fixture-state-<tool>"`); the retry
 //!   carrying that state gets a text block holding `{"inputResponses": ...}` as JSON.
 //! * `--ttl-ms N`: the `ttlMs` of list pages and discover (default 1000).
+//! * `--duplicate-request-state`: the `input_required` results carry `requestState` twice (a
+//!   duplicate member, which a lenient scan reads and a strict parse refuses).
 //! * `--identity-change-after N`: after N results, the serverInfo in result `_meta` reports
 //!   version "6.6.6".
 //!
@@ -214,6 +217,7 @@ struct Options {
     modern: bool,
     ttl_ms: u64,
     identity_change_after: Option<u64>,
+    duplicate_request_state: bool,
 }
 
 impl Default for Options {
@@ -256,6 +260,7 @@ impl Default for Options {
             modern: false,
             ttl_ms: 1000,
             identity_change_after: None,
+            duplicate_request_state: false,
         }
     }
 }
@@ -292,6 +297,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--reply-everywhere" => Some(&mut opts.reply_everywhere),
             "--predict-ids" => Some(&mut opts.predict_ids),
             "--write-drift" => Some(&mut opts.write_drift),
+            "--duplicate-request-state" => Some(&mut opts.duplicate_request_state),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -388,7 +394,20 @@ fn send_reply(id: &Value, reply: Reply) {
     let message = match reply {
         Ok(mut result) => {
             modern_stamp_result(&mut result);
-            json!({"jsonrpc": "2.0", "id": id, "result": result})
+            let duplicate = MODERN.get().is_some_and(|w| w.duplicate_request_state)
+                && result.get("resultType") == Some(&json!("input_required"));
+            let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            if duplicate {
+                // serde_json cannot hold a duplicate member, so the line is edited as text.
+                let text = serde_json::to_string(&message).expect("a Value serializes");
+                let text = text.replacen(
+                    "\"requestState\":",
+                    "\"requestState\":\"first\",\"requestState\":",
+                    1,
+                );
+                return write_stdout(format!("{text}\n").as_bytes());
+            }
+            message
         }
         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
     };
@@ -423,6 +442,7 @@ const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 struct ModernWire {
     server_info: Value,
     identity_change_after: Option<u64>,
+    duplicate_request_state: bool,
 }
 
 static MODERN: OnceLock<ModernWire> = OnceLock::new();
@@ -1024,9 +1044,10 @@ impl Server {
                     json!({"progressToken": token, "progress": 1, "total": 1,
                            "message": if self.opts.reply_everywhere { self.opts.reply.as_deref().unwrap_or("working") } else { "working" }}),
                 );
+                let data = self.opts.reply.as_deref().unwrap_or("notify tool called");
                 notify(
                     "notifications/message",
-                    json!({"level": "info", "logger": "mcpguard-fixture", "data": "notify tool called"}),
+                    json!({"level": "info", "logger": "mcpguard-fixture", "data": data}),
                 );
                 Ok(text_result("notified"))
             }
@@ -1249,6 +1270,7 @@ fn serve(opts: Options, mut log: ReceivedLog) -> ! {
         let _ = MODERN.set(ModernWire {
             server_info: json!({"name": opts.server_name, "version": opts.server_version}),
             identity_change_after: opts.identity_change_after,
+            duplicate_request_state: opts.duplicate_request_state,
         });
     }
     let server = Arc::new(Server::new(opts));

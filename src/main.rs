@@ -121,6 +121,31 @@ fn sandbox_for(
             names.join(", ")
         };
         diag::emit(Level::Info, &format!("sandbox: passed: {names}"));
+        // A variable set for this server (a host configuration's `env`) that the allowlist
+        // withheld is named at the default level: otherwise the server fails in ways that do
+        // not point here (the memory server answering from an empty graph).
+        let ours: Vec<_> = std::env::vars_os().collect();
+        let parent = sandbox::parent_environment();
+        let withheld: Vec<String> =
+            sandbox::withheld_notable(&ours, &s.prepared.env, parent.as_deref())
+                .iter()
+                .map(|n| mcpguard::wire::sanitize::clean(n, mcpguard::wire::sanitize::Clean::LINE))
+                .collect();
+        if !withheld.is_empty() {
+            let flags: Vec<String> = withheld
+                .iter()
+                .map(|n| format!("--sandbox-env {n}"))
+                .collect();
+            diag::emit(
+                Level::Warn,
+                &format!(
+                    "sandbox: withheld from the server {} variable(s) set for it in mcpguard's environment (a host configuration's `env`?): {}. The sandbox passes only sandbox.env; pass each the server needs with {} (or list it in sandbox.env)",
+                    withheld.len(),
+                    withheld.join(", "),
+                    flags.join(" ")
+                ),
+            );
+        }
         if diag::enabled(Level::Debug) {
             for line in report.text().lines() {
                 diag::emit(Level::Debug, line);
@@ -504,6 +529,7 @@ fn capabilities(p: &policy::Policy) -> mcpguard::gate::capabilities::Capabilitie
         tasks: c.tasks,
         prompts: c.prompts,
         resources: c.resources,
+        logging: c.logging,
     }
 }
 
@@ -642,6 +668,13 @@ fn verify_snapshot(
         .apply_policy(|t| policy.refusal(&t.name, t.side_effect))
     {
         diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+    }
+    if policy.review.require_bounded_write_schemas {
+        let is_write =
+            |t: &mcpguard::gate::pin::ReviewedTool| policy.classify(&t.name, t.reviewed()).is_write;
+        for why in loaded.pin_mut().withhold_unbounded_writes(is_write) {
+            diag::emit(Level::Warn, &format!("not serving a reviewed tool: {why}"));
+        }
     }
     match mcpguard::cli::signed::allowed_signers(policy) {
         Err(e) => return Err(refuse(&e)),
@@ -811,6 +844,7 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
             ExitCode::from(EXIT_SERVER_STOPPED)
         }
         Ok(Outcome::SpawnFailed(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Ok(Outcome::InternalError) => ExitCode::from(proxy::EXIT_INTERNAL_ERROR),
         Err(e) => {
             diag::emit(Level::Error, &format!("the proxy failed: {e}"));
             ExitCode::from(1)

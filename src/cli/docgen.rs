@@ -199,12 +199,14 @@ refusals and warnings only, so a healthy start prints nothing a host would recor
 negotiated versions) or \fBdebug\fR.
 .TP
 \fBMCPGUARD_SYSTEM_POLICY\fR
-The managed policy floor to read instead of \fI/etc/mcpguard/policy.toml\fR (for tests and
-packagers); a file it names must exist. See \fBmcpguard\-policy\fR(5), THE MANAGED FLOOR.
+The managed policy floor to read where \fI/etc/mcpguard/policy.toml\fR does not exist (for
+tests); a file it names must exist. While that file exists, a variable naming another file is
+refused, so no environment can replace the administrator's floor. See \fBmcpguard\-policy\fR(5), THE MANAGED FLOOR.
 .SH EXIT STATUS
 As a proxy, the server's exit status (or its signal). 3 when the host closed the connection and the
 server did not exit within \fB\-\-grace\fR, so that mcpguard ended it itself (SIGTERM, then SIGKILL):
-mcpguard then exits 3 rather than die of the signal it sent. 1 when mcpguard refuses to start the
+mcpguard then exits 3 rather than die of the signal it sent. 70 after an internal error (a bug in
+mcpguard): the server is killed and every pending request answered with an error. 1 when mcpguard refuses to start the
 server (a snapshot that does not verify, an unacceptable policy) or fails; 2 when no server command
 is given. The subcommands exit 0 on success and 1 on failure; \fBdiff\fR exits 1 when the snapshots
 differ. \fBlock check\fR exits 0 when every locked server is current, 1 when any drifted, 2 when

@@ -389,7 +389,7 @@ fn absolute_path(s: &str) -> Result<PathBuf, String> {
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// Validate a policy file and print the effective policy (every default filled in), layered
-    /// over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY), with the
+    /// over the managed floor (/etc/mcpguard/policy.toml, or $MCPGUARD_SYSTEM_POLICY where that does not exist), with the
     /// file and line each value came from. Without FILE: the floor alone, or the built-in default.
     Check { file: Option<PathBuf> },
 }

@@ -1,5 +1,5 @@
 //! The capability filter: which MCP capabilities (sampling, elicitation, roots, tasks, prompts,
-//! resources) pass the gate, and the removal of blocked ones from what each side advertises.
+//! resources, logging) pass the gate, and the removal of blocked ones from what each side advertises.
 //!
 //! Plain data and pure functions; it knows nothing of the session or of processes.
 
@@ -15,6 +15,8 @@ pub struct Capabilities {
     pub tasks: bool,
     pub prompts: bool,
     pub resources: bool,
+    /// Server log messages (`notifications/message`) and `logging/setLevel`.
+    pub logging: bool,
 }
 
 impl Capabilities {
@@ -51,6 +53,7 @@ impl Capabilities {
             ("resources", self.resources),
             ("tasks", self.tasks),
             ("completions", self.prompts || self.resources),
+            ("logging", self.logging),
         ] {
             if !allowed && caps.remove(key).is_some() {
                 removed.push(key.to_string());
@@ -86,11 +89,18 @@ mod tests {
         let mut s = json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {}, "logging": {}, "completions": {}}).as_object().unwrap().clone();
         assert_eq!(
             caps.filter_server(&mut s),
-            vec!["prompts", "resources", "completions"]
+            vec!["prompts", "resources", "completions", "logging"]
         );
-        assert_eq!(
-            Value::Object(s),
-            json!({"tools": {"listChanged": true}, "logging": {}})
-        );
+        assert_eq!(Value::Object(s), json!({"tools": {"listChanged": true}}));
+        let logging = Capabilities {
+            logging: true,
+            ..Capabilities::default()
+        };
+        let mut s = json!({"tools": {}, "logging": {}})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert!(logging.filter_server(&mut s).is_empty());
+        assert_eq!(Value::Object(s), json!({"tools": {}, "logging": {}}));
     }
 }

@@ -121,6 +121,40 @@ impl Pin {
         reasons
     }
 
+    /// `[review] require_bounded_write_schemas`: removes every reviewed tool that `is_write`
+    /// says is a write and whose reviewed `inputSchema` has a finding of the review view's
+    /// schema aid (`reviewview::schema_findings`: a string without `maxLength`, an array
+    /// without `maxItems`, an object open to unreviewed members, nesting deeper than the bound
+    /// or recursive, an external or unresolved `$ref`, a position that accepts any value);
+    /// returns why, per tool, naming each pointer and rule and the key. A call to such a tool
+    /// is refused with the same reason. Like the policy, this can only take tools away.
+    pub fn withhold_unbounded_writes(
+        &mut self,
+        is_write: impl Fn(&ReviewedTool) -> bool,
+    ) -> Vec<String> {
+        self.refuse_reviews(|_, t| {
+            if !is_write(t) {
+                return Ok(());
+            }
+            let schema = t.tool.get("inputSchema").unwrap_or(&Value::Null);
+            let found = crate::snapshot::reviewview::schema_findings(schema);
+            if found.is_empty() {
+                return Ok(());
+            }
+            let listed: Vec<String> = found
+                .iter()
+                .map(|f| {
+                    let at = if f.pointer.is_empty() { "(the schema itself)" } else { &f.pointer };
+                    format!("inputSchema {at}: {}", f.rule)
+                })
+                .collect();
+            Err(format!(
+                "it is a write whose input schema is unbounded ({}), and the policy serves only bounded write tools ([review] require_bounded_write_schemas = true); bound the schema in the server and capture and review it again, or set require_bounded_write_schemas = false",
+                listed.join(", ")
+            ))
+        })
+    }
+
     /// Removes the reviewed tools whose review `check` does not accept (a signature that is
     /// missing, does not verify, or is by a key not allowed for the reviewer); returns why, per
     /// tool. Like the policy, this can only take tools away.

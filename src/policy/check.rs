@@ -9,6 +9,15 @@ impl Policy {
     /// Rules a single value's type cannot express: ranges and rules across keys. The first
     /// problem is reported; fixing it and checking again shows the next.
     pub(super) fn validate(&self) -> Result<(), Problem> {
+        if self.capabilities.tasks {
+            // A task's real result comes back through `tasks/result`, which the gate would relay
+            // without the checks a call's result gets (output schema, redaction, labels, error
+            // hygiene). Until it runs them, tasks cannot be let through at all.
+            return Err(Problem::at(
+                &["capabilities", "tasks"],
+                "capabilities.tasks = true is not accepted: the result of a task-augmented call (tasks/result) would reach the host without the output-schema, secret, label and error-text checks every call result gets. Set tasks = false or remove the key; task-augmented calls and tasks/* are refused, and the tasks capability is withheld from both sides",
+            ));
+        }
         if self.review.max_validity > MAX_REVIEW_VALIDITY {
             return Err(Problem::at(
                 &["review", "max_validity"],

@@ -24,16 +24,39 @@ use super::*;
 /// directory; configuration management fills it.
 pub const SYSTEM_POLICY: &str = "/etc/mcpguard/policy.toml";
 
-/// The environment variable that names another floor file (for tests, and for packagers whose
-/// configuration lives elsewhere).
+/// The environment variable that names another floor file, honoured only where no managed floor
+/// exists at [`SYSTEM_POLICY`] (for tests, and for machines without one). Whoever can set a
+/// variable for mcpguard — a host configuration's `env` — could otherwise replace the floor an
+/// administrator installed with a looser file (a shipped `observe.toml`, say), and the floor is
+/// exactly what no user setting may loosen. Where no floor exists, the same person could pass any
+/// `--policy` anyway, so the variable gives nothing away there.
 pub const SYSTEM_POLICY_ENV: &str = "MCPGUARD_SYSTEM_POLICY";
 
 /// The floor's path, and whether it was named explicitly (then a missing file is an error, not
-/// the absence of a floor).
-pub fn floor_path() -> (PathBuf, bool) {
-    match std::env::var_os(SYSTEM_POLICY_ENV).filter(|v| !v.is_empty()) {
-        Some(p) => (PathBuf::from(p), true),
-        None => (PathBuf::from(SYSTEM_POLICY), false),
+/// the absence of a floor). Refuses a variable naming another file while a managed floor exists.
+pub fn floor_path() -> Result<(PathBuf, bool), PolicyError> {
+    floor_path_from(
+        std::env::var_os(SYSTEM_POLICY_ENV),
+        Path::new(SYSTEM_POLICY),
+    )
+}
+
+/// [`floor_path`] for a given variable value and managed floor path. Anything at the managed
+/// path counts as a floor (a dangling link too: it is not for the variable to say what the
+/// administrator meant).
+fn floor_path_from(
+    env: Option<std::ffi::OsString>,
+    managed: &Path,
+) -> Result<(PathBuf, bool), PolicyError> {
+    let named = env.filter(|v| !v.is_empty()).map(PathBuf::from);
+    let exists = managed.symlink_metadata().is_ok();
+    match named {
+        Some(p) if exists && p != managed => Err(PolicyError::FloorReplaced {
+            named: p.display().to_string(),
+            floor: managed.display().to_string(),
+        }),
+        Some(p) => Ok((p, true)),
+        None => Ok((managed.to_path_buf(), false)),
     }
 }
 
@@ -136,7 +159,7 @@ impl Layered {
 /// Reads the floor (when there is one) and the user's policy (when given) and layers them.
 /// Without either, the built-in default applies.
 pub fn load_layered(user: Option<&Path>) -> Result<Layered, PolicyError> {
-    let (path, explicit) = floor_path();
+    let (path, explicit) = floor_path()?;
     let floor = match std::fs::read_to_string(&path) {
         Ok(text) => Some((text, path.display().to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => None,
@@ -522,6 +545,34 @@ mod tests {
 
     fn layered(user: &str) -> Result<Layered, String> {
         layer(Some((FLOOR, "floor.toml")), Some((user, "user.toml"))).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_variable_names_a_floor_only_where_no_managed_floor_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let managed = dir.path().join("policy.toml");
+        let env = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(
+            floor_path_from(env("/t/floor.toml"), &managed).unwrap(),
+            (PathBuf::from("/t/floor.toml"), true)
+        );
+        assert_eq!(
+            floor_path_from(None, &managed).unwrap(),
+            (managed.clone(), false)
+        );
+        std::os::unix::fs::symlink("/nonexistent", &managed).unwrap();
+        let e = floor_path_from(env("/t/floor.toml"), &managed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("MCPGUARD_SYSTEM_POLICY=/t/floor.toml") && e.contains("exists"),
+            "{e}"
+        );
+        // Naming the managed floor itself changes nothing.
+        assert_eq!(
+            floor_path_from(Some(managed.clone().into_os_string()), &managed).unwrap(),
+            (managed.clone(), true)
+        );
     }
 
     #[test]

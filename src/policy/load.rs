@@ -31,6 +31,9 @@ pub enum PolicyError {
         column: usize,
         message: String,
     },
+    /// `MCPGUARD_SYSTEM_POLICY` names another floor while the managed one exists.
+    #[error("refused MCPGUARD_SYSTEM_POLICY={named}: the managed policy floor {floor} exists, and no environment variable may replace it (a host configuration's `env` could set one to loosen the floor). Unset MCPGUARD_SYSTEM_POLICY; the administrator changes {floor}")]
+    FloorReplaced { named: String, floor: String },
 }
 
 /// Reads and parses a policy file. Errors name the file as given.

@@ -179,7 +179,7 @@ fn shipped_policies_behave_as_documented() {
         caps.sampling
             && caps.elicitation
             && caps.roots
-            && caps.tasks
+            && !caps.tasks
             && caps.prompts
             && caps.resources
     );
@@ -684,7 +684,7 @@ fn effective_toml_round_trips_a_policy_with_every_key_changed() {
         sampling = true
         elicitation = true
         roots = true
-        tasks = true
+        tasks = false
         prompts = true
         resources = true
         logging = false
@@ -953,4 +953,178 @@ fn reviewed_classes_classify_unless_the_policy_says_otherwise() {
     // The shipped strict profile does not take reviews on their word.
     assert!(!shipped_one("strict.toml").writes.trust_reviews);
     assert!(shipped_one("default.toml").writes.trust_reviews);
+}
+
+#[test]
+fn tasks_true_is_refused_with_its_location_and_why() {
+    let e = parse("[capabilities]\ntasks = true\n", "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("t.toml:2:"), "{e}");
+    assert!(
+        e.contains("tasks/result") && e.contains("tasks = false"),
+        "{e}"
+    );
+}
+
+/// Every key of the policy document as a dotted name (`[writes.tools.<name>]` keys with
+/// `<name>`), read off the effective policy of a policy that sets every optional key.
+fn every_key() -> Vec<String> {
+    let mut full = Policy::default();
+    full.audit.path = PolicyPath::parse("~/audit.jsonl").ok();
+    full.review.allowed_signers = PolicyPath::parse("~/signers").ok();
+    full.writes.tools.insert(
+        "the_tool".into(),
+        ToolClass::from(RawToolClass {
+            side_effect: SideEffect::Read,
+            idempotency: Idempotency::Unknown,
+            automatic_retry: AutomaticRetry::Never,
+            confirmation: None,
+            unknown_outcome: UnknownOutcome::StopAndReconcile,
+        }),
+    );
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(
+        "/path".to_string(),
+        ArgumentRule {
+            paths: Some(vec![PolicyPath::parse("~/notes").unwrap()]),
+            url_schemes: Some(vec!["https".into()]),
+            hosts: Some(vec!["example.com".into()]),
+            deny_hosts: vec!["evil.example".into()],
+            pattern: Some("[a-z/]+".into()),
+            max_length: Some(100),
+            ..ArgumentRule::default()
+        },
+    );
+    full.arguments.tools.insert(
+        "the_tool".into(),
+        ArgumentsTool {
+            closed: Some(false),
+            rules,
+        },
+    );
+    full.secrets.tools.insert(
+        "the_tool".into(),
+        SecretsTool {
+            allow_arguments: vec!["/password".into()],
+        },
+    );
+    let mut table = String::new();
+    let mut keys = Vec::new();
+    for line in full.effective_toml().lines() {
+        let line = line.trim();
+        if let Some(t) = line.strip_prefix('[') {
+            table = t
+                .trim_end_matches(']')
+                .replace("tools.the_tool", "tools.<name>")
+                .replace("rules.\"/path\"", "rules.<pointer>");
+        } else if let Some((key, _)) = line.split_once(" = ") {
+            keys.push(format!("{table}.{key}"));
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Keys whose row in docs/policy.md names no test that proves them as an attack would meet
+/// them yet. This list may only shrink: a key that gets a test must leave it (issue 32).
+const UNPROVEN: &[&str] = &[
+    "arguments.tools.<name>.rules.<pointer>.command",
+    "arguments.tools.<name>.rules.<pointer>.deny_hosts",
+    "arguments.tools.<name>.rules.<pointer>.hosts",
+    "arguments.tools.<name>.rules.<pointer>.max_length",
+    "arguments.tools.<name>.rules.<pointer>.pattern",
+    "arguments.tools.<name>.rules.<pointer>.private_addresses",
+    "arguments.tools.<name>.rules.<pointer>.url_schemes",
+    "audit.path",
+    "audit.payload",
+    "capabilities.pass_meta",
+    "capabilities.prompts",
+    "capabilities.resources",
+    "confirmation.allow_tool_for_session",
+    "confirmation.channels",
+    "confirmation.timeout",
+    "errors.max_length",
+    "limits.max_calls_in_flight",
+    "limits.max_message_bytes",
+    "limits.max_pages",
+    "results.labels",
+    "review.allow_model_backed",
+    "review.forbidden_side_effects",
+    "review.max_validity",
+    "sandbox.allow_other_sockets",
+    "sandbox.allow_udp",
+    "sandbox.allow_unix_sockets",
+    "sandbox.execute",
+    "sandbox.limits.address_space_mb",
+    "sandbox.limits.core_dumps",
+    "sandbox.limits.open_files",
+    "sandbox.limits.processes",
+    "sandbox.preset",
+    "sandbox.read",
+    "sandbox.read_write",
+    "sandbox.scope_abstract_unix_sockets",
+    "sandbox.scope_signals",
+    "sandbox.tcp_bind",
+    "sandbox.tcp_connect",
+    "secrets.builtin",
+    "secrets.env",
+    "writes.default",
+    "writes.tools.<name>.automatic_retry",
+    "writes.tools.<name>.confirmation",
+    "writes.tools.<name>.idempotency",
+    "writes.tools.<name>.side_effect",
+    "writes.tools.<name>.unknown_outcome",
+];
+
+/// The mechanism of issue 32: docs/policy.md's table "Every key and the test that proves it"
+/// has one row per key of the policy document, and each test it names exists in the tests
+/// tree (`module::function`, a `fn function(` in `tests/integration/module.rs`). A key without
+/// a test says `none` and is listed in [`UNPROVEN`].
+#[test]
+fn every_policy_key_has_a_row_naming_an_existing_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/policy.md")).unwrap();
+    let (_, table) = doc
+        .split_once("## Every key and the test that proves it")
+        .expect("docs/policy.md has the table of keys and tests");
+    let rows: std::collections::BTreeMap<String, String> = table
+        .lines()
+        .take_while(|l| l.starts_with('|') || l.trim().is_empty() || !l.starts_with('#'))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let key = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((key.to_string(), cells.get(3)?.to_string()))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for key in every_key() {
+        let Some(tests) = rows.get(&key) else {
+            problems.push(format!("{key}: no row"));
+            continue;
+        };
+        if tests == "none" {
+            if !UNPROVEN.contains(&key.as_str()) {
+                problems.push(format!("{key}: says none but is not in UNPROVEN"));
+            }
+            continue;
+        }
+        if UNPROVEN.contains(&key.as_str()) {
+            problems.push(format!("{key}: has a test; take it out of UNPROVEN"));
+        }
+        for named in tests.split(", ") {
+            let named = named.trim_matches('`');
+            let Some((module, function)) = named.rsplit_once("::") else {
+                problems.push(format!("{key}: {named:?} is not module::function"));
+                continue;
+            };
+            let file = root.join(format!("tests/integration/{module}.rs"));
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            if !text.contains(&format!("fn {function}(")) {
+                problems.push(format!("{key}: no test {named} in {}", file.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -14,6 +14,13 @@
 //!
 //! It decides nothing: every frame goes to `gate::session`, whose `Out` actions it executes. It
 //! knows nothing of the command line (`main` passes `Options` in).
+//!
+//! A panic is a bug, and it must never leave the host waiting: the readers decide each read
+//! inside `catch_unwind`, and a process-wide panic hook (installed by [`run`]) reports every
+//! other thread's panic to the lifecycle. Either way the lifecycle ends the session at once
+//! ([`end_after_panic`]): the server is killed, every request the host is owed an answer for is
+//! answered with an error, one error line says what happened, and mcpguard exits with
+//! [`EXIT_INTERNAL_ERROR`]. ARCHITECTURE.md says why this rather than `panic = "abort"`.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -82,7 +89,16 @@ pub enum Outcome {
     },
     /// mcpguard could not start the server.
     SpawnFailed(i32),
+    /// mcpguard hit an internal error (a panic) and ended the session: the server was killed and
+    /// the host's pending requests were answered with an error.
+    InternalError,
 }
+
+/// The exit status after an internal error (a panic): `EX_SOFTWARE` of sysexits(3).
+pub const EXIT_INTERNAL_ERROR: u8 = 70;
+
+/// The JSON-RPC "Internal error" code, for a request whose decision panicked.
+const JSONRPC_INTERNAL_ERROR: i64 = -32603;
 
 #[derive(Debug)]
 enum Event {
@@ -91,11 +107,70 @@ enum Event {
     ServerEof,
     ChildExited(ExitStatus),
     Signal(i32),
+    /// A thread panicked. `unanswered` are the ids of the host's requests in the batch whose
+    /// decision panicked (a supervised reader knows them; the panic hook does not).
+    Panic {
+        unanswered: Vec<crate::wire::message::Id>,
+    },
+}
+
+/// Where the panic hook reports a panic of a thread that is not supervised (the lifecycle's
+/// channel, set by [`run`]).
+static PANIC_EVENTS: Mutex<Option<mpsc::Sender<Event>>> = Mutex::new(None);
+
+thread_local! {
+    /// Set on the reader threads, which catch their own panics and report them with the ids
+    /// they know, so the hook does not report them a second time.
+    static SUPERVISED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs the process-wide panic hook of the proxy: one error line on stderr (the thread, the
+/// place, the message made safe for a terminal) instead of Rust's default report, and, for a
+/// thread no reader supervises, an [`Event::Panic`] to the lifecycle, which ends the session.
+/// The hook runs before the panicking thread unwinds, so it takes no lock of the session.
+fn install_panic_hook(events: &mpsc::Sender<Event>) {
+    *PANIC_EVENTS.lock().unwrap_or_else(|p| p.into_inner()) = Some(events.clone());
+    std::panic::set_hook(Box::new(|info| {
+        let thread = thread::current().name().unwrap_or("unnamed").to_string();
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".into());
+        let what = crate::wire::sanitize::clean(
+            &what,
+            crate::wire::sanitize::Clean {
+                keep_newlines: false,
+                max_bytes: 512,
+            },
+        );
+        diag::emit(
+            Level::Error,
+            &format!("internal error: mcpguard panicked in its {thread} thread{place}: {what}. The session ends: the server is stopped, the host's pending requests are answered with an error, and mcpguard exits with status {EXIT_INTERNAL_ERROR}. This is a bug in mcpguard; please report it"),
+        );
+        if !SUPERVISED.with(std::cell::Cell::get) {
+            if let Some(tx) = PANIC_EVENTS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+            {
+                let _ = tx.send(Event::Panic {
+                    unanswered: Vec::new(),
+                });
+            }
+        }
+    }));
 }
 
 /// Runs the proxy until the server exits.
 pub fn run(opts: Options) -> io::Result<Outcome> {
     let (events, rx) = mpsc::channel::<Event>();
+    install_panic_hook(&events);
 
     // Signals first, so none arriving during start-up takes the default action and leaves the
     // child orphaned.
@@ -271,7 +346,7 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         thread::Builder::new()
             .name("from-host".into())
             .spawn(move || {
-                read_loop(
+                let ended = read_loop(
                     stdin,
                     max,
                     |frames, out| {
@@ -281,13 +356,18 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
                         // millisecond (a host that answers for the person is fast).
                         core.set_clock(elapsed_ms(started));
                         for frame in parsed {
+                            #[cfg(debug_assertions)]
+                            debug_panic::maybe("host", &frame);
                             core.from_host_parsed(frame, out);
                         }
                     },
                     &sinks,
                     Route::FromHost,
                 );
-                let _ = events.send(Event::HostEof);
+                let _ = events.send(match ended {
+                    Ended::Eof => Event::HostEof,
+                    Ended::Panicked(unanswered) => Event::Panic { unanswered },
+                });
             })?;
     }
     {
@@ -299,20 +379,25 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         thread::Builder::new()
             .name("from-server".into())
             .spawn(move || {
-                read_loop(
+                let ended = read_loop(
                     Counting(child_out, progress),
                     max,
                     |frames, out| {
                         let parsed: Vec<Parsed> = frames.iter().map(Parsed::new).collect();
                         let mut core = core_lock(&core);
                         for frame in parsed {
+                            #[cfg(debug_assertions)]
+                            debug_panic::maybe("server", &frame);
                             core.from_server_parsed(frame, out);
                         }
                     },
                     &sinks,
                     Route::FromServer,
                 );
-                let _ = events.send(Event::ServerEof);
+                let _ = events.send(match ended {
+                    Ended::Eof => Event::ServerEof,
+                    Ended::Panicked(unanswered) => Event::Panic { unanswered },
+                });
             })?;
     }
     let (stderr_done, stderr_finished) = mpsc::channel::<()>();
@@ -370,10 +455,22 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             Err(RecvTimeoutError::Timeout) => {
                 let mut out = Vec::new();
                 let authenticating = trusted.path.running();
-                let offers = {
+                let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let mut core = core_lock(&core);
                     core.tick(elapsed_ms(started), &mut out);
                     (desktop.is_some() || authenticating.is_some()).then(|| core.offers())
+                }));
+                let Ok(offers) = ticked else {
+                    let sinks = sinks(&exit_events);
+                    return Ok(end_after_panic(
+                        &core,
+                        &sinks,
+                        &to_host,
+                        &to_server,
+                        pgid,
+                        &rx,
+                        Vec::new(),
+                    ));
                 };
                 if let Some(offers) = offers {
                     // A question that ended (answered, denied, expired) withdraws its
@@ -416,6 +513,12 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             }
             Some(Event::ServerEof) => server_eof = true,
             Some(Event::ChildExited(status)) => break status,
+            Some(Event::Panic { unanswered }) => {
+                let sinks = sinks(&exit_events);
+                return Ok(end_after_panic(
+                    &core, &sinks, &to_host, &to_server, pgid, &rx, unanswered,
+                ));
+            }
             None => {
                 if !sent_term {
                     diag::emit(
@@ -512,6 +615,69 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         Some(signal) => Outcome::Stopped { signal },
         None => Outcome::Child(status),
     })
+}
+
+/// Ends the session after a panic. The session's state may be half-updated, so nothing more
+/// is decided: the server is killed at once (its process group, so nothing it started acts
+/// on), the session answers what it knows to be pending (as when a server goes away), the
+/// requests of the batch that panicked get a JSON-RPC internal error unless that answer
+/// covered them, and the host's stdout is closed. Each step that touches the session runs
+/// inside `catch_unwind`, so a second panic only costs the answers it would have given.
+fn end_after_panic(
+    core: &Mutex<Session>,
+    sinks: &Sinks,
+    to_host: &Sink,
+    to_server: &Sink,
+    pgid: u32,
+    rx: &mpsc::Receiver<Event>,
+    mut unanswered: Vec<crate::wire::message::Id>,
+) -> Outcome {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let _ = child::signal_group(pgid, Signal::SIGKILL);
+    to_server.close();
+    // A supervised reader's report may follow the hook's by a moment: take the ids it knows.
+    while let Ok(ev) = rx.recv_timeout(Duration::from_millis(50)) {
+        if let Event::Panic { unanswered: more } = ev {
+            unanswered.extend(more);
+        }
+    }
+    let mut out = Vec::new();
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        core_lock(core).server_closed(
+            "was stopped because mcpguard hit an internal error",
+            &mut out,
+        );
+    }));
+    let answered: std::collections::HashSet<String> = out
+        .iter()
+        .filter_map(|o| match o {
+            Out::Host(line) => crate::wire::message::parse(line)
+                .ok()
+                .and_then(|m| m.id.map(|id| id.to_json())),
+            _ => None,
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for id in unanswered {
+        if answered.contains(&id.to_json()) || !seen.insert(id.to_json()) {
+            continue;
+        }
+        out.push(Out::Host(Bytes::from(crate::wire::message::error_response(
+            Some(&id),
+            JSONRPC_INTERNAL_ERROR,
+            "mcpguard: an internal error (a bug in mcpguard) ended the session while it decided this request; the server was stopped. See mcpguard's stderr",
+            None,
+        ))));
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        sinks.dispatch(&mut out, Route::FromServer)
+    }));
+    to_host.close();
+    diag::emit(
+        Level::Error,
+        &format!("mcpguard ended the session after an internal error: the server was killed and the host's pending requests were answered with an error; exiting with status {EXIT_INTERNAL_ERROR}"),
+    );
+    Outcome::InternalError
 }
 
 fn describe_exit(status: &ExitStatus) -> String {
@@ -814,7 +980,19 @@ fn read_loop(
     mut decide: impl FnMut(&[crate::wire::frame::Frame], &mut Vec<Out>),
     sinks: &Sinks,
     route: Route,
-) {
+) -> Ended {
+    SUPERVISED.with(|s| s.set(true));
+    // A panic while deciding a read ends the reader: what the batch decided so far is dropped
+    // (the state it came from is not trustworthy), and the ids the host waits on in it are
+    // handed to the lifecycle, which ends the session.
+    let mut decide = |frames: &[crate::wire::frame::Frame], out: &mut Vec<Out>| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decide(frames, out))).map_err(
+            |_| {
+                out.clear();
+                owed_ids(frames, route, &sinks.own_prefix)
+            },
+        )
+    };
     let mut decoder = LineDecoder::new(max);
     let mut buf = BytesMut::with_capacity(64 << 10);
     let mut chunk = vec![0u8; 64 << 10];
@@ -835,7 +1013,9 @@ fn read_loop(
             frames.push(frame);
         }
         if !frames.is_empty() {
-            decide(&frames, &mut out);
+            if let Err(unanswered) = decide(&frames, &mut out) {
+                return Ended::Panicked(unanswered);
+            }
             frames.clear();
         }
         sinks.dispatch(&mut out, route);
@@ -849,9 +1029,67 @@ fn read_loop(
         frames.push(frame);
     }
     if !frames.is_empty() {
-        decide(&frames, &mut out);
+        if let Err(unanswered) = decide(&frames, &mut out) {
+            return Ended::Panicked(unanswered);
+        }
     }
     sinks.dispatch(&mut out, route);
+    Ended::Eof
+}
+
+/// How a reader ended.
+enum Ended {
+    Eof,
+    /// Deciding a read panicked; the ids of the host's requests that read may have left
+    /// unanswered.
+    Panicked(Vec<crate::wire::message::Id>),
+}
+
+/// The ids the host may wait on among `frames`: its requests (from the host), or the responses
+/// the server sent to its requests (from the server; the two share the host's ids, while
+/// mcpguard's own requests carry `own_prefix`).
+fn owed_ids(
+    frames: &[crate::wire::frame::Frame],
+    route: Route,
+    own_prefix: &str,
+) -> Vec<crate::wire::message::Id> {
+    use crate::wire::message::{self, Id, Kind};
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            crate::wire::frame::Frame::Line(line) => message::parse(line).ok(),
+            crate::wire::frame::Frame::TooLong { .. } => None,
+        })
+        .filter(|m| match route {
+            Route::FromHost => m.kind == Kind::Request,
+            Route::FromServer => matches!(m.kind, Kind::Response | Kind::ErrorResponse),
+        })
+        .filter_map(|m| m.id)
+        .filter(|id| !matches!(id, Id::Str(s) if s.starts_with(own_prefix)))
+        .collect()
+}
+
+/// A panic on cue, for the tests of [`end_after_panic`]: `MCPGUARD_DEBUG_PANIC=host:METHOD`
+/// (or `server:METHOD`) panics while the session's lock is held, when a frame of that method
+/// arrives from that side. Compiled only into debug builds: a release build has no such
+/// variable, so no environment can make an installed mcpguard panic on purpose.
+#[cfg(debug_assertions)]
+mod debug_panic {
+    use crate::gate::session::Parsed;
+    use std::sync::OnceLock;
+
+    pub(super) fn maybe(side: &str, frame: &Parsed<'_>) {
+        static CUE: OnceLock<Option<String>> = OnceLock::new();
+        let cue = CUE.get_or_init(|| std::env::var("MCPGUARD_DEBUG_PANIC").ok());
+        let Some((want_side, method)) = cue.as_deref().and_then(|c| c.split_once(':')) else {
+            return;
+        };
+        if let Parsed::Line { msg: Ok(m), .. } = frame {
+            if want_side == side && m.method.as_deref() == Some(method) {
+                panic!("MCPGUARD_DEBUG_PANIC: injected panic on {side} {method}");
+            }
+        }
+    }
 }
 
 /// Both destinations, where to report that the host is gone, and the audit log.

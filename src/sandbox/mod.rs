@@ -163,6 +163,93 @@ pub fn filter_env(vars: &[(OsString, OsString)], allow: &[String]) -> EnvPlan {
     plan
 }
 
+/// Variables every login or desktop session has, which nobody expects a server to need by name:
+/// they are never named as withheld. Exact names, and the prefixes below.
+const ORDINARY: &[&str] = &[
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "PATH",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+    "TERM",
+    "COLORTERM",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "MAIL",
+    "HOSTNAME",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "LESS",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LS_COLORS",
+    "TMPDIR",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_CONNECTION",
+    "SSH_CLIENT",
+    "SSH_TTY",
+    "DESKTOP_SESSION",
+    "SESSION_MANAGER",
+    "GDMSESSION",
+    "MOTD_SHOWN",
+    "NO_COLOR",
+];
+const ORDINARY_PREFIXES: &[&str] = &["LC_", "XDG_", "MCPGUARD_", "TERM_"];
+
+/// The names of the variables that were in mcpguard's environment (`ours`), were not passed to
+/// the server (`passed`), are not part of the ordinary session environment ([`ORDINARY`]), and —
+/// when the environment of the process that started mcpguard is known (`parent`) — were not
+/// already there with the same value. What is left is what the starting program set for this
+/// server in particular: a host configuration's `env` (say `MEMORY_FILE_PATH`), which a server
+/// then silently lacks unless `--sandbox-env NAME` passes it. Sorted, names only.
+pub fn withheld_notable(
+    ours: &[(OsString, OsString)],
+    passed: &[(OsString, OsString)],
+    parent: Option<&[(OsString, OsString)]>,
+) -> Vec<String> {
+    let mut names: Vec<String> = ours
+        .iter()
+        .filter(|(k, _)| !passed.iter().any(|(p, _)| p == k))
+        .filter(|(k, v)| parent.is_none_or(|env| !env.iter().any(|(pk, pv)| pk == k && pv == v)))
+        .filter_map(|(k, _)| k.to_str())
+        .filter(|k| !ORDINARY.contains(k) && !ORDINARY_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The environment the parent process was started with (`/proc/PPID/environ`), when readable.
+pub fn parent_environment() -> Option<Vec<(OsString, OsString)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let ppid = std::os::unix::process::parent_id();
+    let bytes = std::fs::read(format!("/proc/{ppid}/environ")).ok()?;
+    Some(
+        bytes
+            .split(|b| *b == 0)
+            .filter_map(|entry| {
+                let eq = entry.iter().position(|b| *b == b'=')?;
+                Some((
+                    std::ffi::OsStr::from_bytes(&entry[..eq]).to_os_string(),
+                    std::ffi::OsStr::from_bytes(&entry[eq + 1..]).to_os_string(),
+                ))
+            })
+            .collect(),
+    )
+}
+
 /// Passes the variables a preset granted a path from, with the value it granted, when the
 /// allowlist removed them: a server (or uv, npm) that does not see `UV_CACHE_DIR` falls back to
 /// another cache, which is not granted. Only variables whose path was granted pass.

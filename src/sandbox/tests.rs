@@ -325,3 +325,26 @@ fn variables_a_preset_granted_a_path_from_are_passed() {
         "{text}"
     );
 }
+
+#[test]
+fn withheld_variables_are_those_set_for_this_server_only() {
+    let e = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
+    let ours = vec![
+        e("PATH", "/bin"),
+        e("MEMORY_FILE_PATH", "/m"),
+        e("HOST_WIDE", "1"),
+        e("CHANGED", "new"),
+        e("LC_ALL", "C"),
+        e("PASSED", "x"),
+    ];
+    let passed = vec![e("PATH", "/bin"), e("PASSED", "x")];
+    let parent = vec![e("HOST_WIDE", "1"), e("CHANGED", "old")];
+    assert_eq!(
+        crate::sandbox::withheld_notable(&ours, &passed, Some(&parent)),
+        ["CHANGED", "MEMORY_FILE_PATH"]
+    );
+    assert_eq!(
+        crate::sandbox::withheld_notable(&ours, &passed, None),
+        ["CHANGED", "HOST_WIDE", "MEMORY_FILE_PATH"]
+    );
+}

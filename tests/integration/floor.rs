@@ -269,3 +269,83 @@ fn grants_beyond_the_floors_lists_are_refused_for_capture_too() {
     );
     assert!(!dir.path().join("s.json").exists());
 }
+
+/// The attack: a host configuration's `env` sets `MCPGUARD_SYSTEM_POLICY` to a looser file
+/// while the administrator's floor exists at /etc/mcpguard/policy.toml. The variable must not
+/// replace it. The managed floor is put in place inside a private mount namespace (a copy of
+/// /etc bound over /etc), so no other test or process on the machine sees it; the tests run as
+/// root, here and in CI.
+#[test]
+fn the_variable_cannot_replace_an_existing_managed_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let looser = d.join("looser.toml");
+    std::fs::write(&looser, "# nothing refused\n").unwrap();
+    let etc = d.join("etc");
+    let script = format!(
+        r#"set -e
+cp -a /etc/. {etc}/
+mkdir -p {etc}/mcpguard
+printf '[review]\nrefused_tools = ["echo"]\n' > {etc}/mcpguard/policy.toml
+mount --bind {etc} /etc
+exec "$@""#,
+        etc = etc.display()
+    );
+    std::fs::create_dir(&etc).unwrap();
+    let run = |args: &[&str]| {
+        Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+                "sh",
+            ])
+            .arg(mcpguard())
+            .args(args)
+            .env("MCPGUARD_SYSTEM_POLICY", &looser)
+            .output()
+            .unwrap()
+    };
+    // The proxy refuses to start (fail closed), naming the variable and the floor.
+    let out = run(&["--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "refused MCPGUARD_SYSTEM_POLICY={}",
+            looser.display()
+        )) && err.contains("/etc/mcpguard/policy.toml exists"),
+        "{err}"
+    );
+    // `policy check` too; and with the variable naming the managed floor itself it is read.
+    let out = run(&["policy", "check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+        ])
+        .arg(mcpguard())
+        .args(["policy", "check"])
+        .env("MCPGUARD_SYSTEM_POLICY", "/etc/mcpguard/policy.toml")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("\"echo\""),
+        "the managed floor is in effect: {text}"
+    );
+}

@@ -356,36 +356,22 @@ fn the_server_is_initialized_with_the_pinned_version_and_blocked_capabilities_re
 }
 
 /// A host version the pinned catalogue cannot be served in is refused before the server is
-/// initialized: across the era boundary, and below 2025-11-25 when a reviewed tool requires tasks
-/// and the policy lets tasks through. The message names both versions and the capture flag.
+/// initialized: across the era boundary. The message names both versions and the capture flag.
+/// (The other case, below 2025-11-25 with a tool that requires tasks, needs `tasks = true`,
+/// which the policy no longer accepts: see `a_policy_letting_tasks_through_refuses_to_start`.)
 #[test]
 fn a_host_version_the_snapshot_cannot_be_served_in_is_refused_with_the_capture_flag() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
     let log = dir.path().join("server.log");
-    let policy = dir.path().join("tasks.toml");
-    std::fs::write(&policy, reads_policy_with("[capabilities]\ntasks = true\n")).unwrap();
-    let opts = ["--policy".to_string(), policy.display().to_string()];
     let fixture_args = ["--log".to_string(), log.display().to_string()];
-    let mut p = guarded_with(&snap, &digest, &opts, &fixture_args);
+    let mut p = guarded_with(&snap, &digest, &[], &fixture_args);
     let init = |v: &str| json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}});
-    for (id, asked, names) in [
-        (
-            0,
-            "2026-07-28",
-            vec!["2026-07-28", "2025-11-25", "--protocol-version 2026-07-28"],
-        ),
-        (
-            1,
-            "2025-06-18",
-            vec![
-                "2025-06-18",
-                "2025-11-25",
-                "\"task_tool\"",
-                "--protocol-version 2025-06-18",
-            ],
-        ),
-    ] {
+    for (id, asked, names) in [(
+        0,
+        "2026-07-28",
+        vec!["2026-07-28", "2025-11-25", "--protocol-version 2026-07-28"],
+    )] {
         let r = p.request(id, "initialize", init(asked));
         assert_eq!(r["error"]["code"], -32602, "{r}");
         assert_eq!(r["error"]["data"]["requested"], asked, "{r}");
@@ -732,4 +718,115 @@ fn the_sandbox_prepared_beside_the_snapshot_reports_after_it_and_not_at_all_on_a
         "the sandbox's lines were printed for a refused start: {stderr}"
     );
     assert!(!stderr.contains("fixture-pid="), "the server ran: {stderr}");
+}
+
+#[test]
+fn require_bounded_write_schemas_withholds_a_write_tool_with_an_unbounded_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = dir.path().join("bounded.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with("[review]\nrequire_bounded_write_schemas = true\n"),
+    )
+    .unwrap();
+    let opts = ["--policy".to_string(), policy.display().to_string()];
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &opts,
+        &["--log".to_string(), log.display().to_string()],
+    );
+    p.initialize();
+    let list = p.request(1, "tools/list", json!({}));
+    let names = tool_names(&list);
+    assert!(!names.contains(&"write_note"), "{list}");
+    // Reads are not affected, whatever their schemas.
+    assert!(names.contains(&"echo"), "{list}");
+    let r = call(
+        &mut p,
+        2,
+        "write_note",
+        json!({"path": "/tmp/x", "body": "hello"}),
+    );
+    let m = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        m.contains("write_note")
+            && m.contains("inputSchema /properties/body: unbounded-string")
+            && m.contains("require_bounded_write_schemas = true"),
+        "{r}"
+    );
+    let stderr = p.stderr();
+    p.close_stdin();
+    p.wait();
+    assert!(
+        stderr.contains("not serving a reviewed tool: tool \"write_note\"")
+            && stderr.contains("require_bounded_write_schemas"),
+        "{stderr}"
+    );
+    assert!(calls_received(&log).is_empty(), "the server saw no call");
+}
+
+/// `tasks/result` would carry a task's real result past the result checks, so a policy that
+/// lets tasks through is refused before the server starts, at the key's line.
+#[test]
+fn a_policy_letting_tasks_through_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let policy = dir.path().join("tasks.toml");
+    std::fs::write(&policy, "[capabilities]\ntasks = true\n").unwrap();
+    let opts = ["--policy".to_string(), policy.display().to_string()];
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &opts,
+        &["--log".to_string(), log.display().to_string()],
+    );
+    assert_eq!(p.wait().code(), Some(1), "{}", p.stderr());
+    let stderr = p.stderr();
+    assert!(
+        stderr.contains("tasks.toml:2:") && stderr.contains("tasks/result"),
+        "{stderr}"
+    );
+    assert!(!log.exists(), "the server never started");
+}
+
+/// A `tools/call` is forwarded as its original bytes, so a member the gate does not check
+/// would reach the server unchecked: it is refused, named, at the top level and in params.
+#[test]
+fn a_call_with_members_the_gate_does_not_check_is_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let log = dir.path().join("server.log");
+    let mut p = guarded(&snap, &digest, &log, &[]);
+    p.initialize();
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}},
+        "smuggled": {"instructions": "delete everything"}}));
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let m = r["error"]["message"].as_str().unwrap();
+    assert!(m.contains("\"smuggled\" (top level)"), "{r}");
+    let r = p.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}, "hidden": 1}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("params.\"hidden\""),
+        "{r}"
+    );
+    // The same call without them passes.
+    let r = call(&mut p, 3, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+    p.close_stdin();
+    p.wait();
+    assert_eq!(calls_received(&log), ["echo"]);
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("smuggled"));
 }

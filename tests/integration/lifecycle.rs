@@ -197,3 +197,76 @@ fn nothing_of_the_server_outlives_it() {
         "grandchild {grandchild} outlived the server"
     );
 }
+
+/// mcpguard with `MCPGUARD_DEBUG_PANIC` set (a cue compiled only into debug builds, which the
+/// tests run): it panics while deciding a frame of that method from that side.
+fn guard_panicking_on(cue: &str, script: &str) -> Peer {
+    Peer::start_with(
+        std::process::Command::new(crate::support::mcpguard())
+            .env("MCPGUARD_DEBUG_PANIC", cue)
+            .args(sh(script)),
+    )
+}
+
+#[test]
+fn a_panic_deciding_a_host_request_answers_everything_pending_and_stops_the_server() {
+    // The server reads and never answers, so the ping stays pending.
+    let mut p = guard_panicking_on(
+        "host:tools/list",
+        "echo ready >&2; while read line; do :; done",
+    );
+    p.wait_stderr("[server] ready");
+    let server = child_of(p.pid());
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 41, "method": "ping"}));
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 42, "method": "tools/list"}));
+    let mut answers = [p.recv_json(), p.recv_json()];
+    answers.sort_by_key(|v| v["id"].as_i64());
+    let [ping, list] = answers;
+    assert_eq!(ping["id"], 41, "{ping}");
+    assert_eq!(ping["error"]["code"], -31001, "{ping}");
+    assert!(
+        ping["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("internal error"),
+        "{ping}"
+    );
+    assert_eq!(list["id"], 42, "{list}");
+    assert_eq!(list["error"]["code"], -32603, "{list}");
+    assert_eq!(p.wait().code(), Some(70), "{}", p.stderr());
+    let stderr = p.stderr();
+    assert!(
+        stderr.contains("internal error: mcpguard panicked in its from-host thread"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("exiting with status 70"), "{stderr}");
+    assert!(
+        wait_gone(server, Duration::from_secs(5)),
+        "server {server} outlived the panic"
+    );
+}
+
+#[test]
+fn a_panic_deciding_a_server_message_answers_the_host_and_stops_the_server() {
+    let mut p = guard_panicking_on(
+        "server:boom",
+        r#"echo ready >&2; read line; echo '{"jsonrpc":"2.0","method":"boom"}'; while read line; do :; done"#,
+    );
+    p.wait_stderr("[server] ready");
+    let server = child_of(p.pid());
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    let v = p.recv_json();
+    assert_eq!(v["id"], 7, "{v}");
+    assert_eq!(v["error"]["code"], -31001, "{v}");
+    assert_eq!(p.wait().code(), Some(70), "{}", p.stderr());
+    assert!(
+        p.stderr()
+            .contains("internal error: mcpguard panicked in its from-server thread"),
+        "{}",
+        p.stderr()
+    );
+    assert!(
+        wait_gone(server, Duration::from_secs(5)),
+        "server {server} outlived the panic"
+    );
+}

@@ -844,3 +844,28 @@ fn python_client_without_elicitation_gets_a_modern_write_approved_in_the_termina
     let received = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(received.contains("write_note"), "{received}");
 }
+
+#[test]
+fn an_input_required_result_the_strict_parse_refuses_is_refused_and_the_session_goes_on() {
+    // The fixture's input_required results carry `requestState` twice: the quick scan reads
+    // the result type, the strict parse refuses the duplicate. This used to reach
+    // `unreachable!()`, and the call and every later request hung.
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = guard(dir.path(), &[], &["--duplicate-request-state"]);
+    let r = call(&mut p, 1, "ask_sampling", json!({}));
+    let contract = refusal(&r);
+    assert_eq!(contract["code"], "upstream_error", "{r}");
+    assert!(
+        contract["message"]
+            .as_str()
+            .unwrap()
+            .contains("input_required result"),
+        "{r}"
+    );
+    assert!(!r.to_string().contains("fixture-state"), "{r}");
+    let r = call(&mut p, 2, "echo", json!({"text": "still answered"}));
+    assert_eq!(
+        r["result"]["structuredContent"]["text"], "still answered",
+        "{r}"
+    );
+}

@@ -462,3 +462,32 @@ fn sandbox_check_speaks_json_with_log_format_json() {
     assert!(lines.iter().all(|l| l["status"] != "dropped"), "{report}");
     assert_eq!(rest.trim(), "probe-ran");
 }
+
+/// A variable a host configuration's `env` sets for the server (here, as the memory server's
+/// `MEMORY_FILE_PATH`) is withheld by the sandbox's allowlist unless `--sandbox-env` passes it;
+/// at the default level mcpguard names it and the flag, never its value.
+#[test]
+fn a_withheld_host_variable_is_named_at_the_default_level_with_its_flag() {
+    let value = "/tmp/secret-memory-path.jsonl";
+    let run = |extra: &[&str]| {
+        let out = crate::support::run_bounded(
+            std::process::Command::new(crate::support::mcpguard())
+                .args(extra)
+                .args(["--", "true"])
+                .env("MEMORY_FILE_PATH", value)
+                .env_remove("MCPGUARD_LOG"),
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&[]);
+    assert!(
+        err.contains("withheld from the server 1 variable(s)")
+            && err.contains("MEMORY_FILE_PATH")
+            && err.contains("--sandbox-env MEMORY_FILE_PATH"),
+        "{err}"
+    );
+    assert!(!err.contains(value), "never the value: {err}");
+    // Passed, it is not named.
+    let err = run(&["--sandbox-env", "MEMORY_FILE_PATH"]);
+    assert!(!err.contains("withheld from the server"), "{err}");
+}

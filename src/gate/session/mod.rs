@@ -364,6 +364,9 @@ pub struct Session {
     progress_tokens: HashSet<String>,
     /// Calls given up on after the per-call timeout; their late answers are dropped.
     abandoned: HashSet<Id>,
+    /// Server log messages dropped because the policy turns logging off; only the first is
+    /// audited, so a flooding server cannot fill the audit log.
+    logs_dropped: u64,
     /// Milliseconds since the start, as last told by the driver (`tick`).
     clock_ms: u64,
     /// State of the 2026-07-28 era (unused in the legacy era).
@@ -406,6 +409,7 @@ impl Session {
             host_version: None,
             progress_tokens: HashSet::new(),
             abandoned: HashSet::new(),
+            logs_dropped: 0,
             clock_ms: 0,
             modern: modern_era::ModernState::default(),
         }

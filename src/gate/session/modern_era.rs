@@ -531,16 +531,35 @@ impl Session {
             return false;
         }
         let (tool, progress) = (call.tool.clone(), call.progress.clone());
-        let result: Value = msg
+        // The head above is a quick scan; the strict parse decides. A result it refuses
+        // (duplicate members, a lone surrogate, a depth over the bound) or one whose strict
+        // reading is not `input_required` after all is refused as the server's fault, never
+        // relayed and never assumed away: the call gets an answer either way.
+        let parsed = msg
             .result
-            .and_then(|r| strict::parse_strict_str(r.get()).ok())
-            .unwrap_or(Value::Null);
+            .map(|r| strict::parse_strict_str(r.get()).map_err(|e| e.to_string()))
+            .unwrap_or_else(|| Err("it has no result".to_string()));
         self.host_requests.remove(id);
         if let Some(t) = &progress {
             self.progress_tokens.remove(t);
         }
-        match modern::classify_input_required(&result, &self.config.capabilities) {
-            InputRequired::No => unreachable!("the result type was checked above"),
+        let verdict = match &parsed {
+            Ok(result) => modern::classify_input_required(result, &self.config.capabilities),
+            Err(_) => InputRequired::No,
+        };
+        match verdict {
+            InputRequired::No => {
+                let why = match parsed {
+                    Err(e) => e,
+                    Ok(_) => "its resultType is not \"input_required\" when read strictly".into(),
+                };
+                let r = Refusal::new(
+                    code::UPSTREAM_ERROR,
+                    Category::Upstream,
+                    format!("the server's input_required result for {tool:?} is not acceptable: {why}. Nothing was relayed; the server must send well-formed JSON"),
+                );
+                self.refuse_call(id, &tool, r, out);
+            }
             InputRequired::Allowed { request_state } => {
                 if let Some(state) = request_state {
                     if self.modern.states.len() >= MAX_OUTSTANDING_STATES {

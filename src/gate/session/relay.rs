@@ -138,6 +138,12 @@ impl Session {
             refuse_to_host(Some(&id), codes::PIN_MISMATCH, &m, out);
             return;
         }
+        if method == methods::TOOLS_CALL {
+            if let Some(m) = self.unchecked_call_members(msg) {
+                refuse_to_host(Some(&id), message::INVALID_PARAMS, &m, out);
+                return;
+            }
+        }
         // Modern era: the envelope, initialize, server/discover, listen streams, MRTR retries.
         if self.config.era == Era::Modern && self.modern_host_request(&id, method, msg, &line, out)
         {
@@ -163,7 +169,18 @@ impl Session {
             ),
             methods::TOOLS_LIST => self.host_tools_list(id, msg, line, out),
             methods::TOOLS_CALL => self.host_tools_call(id, msg, line, out),
-            methods::LOGGING_SET_LEVEL => self.forward_request(id, method, PendingKind::Plain, line, out),
+            methods::LOGGING_SET_LEVEL if self.config.capabilities.logging => {
+                self.forward_request(id, method, PendingKind::Plain, line, out)
+            }
+            methods::LOGGING_SET_LEVEL => {
+                let why = "logging/setLevel is refused: the policy turns server logging off ([capabilities] logging = false; set it to true to pass server log messages and logging/setLevel)";
+                self.audit(out, || AuditNote {
+                    detail: Some(why.to_string()),
+                    outcome: Some("refused"),
+                    ..AuditNote::new(EventKind::CapabilityBlocked)
+                });
+                refuse_to_host(Some(&id), message::METHOD_NOT_FOUND, why, out)
+            }
             m if m.starts_with("prompts/") && self.config.capabilities.prompts => {
                 self.forward_request(id, method, PendingKind::Plain, line, out)
             }
@@ -420,7 +437,7 @@ impl Session {
                     out.push(Out::Host(line));
                 }
             }
-            methods::MESSAGE => out.push(Out::Host(line)),
+            methods::MESSAGE => self.log_message(msg, line, out),
             methods::PROGRESS => {
                 let token = msg
                     .params
@@ -627,6 +644,73 @@ pub(super) fn refuse_to_host_at(
             Level::Warn,
             format!("{what}; no request id could be read, so no error response was sent"),
         )),
+    }
+}
+
+impl Session {
+    /// The members of a `tools/call` that mcpguard does not check, described for the refusal;
+    /// `None` when there are none. A call is forwarded as its original bytes, so a member the
+    /// gate does not know — at the top level beside `jsonrpc`, `id`, `method` and `params`, or
+    /// in `params` beside `name`, `arguments`, `_meta` and `task` (and, in the 2026-07-28 era,
+    /// `requestState` and `inputResponses`) — would reach the server unchecked. Refused rather
+    /// than dropped, so a host learns that what it sent was not passed.
+    fn unchecked_call_members(&self, msg: &Message<'_>) -> Option<String> {
+        let mut found: Vec<String> = msg
+            .unknown_members
+            .iter()
+            .map(|k| format!("{k:?} (top level)"))
+            .collect();
+        let known: &[&str] = match self.config.era {
+            Era::Legacy => &["name", "arguments", "_meta", "task"],
+            Era::Modern => &[
+                "name",
+                "arguments",
+                "_meta",
+                "task",
+                "requestState",
+                "inputResponses",
+            ],
+        };
+        // Only the member names are read here; `object_params` parses the values strictly
+        // later (and refuses params that are not an object).
+        if let Some(p) = msg.params {
+            if let Ok(keys) = serde_json::from_str::<
+                std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+            >(p.get())
+            {
+                found.extend(
+                    keys.keys()
+                        .filter(|k| !known.contains(&k.as_str()))
+                        .map(|k| format!("params.{k:?}")),
+                );
+            }
+        }
+        if found.is_empty() {
+            return None;
+        }
+        // Named up to a bound: a message of thousands of members gets a short answer.
+        let more = found.len().saturating_sub(20);
+        let mut sanitized: Vec<String> = found
+            .iter()
+            .take(20)
+            .map(|f| {
+                crate::wire::sanitize::clean(
+                    f,
+                    crate::wire::sanitize::Clean {
+                        keep_newlines: false,
+                        max_bytes: 200,
+                    },
+                )
+            })
+            .collect();
+        if more > 0 {
+            sanitized.push(format!("and {more} more"));
+        }
+        Some(format!(
+            "refused tools/call: it carries members mcpguard does not check: {}. The server gets only what the gate checked, so a call may carry only jsonrpc, id, method and params, and params only {}",
+            sanitized.join(", "),
+            known.join(", ")
+        ))
     }
 }
 
