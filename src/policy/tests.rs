@@ -1060,7 +1060,6 @@ const UNPROVEN: &[&str] = &[
     "sandbox.limits.address_space_mb",
     "sandbox.limits.core_dumps",
     "sandbox.limits.open_files",
-    "sandbox.limits.processes",
     "sandbox.preset",
     "sandbox.read",
     "sandbox.read_write",

@@ -857,3 +857,82 @@ fn approving_without_a_terminal_is_refused() {
     );
     assert!(calls_received(&log).is_empty());
 }
+
+/// The server approving its own write: a sandbox that lets it create UNIX sockets, and a grant of
+/// the approval sockets' folder, put mcpguard's socket within its reach. Its approvals (bare and
+/// with a standing scope) reach the socket, and the write still never runs: the socket only
+/// starts the person's authentication, which the server cannot complete.
+#[test]
+fn the_sandboxed_server_cannot_approve_its_own_write_through_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let sockets = runtime.path().join("mcpguard");
+    std::fs::create_dir(&sockets).unwrap();
+    std::fs::set_permissions(
+        &sockets,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        reads_policy_with("[sandbox]\nallow_unix_sockets = true\n"),
+    )
+    .unwrap();
+    let argv = guarded_argv(
+        &snap,
+        &digest,
+        &[
+            "--policy".into(),
+            policy.display().to_string(),
+            "--sandbox-write".into(),
+            sockets.display().to_string(),
+        ],
+        &[
+            "--log".into(),
+            log.display().to_string(),
+            "--approve-own-writes".into(),
+            sockets.display().to_string(),
+        ],
+    );
+    let mut p = Peer::start_with(no_polkit(
+        Command::new(mcpguard())
+            .args(&argv)
+            .env("XDG_RUNTIME_DIR", runtime.path()),
+    ));
+    p.initialize();
+    write_call(&mut p, 1, "self-approved");
+    let id = wait_pending(runtime.path(), 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The attack reaches the socket (so this test would see an approval if the socket gave
+    // one), and each answer it gets says it is not approved.
+    let until = Instant::now() + Duration::from_secs(20);
+    while !p.stderr().contains("fixture: approval socket said:") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let said = p.stderr();
+    assert!(
+        said.contains("fixture: approval socket said:"),
+        "the sandboxed server reached the approval socket: {said}"
+    );
+    assert!(
+        !said.contains("\"ok\":true"),
+        "the socket approved the server's own write: {said}"
+    );
+    assert!(
+        calls_received(&log).is_empty(),
+        "the write reached the server: {said}"
+    );
+    assert!(approvals(runtime.path(), &["deny", &id]).status.success());
+    let (r, _) = p.recv_response(&json!(1));
+    assert_eq!(
+        r["result"]["_meta"]["dev.mcpguard/refusal"]["code"], "consent_required",
+        "{r}"
+    );
+    assert!(calls_received(&log).is_empty());
+}

@@ -1766,7 +1766,7 @@ fn numbers_are_shown_and_bound_with_all_their_digits_or_refused() {
         .to_string();
     assert!(first.contains("n=9007199254740993"), "{first}");
     assert!(second.contains("n=9007199254740992"), "{second}");
-    let approval = |m: &str| m.split("Approval ").nth(1).map(|r| r[..12].to_string());
+    let approval = |m: &str| m.split("(binding ").nth(1).map(|r| r[..12].to_string());
     assert_ne!(approval(&first), approval(&second), "{first}\n{second}");
     // A number that cannot be shown as written is refused before anyone is asked.
     let asked = t
