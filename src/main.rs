@@ -438,6 +438,7 @@ fn run_command(cmd: Command) -> ExitCode {
             entry,
             grants,
             from_lock,
+            yes,
         } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
@@ -449,6 +450,7 @@ fn run_command(cmd: Command) -> ExitCode {
             grants,
             only: None,
             from_lock: from_lock.as_deref(),
+            yes: *yes,
         }),
     };
     match result {

@@ -256,6 +256,7 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
             entry: None,
             grants: &crate::cli::flags::SandboxGrants::default(),
             from_lock: None,
+            yes: false,
         })?;
         if code != 0 {
             return Err(format!(

@@ -1049,3 +1049,149 @@ fn comments_in_an_mcp_servers_file_are_kept_with_a_warning() {
     assert!(said.contains("has comments or trailing commas; they are kept, but Claude Desktop, Claude Code and Cursor read plain JSON only"), "{said}");
     assert!(new.starts_with("{\n  // mine\n"), "{new}");
 }
+
+/// Issue 33 (item 1): the data paths a Claude Desktop entry names, in its arguments
+/// (`--db-path FILE`, a positional folder) and in its `env` (`NOTES_DIR`), become grants of the
+/// wrapped entry: `--yes` applies the proposal (read-write for data names, read-only otherwise);
+/// without a terminal and without `--yes` the proposal is only printed, with the command that
+/// applies it; and that command, on the already wrapped file, adds the grant to the entry's
+/// mcpguard options instead of refusing, keeping its pin.
+#[test]
+fn wrap_proposes_the_data_paths_an_entry_names_as_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let db = dir.path().join("notes.db");
+    let notes = dir.path().join("notes");
+    let docs = dir.path().join("docs");
+    std::fs::write(&db, "").unwrap();
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::create_dir(&docs).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let doc = json!({"mcpServers": {
+        "sqlite": {"command": "uvx", "args": ["mcp-server-sqlite", "--db-path", s(&db)]},
+        "notes": {"command": "node", "args": ["/opt/notes/index.js", s(&docs)],
+                  "env": {"NOTES_DIR": s(&notes), "API_KEY": "k-123"}}}});
+    let text = serde_json::to_string_pretty(&doc).unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+
+    // --yes: every proposal applied.
+    std::fs::write(&config, &text).unwrap();
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = read_json(&config);
+    assert_eq!(
+        strings(&new["mcpServers"]["sqlite"]["args"]),
+        wrapped_args(
+            &snaps,
+            "sqlite",
+            &["--sandbox-write", db.to_str().unwrap()],
+            &[
+                "uvx",
+                "mcp-server-sqlite",
+                "--db-path",
+                db.to_str().unwrap()
+            ]
+        )
+    );
+    assert_eq!(
+        strings(&new["mcpServers"]["notes"]["args"]),
+        wrapped_args(
+            &snaps,
+            "notes",
+            &[
+                "--sandbox-read",
+                docs.to_str().unwrap(),
+                "--sandbox-write",
+                notes.to_str().unwrap(),
+                "--sandbox-env",
+                "NOTES_DIR",
+                "--sandbox-env",
+                "API_KEY"
+            ],
+            &["node", "/opt/notes/index.js", docs.to_str().unwrap()]
+        )
+    );
+    assert!(
+        stderr(&out).contains("(from env NOTES_DIR)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("k-123"), "{}", stderr(&out));
+
+    // No terminal, no --yes: proposed, not applied, with the command that applies it.
+    std::fs::write(&config, &text).unwrap();
+    let out = wrap(&config, &["--snapshot-dir", snaps.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    let apply = format!(
+        "apply them with: mcpguard wrap {} --entry notes --sandbox-read {} --sandbox-write {}",
+        config.display(),
+        docs.display(),
+        notes.display()
+    );
+    assert!(said.contains(&apply), "{said}");
+    let new = read_json(&config);
+    assert_eq!(
+        strings(&new["mcpServers"]["notes"]["args"]),
+        wrapped_args(
+            &snaps,
+            "notes",
+            &["--sandbox-env", "NOTES_DIR", "--sandbox-env", "API_KEY"],
+            &["node", "/opt/notes/index.js", docs.to_str().unwrap()]
+        ),
+        "nothing granted without a person's yes"
+    );
+
+    // The printed command, on the wrapped file: the entry's options change, the pin stays.
+    let out = wrap(
+        &config,
+        &[
+            "--entry",
+            "notes",
+            "--sandbox-read",
+            docs.to_str().unwrap(),
+            "--sandbox-write",
+            notes.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = read_json(&config);
+    let mut want = wrapped_args(
+        &snaps,
+        "notes",
+        &["--sandbox-env", "NOTES_DIR", "--sandbox-env", "API_KEY"],
+        &["node", "/opt/notes/index.js", docs.to_str().unwrap()],
+    );
+    let at = want.iter().position(|a| a == "--").unwrap();
+    want.splice(
+        at..at,
+        [
+            "--sandbox-read".to_string(),
+            s(&docs),
+            "--sandbox-write".into(),
+            s(&notes),
+        ],
+    );
+    assert_eq!(strings(&new["mcpServers"]["notes"]["args"]), want);
+    assert!(
+        stderr(&out).contains("changed the mcpguard options of \"notes\""),
+        "{}",
+        stderr(&out)
+    );
+    // Again: nothing to add, nothing changed.
+    let before = std::fs::read(&config).unwrap();
+    let out = wrap(
+        &config,
+        &[
+            "--entry",
+            "notes",
+            "--sandbox-write",
+            notes.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&config).unwrap(), before);
+}
