@@ -1195,3 +1195,69 @@ fn wrap_proposes_the_data_paths_an_entry_names_as_grants() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read(&config).unwrap(), before);
 }
+
+/// On a terminal, `wrap` asks about each proposed grant, the proposal as the default: Enter
+/// keeps it, `r` makes it read-only, `n` leaves it out.
+#[test]
+fn wrap_on_a_terminal_asks_about_each_proposed_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let db = dir.path().join("notes.db");
+    let notes = dir.path().join("notes");
+    let docs = dir.path().join("docs");
+    std::fs::write(&db, "").unwrap();
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::create_dir(&docs).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let doc = json!({"mcpServers": {
+        "sqlite": {"command": "uvx", "args": ["mcp-server-sqlite", "--db-path", s(&db)]},
+        "notes": {"command": "node", "args": ["/opt/notes/index.js", s(&docs)],
+                  "env": {"NOTES_DIR": s(&notes)}}}});
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let args: Vec<std::ffi::OsString> = vec![
+        "wrap".into(),
+        config.clone().into(),
+        "--snapshot-dir".into(),
+        snaps.clone().into(),
+    ];
+    let wait = std::time::Duration::from_secs(30);
+    let mut t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    for (path, default, reply) in [(&db, "[w]", ""), (&docs, "[r]", "n"), (&notes, "[w]", "r")] {
+        let prompt = format!("names {}", path.display());
+        t.expect(&prompt, wait).unwrap_or_else(|e| panic!("{e}"));
+        t.expect(default, wait).unwrap_or_else(|e| panic!("{e}"));
+        t.send_line(reply).unwrap();
+    }
+    let (status, _) = t.wait(wait).unwrap();
+    assert!(status.success());
+    let new = read_json(&config);
+    assert_eq!(
+        strings(&new["mcpServers"]["sqlite"]["args"]),
+        wrapped_args(
+            &snaps,
+            "sqlite",
+            &["--sandbox-write", db.to_str().unwrap()],
+            &[
+                "uvx",
+                "mcp-server-sqlite",
+                "--db-path",
+                db.to_str().unwrap()
+            ]
+        )
+    );
+    assert_eq!(
+        strings(&new["mcpServers"]["notes"]["args"]),
+        wrapped_args(
+            &snaps,
+            "notes",
+            &[
+                "--sandbox-read",
+                notes.to_str().unwrap(),
+                "--sandbox-env",
+                "NOTES_DIR"
+            ],
+            &["node", "/opt/notes/index.js", docs.to_str().unwrap()]
+        )
+    );
+}
