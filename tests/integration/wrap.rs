@@ -1261,3 +1261,111 @@ fn wrap_on_a_terminal_asks_about_each_proposed_grant() {
         )
     );
 }
+
+/// Through the real binary and the real `server-filesystem`, as its README configures it (the
+/// folder it serves as a positional argument): `wrap --yes` grants that folder, the printed
+/// capture, a review and `wrap --pin` follow, and the entry started exactly as the host starts
+/// it reads a file of the folder with no hand edit of the configuration. The same entry without
+/// the proposed grant cannot read it (the sandbox denies the folder), so the grant is what made
+/// it work.
+#[test]
+fn a_wrapped_server_filesystem_reads_its_folder_with_no_hand_edit() {
+    // Under the home directory, which the default sandbox does not open (a folder under /tmp
+    // might be readable anyway, and the contrast at the end would prove nothing).
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    let dir = tempfile::tempdir_in(&home).unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let root = dir.path().join("data").canonicalize().unwrap();
+    std::fs::write(root.join("hello.txt"), "hello from the data folder\n").unwrap();
+    let mut server = crate::interop::argv(&crate::interop::peers()["server_filesystem"]);
+    server.push(root.display().to_string());
+    let snaps = dir.path().join("snaps");
+    let config = dir.path().join("claude_desktop_config.json");
+    let doc = json!({"mcpServers": {"files": {"command": server[0], "args": server[1..]}}});
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args: Vec<String> = strings(&read_json(&config)["mcpServers"]["files"]["args"])
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let grant = ["--sandbox-read".to_string(), root.display().to_string()];
+    assert!(args.windows(2).any(|w| w == grant), "{args:?}");
+
+    // The capture wrap printed, then a review of read_text_file, then `wrap --pin`.
+    let snap = snaps.join("files.snapshot.json");
+    let mut capture = Command::new(mcpguard());
+    capture
+        .args(["capture", "--server", "files", "--out"])
+        .arg(&snap)
+        .args(&grant)
+        .arg("--")
+        .args(&server);
+    let out = run_bounded(&mut capture);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_bounded(Command::new(mcpguard()).arg("review").arg(&snap).args([
+        "--server",
+        "files",
+        "--tool",
+        "read_text_file",
+        "--reviewer",
+        "itest@example.test",
+        "--side-effect",
+        "read",
+        "--assert",
+        "headless=true",
+        "--assert",
+        "independentCalls=true",
+        "--assert",
+        "modelBacked=false",
+        "--assert",
+        "sideEffects=",
+        "--assert",
+        "concurrency=safe",
+        "--assert",
+        "referenceBasedIO=true",
+        "--channel",
+        "/path=data",
+        "--channel",
+        "/head=data",
+        "--channel",
+        "/tail=data",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = wrap(&config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let entry = read_json(&config)["mcpServers"]["files"].clone();
+    let args: Vec<String> = strings(&entry["args"])
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let read = |args: &[String]| {
+        let mut p = Peer::start(entry["command"].as_str().unwrap(), args);
+        p.initialize();
+        let path = root.join("hello.txt").display().to_string();
+        p.request(
+            1,
+            "tools/call",
+            json!({"name": "read_text_file", "arguments": {"path": path}}),
+        )
+    };
+    let r = read(&args);
+    assert!(
+        r.to_string().contains("hello from the data folder"),
+        "the wrapped entry, as the host starts it, did not read its folder: {r}"
+    );
+    // Without the proposed grant the sandbox keeps the folder from the server.
+    let at = args.windows(2).position(|w| w == grant).unwrap();
+    let mut without = args.clone();
+    without.drain(at..at + 2);
+    let r = read(&without);
+    assert!(
+        !r.to_string().contains("hello from the data folder"),
+        "the folder was readable without the grant, so this test proves nothing: {r}"
+    );
+}
