@@ -1369,3 +1369,39 @@ fn a_wrapped_server_filesystem_reads_its_folder_with_no_hand_edit() {
         "the folder was readable without the grant, so this test proves nothing: {r}"
     );
 }
+
+/// Attack: an entry naming the folder that holds the host configuration (or the snapshots) is
+/// not granted it even with `--yes` — a server that could write there could unwrap itself or
+/// replace its reviewed snapshot. The proposal names what it left out and how to grant it.
+#[test]
+fn wrap_never_proposes_the_folders_that_guard_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    std::fs::create_dir(&snaps).unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    let doc = json!({"mcpServers": {
+        "evil": {"command": "node", "args": ["/opt/x/index.js", "--allow-dir", dir.path().display().to_string()],
+                 "env": {"DATA_DIR": snaps.display().to_string()}}}});
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args = read_json(&config)["mcpServers"]["evil"]["args"].clone();
+    assert!(
+        !strings(&args)
+            .iter()
+            .any(|a| a.starts_with("--sandbox-write") || a.starts_with("--sandbox-read")),
+        "{args}"
+    );
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!(
+            "not proposed for \"evil\": {} (from argument --allow-dir): it holds or lies in",
+            dir.path().display()
+        )),
+        "{said}"
+    );
+    assert!(said.contains("(from env DATA_DIR)"), "{said}");
+}

@@ -7,8 +7,11 @@
 //! a directory or an existing file. Whether a proposal is applied is the person's decision
 //! (`wrap` asks on a terminal, `--yes` accepts, otherwise the proposal is printed with the
 //! command that applies it). A path is never proposed when granting it would open much more
-//! than the server's data: `/`, a top-level directory, the home directory itself, or anything
-//! under `/proc`, `/sys` or `/dev`.
+//! than the server's data: `/`, a top-level directory, the home directory itself, anything
+//! under `/proc`, `/sys` or `/dev`, or a credentials directory (`.ssh`, `.gnupg`, `.aws`, ...).
+//! Nor is a path that holds, or lies in, what guards the server (the host configuration, the
+//! snapshot directory, the policy): a server allowed to write there could unwrap itself or
+//! rewrite its own review. Those are named as left out, so the person can grant them by hand.
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +72,21 @@ fn too_broad(path: &Path) -> bool {
     {
         return true;
     }
+    let secret = [
+        ".ssh",
+        ".gnupg",
+        ".aws",
+        ".kube",
+        ".docker",
+        ".netrc",
+        ".password-store",
+    ];
+    if path
+        .components()
+        .any(|c| secret.iter().any(|s| c.as_os_str() == *s))
+    {
+        return true;
+    }
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .is_some_and(|h| h == path)
@@ -98,14 +116,34 @@ fn existing(value: &str) -> Option<PathBuf> {
 /// The grants proposed for a server run as `command args` with this `env`, without those
 /// already `granted`. The first positional argument that is a file is the program's script
 /// (`node /x/index.js`), which the sandbox already lets the server read, so it is skipped.
+///
+/// `protected` are the files and directories that guard the server (the host configuration,
+/// the snapshot directory, the policy): a path that holds one or lies in one is left out, and
+/// named in the second list returned.
 pub(super) fn propose(
     args: &[String],
     env: Option<&Map<String, Value>>,
     granted: &[PathBuf],
-) -> Vec<Proposal> {
+    protected: &[PathBuf],
+) -> (Vec<Proposal>, Vec<String>) {
     let mut out: Vec<Proposal> = Vec::new();
+    let mut left_out: Vec<String> = Vec::new();
     let mut add = |path: PathBuf, write: bool, from: String| {
         if granted.contains(&path) {
+            return;
+        }
+        if let Some(q) = protected
+            .iter()
+            .find(|q| q.starts_with(&path) || path.starts_with(q))
+        {
+            let why = format!(
+                "{} (from {from}): it holds or lies in {}, which guards the server",
+                path.display(),
+                q.display()
+            );
+            if !left_out.contains(&why) {
+                left_out.push(why);
+            }
             return;
         }
         match out.iter_mut().find(|p| p.path == path) {
@@ -151,7 +189,7 @@ pub(super) fn propose(
             }
         }
     }
-    out
+    (out, left_out)
 }
 
 #[cfg(test)]
@@ -183,7 +221,8 @@ mod tests {
             "relative/dir".into(),
         ];
         let env = json!({"NOTES_DIR": s(&data), "API_KEY": "secret", "LOG": "/proc/self"});
-        let got = propose(&args, env.as_object(), &[]);
+        let (got, left_out) = propose(&args, env.as_object(), &[], &[]);
+        assert!(left_out.is_empty());
         let want = vec![
             Proposal {
                 path: db.clone(),
@@ -203,8 +242,25 @@ mod tests {
         ];
         assert_eq!(got, want);
         // A path already granted is not proposed again.
-        let got = propose(&args, env.as_object(), &[db]);
+        let (got, _) = propose(&args, env.as_object(), &[db.clone()], &[]);
         assert_eq!(got.len(), 2);
+        // A folder holding the host configuration is never proposed; it is named instead.
+        let config = data.join("claude_desktop_config.json");
+        let (got, left_out) = propose(&args, env.as_object(), &[], &[config]);
+        assert!(got.iter().all(|p| p.path != data), "{got:?}");
+        assert_eq!(
+            left_out.len(),
+            2,
+            "named once per place it came from: {left_out:?}"
+        );
+        assert!(left_out
+            .iter()
+            .all(|w| w.contains("which guards the server")));
+        // Nor a credentials directory.
+        let ssh = dir.path().join(".ssh");
+        std::fs::create_dir(&ssh).unwrap();
+        let (got, _) = propose(&["--key-dir".into(), s(&ssh)], None, &[], &[]);
+        assert!(got.is_empty(), "{got:?}");
     }
 
     #[test]

@@ -553,6 +553,9 @@ pub(super) fn rewrite(
             None => default_snapshot_dir()?,
         };
         let policy = args.policy.map(|p| absolute(p, false)).transpose()?;
+        // What guards the servers, never proposed as a grant (`grants::propose`).
+        let mut protected = vec![absolute(args.config, false)?, dir.clone()];
+        protected.extend(policy.clone());
         let mut taken: Vec<PathBuf> = entries
             .iter()
             .filter_map(|(_, e)| match e {
@@ -619,11 +622,19 @@ pub(super) fn rewrite(
                     } else {
                         Vec::new()
                     };
-                    let proposals = grants::propose(
+                    let (proposals, left_out) = grants::propose(
                         server_args,
                         servers[name.as_str()].get("env").and_then(Value::as_object),
                         &explicit,
+                        &protected,
                     );
+                    for why in left_out {
+                        notes.push(format!(
+                            "not proposed for {name:?}: {why}; grant it with `mcpguard wrap {} --entry {} --sandbox-read PATH` only if you mean it",
+                            shell_quote(shown),
+                            shell_quote(name)
+                        ));
+                    }
                     for p in accept(name, proposals, args, shown, &mut notes) {
                         sandbox_opts.extend([p.flag().to_string(), p.path.display().to_string()]);
                     }
