@@ -242,7 +242,7 @@ mod tests {
         ];
         assert_eq!(got, want);
         // A path already granted is not proposed again.
-        let (got, _) = propose(&args, env.as_object(), &[db.clone()], &[]);
+        let (got, _) = propose(&args, env.as_object(), std::slice::from_ref(&db), &[]);
         assert_eq!(got.len(), 2);
         // A folder holding the host configuration is never proposed; it is named instead.
         let config = data.join("claude_desktop_config.json");
