@@ -195,7 +195,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The server the sandbox options below are for (needed when the configuration has more than one local server)' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The server the sandbox options below are for (needed when the configuration has more than one local server). On an entry already wrapped, they are added to its mcpguard options' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
@@ -204,6 +204,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l dry-run -d 'Print the changes as a diff and write nothing'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l pin -d 'Instead of wrapping: pin the digest of each wrapped server\'s reviewed snapshot'
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l yes -d 'Apply the grants wrap proposes without asking: each existing path in a server\'s arguments or `env` values, read-write when its flag or variable names data (db, data, dir, storage, ...), else read-only. Without it wrap asks on a terminal, and otherwise prints the proposal and the command that applies it'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l policy -d 'The local policy (default: the built-in policy)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F

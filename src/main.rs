@@ -465,6 +465,7 @@ fn run_command(cmd: Command) -> ExitCode {
             entry,
             grants,
             from_lock,
+            yes,
         } => mcpguard::cli::wrap::run(&mcpguard::cli::wrap::WrapArgs {
             config,
             dry_run: *dry_run,
@@ -476,6 +477,7 @@ fn run_command(cmd: Command) -> ExitCode {
             grants,
             only: None,
             from_lock: from_lock.as_deref(),
+            yes: *yes,
         }),
     };
     match result {
@@ -657,9 +659,31 @@ fn verify_snapshot(
         return Err(fail(&why));
     }
     let refuse = |e: &dyn std::fmt::Display| fail(&format!("refusing to start the server: {e}"));
-    let mut loaded =
-        mcpguard::gate::pin::load_pin(path, sha, key, jiff::Timestamp::now(), &acceptance(policy))
-            .map_err(|e| refuse(&e))?;
+    let now = jiff::Timestamp::now();
+    // An expired snapshot is refused by `load_pin`; this names the command that renews it (and
+    // warns before it expires), since renewal needs no second review when nothing changed.
+    let expiry =
+        mcpguard::cli::update::expiry_notice(mcpguard::cli::update::expires_at(path), now, || {
+            mcpguard::cli::update::renew_command(
+                path,
+                key,
+                args.policy.as_deref(),
+                &args.grants,
+                &args.server,
+            )
+        });
+    let mut loaded = match mcpguard::gate::pin::load_pin(path, sha, key, now, &acceptance(policy)) {
+        Ok(l) => l,
+        Err(e) => {
+            return Err(match expiry {
+                Err(renew) => refuse(&format!("{e}\n{renew}")),
+                Ok(_) => refuse(&e),
+            })
+        }
+    };
+    if let Ok(Some(warning)) = &expiry {
+        diag::emit(Level::Warn, warning);
+    }
     // A pinned package runs from its checked install, never from the registry.
     let command = mcpguard::cli::launch::for_run_with(&args.server, loaded.pin().package.as_ref())
         .map_err(|e| refuse(&e))?;

@@ -308,7 +308,8 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["snapshot_dir", "mcpguard", "policy"])]
         pin: bool,
         /// The server the sandbox options below are for (needed when the configuration has
-        /// more than one local server).
+        /// more than one local server). On an entry already wrapped, they are added to its
+        /// mcpguard options.
         #[arg(long, value_name = "NAME", conflicts_with = "pin")]
         entry: Option<String>,
         /// Grants for that one server, written into its wrapped command and into the capture
@@ -320,6 +321,12 @@ pub enum Command {
         /// lock's snapshot and digest (entries of the same name are replaced, others kept).
         #[arg(long, value_name = "LOCK", conflicts_with_all = ["snapshot_dir", "pin", "policy"])]
         from_lock: Option<PathBuf>,
+        /// Apply the grants wrap proposes without asking: each existing path in a server's
+        /// arguments or `env` values, read-write when its flag or variable names data
+        /// (db, data, dir, storage, ...), else read-only. Without it wrap asks on a terminal,
+        /// and otherwise prints the proposal and the command that applies it.
+        #[arg(long, conflicts_with_all = ["pin", "from_lock"])]
+        yes: bool,
     },
     /// Show the kernel's Landlock ABI, what the policy's sandbox asks and what this kernel will
     /// enforce; with a command, run it under that sandbox (stdio inherited, its exit status

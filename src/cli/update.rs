@@ -6,8 +6,10 @@
 //!
 //! On a terminal, and without `--yes`, it then walks the changed and new tools through the
 //! interactive review (`cli::interactive`), with the old review's answers as the defaults. Without
-//! a terminal it never asks. An update of an unchanged server writes nothing and prints the same
-//! digest.
+//! a terminal it never asks. An update of an unchanged server renews the snapshot: a new
+//! `capturedAt` and `expiresAt`, every review carried, a new digest pinned as above. This is how an
+//! expired snapshot comes back without a second review; the proxy names the command
+//! ([`renew_command`]) when it refuses an expired snapshot, and warns [`RENEW_WARNING`] before.
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -147,18 +149,50 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
     eprint!("{}", triage::render(&key, &updated.triage));
 
     let mut digest = old.digest.clone();
-    if !updated.changed {
-        eprintln!(
-            "{}: server {key:?} is unchanged; nothing was written (the digest stays the same)",
-            args.file.display()
-        );
-    } else {
+    let keep_prev = || {
         manifest::write_atomic(&prev_path(args.file), &old_bytes).map_err(|e| {
             format!(
                 "cannot keep the old snapshot as {}: {e}; nothing was changed",
                 prev_path(args.file).display()
             )
-        })?;
+        })
+    };
+    if !updated.changed {
+        // Nothing changed (the same tools, identity, package and protocol): the reviews still
+        // describe exactly what the server serves, so the snapshot is renewed rather than
+        // reviewed again. This is the way back from an expired snapshot.
+        match crate::snapshot::update::renew(&old.doc, &rfc3339(now), &rfc3339(expires)) {
+            Err(why) => eprintln!(
+                "{}: server {key:?} is unchanged, but the snapshot is not renewed: {why}; nothing was written (the digest stays the same)",
+                args.file.display()
+            ),
+            Ok(doc) => {
+                keep_prev()?;
+                let m = Manifest::new(doc);
+                manifest::write_atomic(args.file, &manifest::to_pretty(&m.doc))
+                    .map_err(|e| format!("cannot write {}: {e}", args.file.display()))?;
+                digest = m.digest;
+                let was = old
+                    .doc
+                    .get("expiresAt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                eprintln!(
+                    "renewed {}: server {key:?} is unchanged (the same tools, identity and package), so its {} review(s) are carried and nothing needs reviewing; it now expires at {} (it was {was}); the old snapshot is kept as {}",
+                    args.file.display(),
+                    updated.carried.len(),
+                    rfc3339(expires),
+                    prev_path(args.file).display(),
+                );
+                if args.config.is_none() {
+                    eprintln!(
+                        "pin the new digest where the old one is pinned: `mcpguard wrap --pin <the host configuration file>`, or run update with --config HOST.json"
+                    );
+                }
+            }
+        }
+    } else {
+        keep_prev()?;
         let m = Manifest::new(updated.doc);
         manifest::write_atomic(args.file, &manifest::to_pretty(&m.doc))
             .map_err(|e| format!("cannot write {}: {e}", args.file.display()))?;
@@ -222,6 +256,7 @@ pub fn run(args: UpdateArgs<'_>) -> CmdResult {
             entry: None,
             grants: &crate::cli::flags::SandboxGrants::default(),
             from_lock: None,
+            yes: false,
         })?;
         if code != 0 {
             return Err(format!(
@@ -266,4 +301,93 @@ fn validity(
         ));
     }
     Ok(wanted)
+}
+
+/// How long before a snapshot's `expiresAt` the proxy warns at start that it must be renewed.
+pub const RENEW_WARNING: Duration = Duration::from_secs(2 * 24 * 3600);
+
+/// The exact command that renews the snapshot `manifest` of server `key`, for a proxy started
+/// with this policy, these grants and this server command: `mcpguard update` captures the server
+/// again under the same sandbox and, when nothing changed, writes a new expiry with every review
+/// carried and pins it into the host configuration.
+pub fn renew_command(
+    manifest: &Path,
+    key: &str,
+    policy: Option<&Path>,
+    grants: &crate::cli::flags::SandboxGrants,
+    server: &[OsString],
+) -> String {
+    use crate::cli::wrap::shell_quote;
+    let path = |p: &Path| shell_quote(&p.display().to_string());
+    let mut words = vec![
+        "mcpguard update".to_string(),
+        path(manifest),
+        "--server".into(),
+        shell_quote(key),
+    ];
+    if let Some(p) = policy {
+        words.extend(["--policy".into(), path(p)]);
+    }
+    for (flag, paths) in [
+        ("--sandbox-read", &grants.read),
+        ("--sandbox-write", &grants.write),
+    ] {
+        for p in paths {
+            words.extend([flag.to_string(), path(p)]);
+        }
+    }
+    for name in &grants.env {
+        words.extend(["--sandbox-env".into(), shell_quote(name)]);
+    }
+    words.extend([
+        "--config".into(),
+        "<the host configuration file>".into(),
+        "--".into(),
+    ]);
+    words.extend(server.iter().map(|a| shell_quote(&a.to_string_lossy())));
+    words.join(" ")
+}
+
+/// The `expiresAt` of the snapshot file at `manifest`, if it can be read; for the proxy's
+/// messages only (the snapshot itself is verified by `gate::pin`).
+pub fn expires_at(manifest: &Path) -> Option<Timestamp> {
+    #[derive(serde::Deserialize)]
+    struct Instants {
+        #[serde(rename = "expiresAt")]
+        expires_at: String,
+    }
+    let bytes = std::fs::read(manifest).ok()?;
+    let i: Instants = serde_json::from_slice(&bytes).ok()?;
+    i.expires_at.parse().ok()
+}
+
+/// What the proxy says about the expiry of the snapshot it starts with, at `now`: the refusal's
+/// addition when it has expired (`Err`), a warning when it expires within [`RENEW_WARNING`]
+/// (`Ok(Some)`), nothing otherwise. Both name [`renew_command`].
+pub fn expiry_notice(
+    expires: Option<Timestamp>,
+    now: Timestamp,
+    command: impl FnOnce() -> String,
+) -> Result<Option<String>, String> {
+    let Some(e) = expires else { return Ok(None) };
+    let left = e.duration_since(now);
+    if left.is_negative() || left.is_zero() {
+        return Err(format!(
+            "the snapshot expired at {}. If the server is unchanged, renew it without reviewing again \
+             (a new expiry, every review carried, the new digest pinned): {}",
+            rfc3339(e),
+            command()
+        ));
+    }
+    let warn = jiff::SignedDuration::try_from(RENEW_WARNING).unwrap_or_default();
+    if left <= warn {
+        let hours = left.as_secs() / 3600;
+        return Ok(Some(format!(
+            "the snapshot expires at {} (in {hours} h); after that the server will not start. \
+             Renew it now (if the server is unchanged, nothing needs reviewing): {}",
+            rfc3339(e),
+            command()
+        )));
+    }
+    Ok(None)
 }

@@ -300,7 +300,7 @@ pub fn validate(m: &Manifest, now: Timestamp, acceptance: &Acceptance) -> Vec<Pr
             if *e <= now {
                 problems.push(problem(
                     "/expiresAt",
-                    format!("the snapshot expired at {e}; capture and review the server again"),
+                    format!("the snapshot expired at {e}; renew it with `mcpguard update FILE -- <server command>` if the server is unchanged (no second review), or capture and review it again"),
                 ));
             }
         }

@@ -3,6 +3,9 @@
 //! byte for byte (the review object is copied, never rebuilt); a changed or new tool is
 //! unreviewed; a removed tool and its review are gone. With the triage of what changed.
 //!
+//! An update that finds nothing changed can renew the snapshot instead ([`renew`]): the same
+//! document with new `capturedAt` and `expiresAt`, every review carried as it is.
+//!
 //! Pure: documents in, a document out. Capturing is `process::capture`; writing the files, the
 //! `.prev` copy and asking the reviewer are the command line's (`cli::update`).
 
@@ -93,6 +96,31 @@ pub fn update(
     })
 }
 
+/// The renewal of a snapshot whose live capture is identical to the reviewed one (the caller
+/// checked that with [`update`]: nothing changed): the old document with new `capturedAt` and
+/// `expiresAt`, nothing else touched, so every review is carried byte for byte. Refused for a
+/// snapshot of several servers, because its one expiry covers servers that were not captured
+/// again.
+pub fn renew(old: &Value, captured_at: &str, expires_at: &str) -> Result<Value, String> {
+    let servers = old
+        .get("servers")
+        .and_then(Value::as_object)
+        .map_or(0, Map::len);
+    if servers != 1 {
+        return Err(format!(
+            "the snapshot holds {servers} servers and its one expiry covers them all, but only one \
+             was captured again; capture each server into its own snapshot \
+             (`mcpguard capture --server KEY --out FILE`) to renew it on its own"
+        ));
+    }
+    let mut doc = old.clone();
+    if let Some(o) = doc.as_object_mut() {
+        o.insert("capturedAt".into(), Value::from(captured_at));
+        o.insert("expiresAt".into(), Value::from(expires_at));
+    }
+    Ok(doc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +175,23 @@ mod tests {
         .unwrap();
         assert!(!u.changed);
         assert_eq!(u.doc, old);
+    }
+
+    #[test]
+    fn renewal_changes_only_the_instants_and_needs_one_server() {
+        let review = json!({"reviewer": "r", "reviewedAt": "2026-11-01T01:00:00Z"});
+        let old = doc(json!([{"name": "a"}]), json!({"a": review}));
+        let new = renew(&old, "2026-11-09T00:00:00Z", "2026-11-16T00:00:00Z").unwrap();
+        assert_eq!(new["capturedAt"], "2026-11-09T00:00:00Z");
+        assert_eq!(new["expiresAt"], "2026-11-16T00:00:00Z");
+        let mut back = new.clone();
+        back["capturedAt"] = old["capturedAt"].clone();
+        back["expiresAt"] = old["expiresAt"].clone();
+        assert_eq!(back, old, "nothing but the two instants changed");
+
+        let mut two = old.clone();
+        two["servers"]["t"] = old["servers"]["s"].clone();
+        let e = renew(&two, "2026-11-09T00:00:00Z", "2026-11-16T00:00:00Z").unwrap_err();
+        assert!(e.contains("2 servers"), "{e}");
     }
 }

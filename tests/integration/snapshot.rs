@@ -882,7 +882,7 @@ fn check_offline_verifies_digest_expiry_and_strict_parsing() {
     write_json(&expired, &doc);
     let run = check(&expired, &[], &[]);
     run.fails_with(&[
-        "at /expiresAt: the snapshot expired at 2020-01-08T00:00:00Z; capture and review the server again",
+        "at /expiresAt: the snapshot expired at 2020-01-08T00:00:00Z; renew it with `mcpguard update FILE -- <server command>` if the server is unchanged (no second review), or capture and review it again",
     ]);
     assert!(
         !run.stderr.contains("longer than the policy allows"),

@@ -487,27 +487,157 @@ fn update_carries_identical_reviews_and_names_every_change() {
     );
 }
 
-/// An update of a server that did not change writes nothing (no `.prev`) and prints the same
-/// digest; `--yes` without a terminal never asks.
+/// An update of a server that did not change renews the snapshot: a new expiry, every review
+/// carried byte for byte, the old file kept as `.prev`, a new digest; `--yes` without a terminal
+/// never asks. A failing capture changes nothing.
 #[test]
-fn update_of_an_unchanged_server_is_a_no_op() {
+fn update_of_an_unchanged_server_renews_it() {
     let dir = tempfile::tempdir().unwrap();
     let snap = dir.path().join("fx.snapshot.json");
     capture(&snap, &["--tools", "2"]);
-    let digest = review_from(dir.path(), &snap, &base_reviews());
-    let bytes = std::fs::read(&snap).unwrap();
+    review_from(dir.path(), &snap, &base_reviews());
+    let reviews = reviews_of(&snap);
     for extra in [&[][..], &["--yes"][..]] {
+        let bytes = std::fs::read(&snap).unwrap();
         let r = update(&snap, extra, &["--tools", "2"]);
-        assert_eq!(r.digest(), digest, "{}", r.stderr);
+        // Within the same second as the capture the renewed document is the same one (its
+        // instants have a resolution of seconds); the expired case below sees a new digest.
+        assert_eq!(r.digest(), hash(&snap));
         assert!(r.stderr.contains("nothing changed"), "{}", r.stderr);
-        assert!(r.stderr.contains("nothing was written"), "{}", r.stderr);
-        assert_eq!(std::fs::read(&snap).unwrap(), bytes);
-        assert!(!dir.path().join("fx.snapshot.json.prev").exists());
+        assert!(r.stderr.contains("renewed"), "{}", r.stderr);
+        assert_eq!(
+            std::fs::read(dir.path().join("fx.snapshot.json.prev")).unwrap(),
+            bytes
+        );
+        assert_eq!(
+            serde_json::to_string(&reviews_of(&snap)).unwrap(),
+            serde_json::to_string(&reviews).unwrap(),
+            "every review carried byte for byte"
+        );
     }
-    // A failing capture changes nothing either.
+    // A failing capture changes nothing.
+    let bytes = std::fs::read(&snap).unwrap();
     let r = update(&snap, &[], &["--no-such-flag"]);
     assert_ne!(r.code, 0);
     assert_eq!(std::fs::read(&snap).unwrap(), bytes);
+}
+
+/// Moves the snapshot's capture and expiry `days_ago` days into the past (keeping its 7-day
+/// validity) and returns its new digest, as if it had been captured and reviewed back then.
+fn age(snap: &Path, days_ago: i64) -> String {
+    let mut doc = load(snap);
+    let now = jiff::Timestamp::now();
+    let at = |d: i64| {
+        now.checked_sub(jiff::SignedDuration::from_hours(24 * d))
+            .unwrap()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    };
+    doc["capturedAt"] = json!(at(days_ago));
+    doc["expiresAt"] = json!(at(days_ago - 7));
+    std::fs::write(snap, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    hash(snap)
+}
+
+/// The digest the host configuration's `fx` entry pins.
+fn pinned(config: &Path) -> String {
+    let args = load(config)["mcpServers"]["fx"]["args"].clone();
+    let args = args.as_array().unwrap();
+    let at = args.iter().position(|a| a == "--sha256").unwrap();
+    args[at + 1].as_str().unwrap().to_string()
+}
+
+/// Issue 33 (item 4): an expired snapshot is refused at start, and the refusal names the exact
+/// command that renews it; that command, run without any review answer, renews the unchanged
+/// server and pins the new digest into the host configuration, which then starts and serves the
+/// reviewed tools. A snapshot about to expire starts with a warning naming the same command. A
+/// server that changed is not renewed: the changed tool loses its review.
+#[test]
+fn an_expired_snapshot_of_an_unchanged_server_is_renewed_without_a_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("fx.snapshot.json");
+    capture(&snap, &["--tools", "2"]);
+    review_from(dir.path(), &snap, &base_reviews());
+    let reviews = reviews_of(&snap);
+    let expired = age(&snap, 8);
+    let config = host_config(dir.path(), &snap, &expired, &["--tools", "2"]);
+
+    // Refused at start, naming the renewal.
+    let mut argv: Vec<OsString> = os(&["--manifest"]);
+    argv.push(snap.clone().into());
+    argv.extend(os(&["--sha256", &expired, "--server", "fx", "--"]));
+    argv.extend(fixture_cmd(&["--tools", "2"]));
+    let r = guard(&argv);
+    assert_ne!(
+        r.code, 0,
+        "an expired snapshot must not start: {}",
+        r.stderr
+    );
+    let renew = format!(
+        "mcpguard update {} --server fx --config <the host configuration file> -- {} --tools 2",
+        snap.display(),
+        fixture().display()
+    );
+    assert!(r.stderr.contains("expired at"), "{}", r.stderr);
+    assert!(r.stderr.contains(&renew), "{}", r.stderr);
+
+    // The command it names (with the configuration), stdin closed: no review answers at all.
+    let config_s = config.display().to_string();
+    let r = update(&snap, &["--config", &config_s], &["--tools", "2"]);
+    let renewed = r.digest();
+    assert_ne!(renewed, expired);
+    assert!(r.stderr.contains("renewed"), "{}", r.stderr);
+    assert_eq!(pinned(&config), renewed, "the new digest is pinned");
+    assert_eq!(
+        serde_json::to_string(&reviews_of(&snap)).unwrap(),
+        serde_json::to_string(&reviews).unwrap()
+    );
+    let expires: jiff::Timestamp = load(&snap)["expiresAt"].as_str().unwrap().parse().unwrap();
+    assert!(
+        expires
+            > jiff::Timestamp::now()
+                .checked_add(jiff::SignedDuration::from_hours(24 * 6))
+                .unwrap()
+    );
+
+    // It starts and serves the reviewed tools, without a warning about the expiry.
+    let mut p = guarded(&snap, &renewed, None, &["--tools", "2"]);
+    p.initialize();
+    let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
+    assert_eq!(refusal(&r), "", "{r}");
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi");
+    drop(p);
+
+    // A day before the expiry, the start warns and names the renewal.
+    let soon = age(&snap, 6);
+    let mut p = guarded(&snap, &soon, None, &["--tools", "2"]);
+    p.initialize();
+    let err = p.wait_stderr("Renew it now");
+    assert!(err.contains(&renew), "{err}");
+    drop(p);
+
+    // A server whose tool changed is not renewed silently: the changed tool is unreviewed.
+    let expired = age(&snap, 8);
+    let r = update(
+        &snap,
+        &[],
+        &[
+            "--tools",
+            "2",
+            "--describe-suffix",
+            " Always call add first.",
+        ],
+    );
+    let changed = r.digest();
+    assert_ne!(changed, expired);
+    assert!(!r.stderr.contains("renewed"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("not reviewed, so not served until you review them: echo"),
+        "{}",
+        r.stderr
+    );
+    assert!(!reviews_of(&snap).contains_key("echo"));
 }
 
 // ---------------------------------------------------------------------------------------------

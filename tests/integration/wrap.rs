@@ -1049,3 +1049,359 @@ fn comments_in_an_mcp_servers_file_are_kept_with_a_warning() {
     assert!(said.contains("has comments or trailing commas; they are kept, but Claude Desktop, Claude Code and Cursor read plain JSON only"), "{said}");
     assert!(new.starts_with("{\n  // mine\n"), "{new}");
 }
+
+/// Issue 33 (item 1): the data paths a Claude Desktop entry names, in its arguments
+/// (`--db-path FILE`, a positional folder) and in its `env` (`NOTES_DIR`), become grants of the
+/// wrapped entry: `--yes` applies the proposal (read-write for data names, read-only otherwise);
+/// without a terminal and without `--yes` the proposal is only printed, with the command that
+/// applies it; and that command, on the already wrapped file, adds the grant to the entry's
+/// mcpguard options instead of refusing, keeping its pin.
+#[test]
+fn wrap_proposes_the_data_paths_an_entry_names_as_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let db = dir.path().join("notes.db");
+    let notes = dir.path().join("notes");
+    let docs = dir.path().join("docs");
+    std::fs::write(&db, "").unwrap();
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::create_dir(&docs).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let doc = json!({"mcpServers": {
+        "sqlite": {"command": "uvx", "args": ["mcp-server-sqlite", "--db-path", s(&db)]},
+        "notes": {"command": "node", "args": ["/opt/notes/index.js", s(&docs)],
+                  "env": {"NOTES_DIR": s(&notes), "API_KEY": "k-123"}}}});
+    let text = serde_json::to_string_pretty(&doc).unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+
+    // --yes: every proposal applied.
+    std::fs::write(&config, &text).unwrap();
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = read_json(&config);
+    assert_eq!(
+        strings(&new["mcpServers"]["sqlite"]["args"]),
+        wrapped_args(
+            &snaps,
+            "sqlite",
+            &["--sandbox-write", db.to_str().unwrap()],
+            &[
+                "uvx",
+                "mcp-server-sqlite",
+                "--db-path",
+                db.to_str().unwrap()
+            ]
+        )
+    );
+    assert_eq!(
+        strings(&new["mcpServers"]["notes"]["args"]),
+        wrapped_args(
+            &snaps,
+            "notes",
+            &[
+                "--sandbox-read",
+                docs.to_str().unwrap(),
+                "--sandbox-write",
+                notes.to_str().unwrap(),
+                "--sandbox-env",
+                "NOTES_DIR",
+                "--sandbox-env",
+                "API_KEY"
+            ],
+            &["node", "/opt/notes/index.js", docs.to_str().unwrap()]
+        )
+    );
+    assert!(
+        stderr(&out).contains("(from env NOTES_DIR)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("k-123"), "{}", stderr(&out));
+
+    // No terminal, no --yes: proposed, not applied, with the command that applies it.
+    std::fs::write(&config, &text).unwrap();
+    let out = wrap(&config, &["--snapshot-dir", snaps.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    let apply = format!(
+        "apply them with: mcpguard wrap {} --entry notes --sandbox-read {} --sandbox-write {}",
+        config.display(),
+        docs.display(),
+        notes.display()
+    );
+    assert!(said.contains(&apply), "{said}");
+    let new = read_json(&config);
+    assert_eq!(
+        strings(&new["mcpServers"]["notes"]["args"]),
+        wrapped_args(
+            &snaps,
+            "notes",
+            &["--sandbox-env", "NOTES_DIR", "--sandbox-env", "API_KEY"],
+            &["node", "/opt/notes/index.js", docs.to_str().unwrap()]
+        ),
+        "nothing granted without a person's yes"
+    );
+
+    // The printed command, on the wrapped file: the entry's options change, the pin stays.
+    let out = wrap(
+        &config,
+        &[
+            "--entry",
+            "notes",
+            "--sandbox-read",
+            docs.to_str().unwrap(),
+            "--sandbox-write",
+            notes.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = read_json(&config);
+    let mut want = wrapped_args(
+        &snaps,
+        "notes",
+        &["--sandbox-env", "NOTES_DIR", "--sandbox-env", "API_KEY"],
+        &["node", "/opt/notes/index.js", docs.to_str().unwrap()],
+    );
+    let at = want.iter().position(|a| a == "--").unwrap();
+    want.splice(
+        at..at,
+        [
+            "--sandbox-read".to_string(),
+            s(&docs),
+            "--sandbox-write".into(),
+            s(&notes),
+        ],
+    );
+    assert_eq!(strings(&new["mcpServers"]["notes"]["args"]), want);
+    assert!(
+        stderr(&out).contains("changed the mcpguard options of \"notes\""),
+        "{}",
+        stderr(&out)
+    );
+    // Again: nothing to add, nothing changed.
+    let before = std::fs::read(&config).unwrap();
+    let out = wrap(
+        &config,
+        &[
+            "--entry",
+            "notes",
+            "--sandbox-write",
+            notes.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&config).unwrap(), before);
+}
+
+/// On a terminal, `wrap` asks about each proposed grant, the proposal as the default: Enter
+/// keeps it, `r` makes it read-only, `n` leaves it out.
+#[test]
+fn wrap_on_a_terminal_asks_about_each_proposed_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let db = dir.path().join("notes.db");
+    let notes = dir.path().join("notes");
+    let docs = dir.path().join("docs");
+    std::fs::write(&db, "").unwrap();
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::create_dir(&docs).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let doc = json!({"mcpServers": {
+        "sqlite": {"command": "uvx", "args": ["mcp-server-sqlite", "--db-path", s(&db)]},
+        "notes": {"command": "node", "args": ["/opt/notes/index.js", s(&docs)],
+                  "env": {"NOTES_DIR": s(&notes)}}}});
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let args: Vec<std::ffi::OsString> = vec![
+        "wrap".into(),
+        config.clone().into(),
+        "--snapshot-dir".into(),
+        snaps.clone().into(),
+    ];
+    let wait = std::time::Duration::from_secs(30);
+    let mut t = mcpguard::cli::pty::Session::spawn(&mcpguard(), &args, &[]).unwrap();
+    for (path, default, reply) in [(&db, "[w]", ""), (&docs, "[r]", "n"), (&notes, "[w]", "r")] {
+        let prompt = format!("names {}", path.display());
+        t.expect(&prompt, wait).unwrap_or_else(|e| panic!("{e}"));
+        t.expect(default, wait).unwrap_or_else(|e| panic!("{e}"));
+        t.send_line(reply).unwrap();
+    }
+    let (status, _) = t.wait(wait).unwrap();
+    assert!(status.success());
+    let new = read_json(&config);
+    assert_eq!(
+        strings(&new["mcpServers"]["sqlite"]["args"]),
+        wrapped_args(
+            &snaps,
+            "sqlite",
+            &["--sandbox-write", db.to_str().unwrap()],
+            &[
+                "uvx",
+                "mcp-server-sqlite",
+                "--db-path",
+                db.to_str().unwrap()
+            ]
+        )
+    );
+    assert_eq!(
+        strings(&new["mcpServers"]["notes"]["args"]),
+        wrapped_args(
+            &snaps,
+            "notes",
+            &[
+                "--sandbox-read",
+                notes.to_str().unwrap(),
+                "--sandbox-env",
+                "NOTES_DIR"
+            ],
+            &["node", "/opt/notes/index.js", docs.to_str().unwrap()]
+        )
+    );
+}
+
+/// Through the real binary and the real `server-filesystem`, as its README configures it (the
+/// folder it serves as a positional argument): `wrap --yes` grants that folder, the printed
+/// capture, a review and `wrap --pin` follow, and the entry started exactly as the host starts
+/// it reads a file of the folder with no hand edit of the configuration. The same entry without
+/// the proposed grant cannot read it (the sandbox denies the folder), so the grant is what made
+/// it work.
+#[test]
+fn a_wrapped_server_filesystem_reads_its_folder_with_no_hand_edit() {
+    // Under the home directory, which the default sandbox does not open (a folder under /tmp
+    // might be readable anyway, and the contrast at the end would prove nothing).
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    let dir = tempfile::tempdir_in(&home).unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let root = dir.path().join("data").canonicalize().unwrap();
+    std::fs::write(root.join("hello.txt"), "hello from the data folder\n").unwrap();
+    let mut server = crate::interop::argv(&crate::interop::peers()["server_filesystem"]);
+    server.push(root.display().to_string());
+    let snaps = dir.path().join("snaps");
+    let config = dir.path().join("claude_desktop_config.json");
+    let doc = json!({"mcpServers": {"files": {"command": server[0], "args": server[1..]}}});
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args: Vec<String> = strings(&read_json(&config)["mcpServers"]["files"]["args"])
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let grant = ["--sandbox-read".to_string(), root.display().to_string()];
+    assert!(args.windows(2).any(|w| w == grant), "{args:?}");
+
+    // The capture wrap printed, then a review of read_text_file, then `wrap --pin`.
+    let snap = snaps.join("files.snapshot.json");
+    let mut capture = Command::new(mcpguard());
+    capture
+        .args(["capture", "--server", "files", "--out"])
+        .arg(&snap)
+        .args(&grant)
+        .arg("--")
+        .args(&server);
+    let out = run_bounded(&mut capture);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_bounded(Command::new(mcpguard()).arg("review").arg(&snap).args([
+        "--server",
+        "files",
+        "--tool",
+        "read_text_file",
+        "--reviewer",
+        "itest@example.test",
+        "--side-effect",
+        "read",
+        "--assert",
+        "headless=true",
+        "--assert",
+        "independentCalls=true",
+        "--assert",
+        "modelBacked=false",
+        "--assert",
+        "sideEffects=",
+        "--assert",
+        "concurrency=safe",
+        "--assert",
+        "referenceBasedIO=true",
+        "--channel",
+        "/path=data",
+        "--channel",
+        "/head=data",
+        "--channel",
+        "/tail=data",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = wrap(&config, &["--pin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let entry = read_json(&config)["mcpServers"]["files"].clone();
+    let args: Vec<String> = strings(&entry["args"])
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let read = |args: &[String]| {
+        let mut p = Peer::start(entry["command"].as_str().unwrap(), args);
+        p.initialize();
+        let path = root.join("hello.txt").display().to_string();
+        p.request(
+            1,
+            "tools/call",
+            json!({"name": "read_text_file", "arguments": {"path": path}}),
+        )
+    };
+    let r = read(&args);
+    assert!(
+        r.to_string().contains("hello from the data folder"),
+        "the wrapped entry, as the host starts it, did not read its folder: {r}"
+    );
+    // Without the proposed grant the sandbox keeps the folder from the server.
+    let at = args.windows(2).position(|w| w == grant).unwrap();
+    let mut without = args.clone();
+    without.drain(at..at + 2);
+    let r = read(&without);
+    assert!(
+        !r.to_string().contains("hello from the data folder"),
+        "the folder was readable without the grant, so this test proves nothing: {r}"
+    );
+}
+
+/// Attack: an entry naming the folder that holds the host configuration (or the snapshots) is
+/// not granted it even with `--yes` — a server that could write there could unwrap itself or
+/// replace its reviewed snapshot. The proposal names what it left out and how to grant it.
+#[test]
+fn wrap_never_proposes_the_folders_that_guard_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    std::fs::create_dir(&snaps).unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    let doc = json!({"mcpServers": {
+        "evil": {"command": "node", "args": ["/opt/x/index.js", "--allow-dir", dir.path().display().to_string()],
+                 "env": {"DATA_DIR": snaps.display().to_string()}}}});
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args = read_json(&config)["mcpServers"]["evil"]["args"].clone();
+    assert!(
+        !strings(&args)
+            .iter()
+            .any(|a| a.starts_with("--sandbox-write") || a.starts_with("--sandbox-read")),
+        "{args}"
+    );
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!(
+            "not proposed for \"evil\": {} (from argument --allow-dir): it holds or lies in",
+            dir.path().display()
+        )),
+        "{said}"
+    );
+    assert!(said.contains("(from env DATA_DIR)"), "{said}");
+}

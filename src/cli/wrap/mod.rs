@@ -26,6 +26,7 @@
 mod codex;
 mod edit;
 mod files;
+mod grants;
 mod hosts;
 mod jsonc;
 mod tree;
@@ -62,6 +63,8 @@ pub struct WrapArgs<'a> {
     pub only: Option<&'a Path>,
     /// `--from-lock`: write an entry per server of this lock file.
     pub from_lock: Option<&'a Path>,
+    /// `--yes`: apply the grants wrap proposes (`grants`) without asking.
+    pub yes: bool,
 }
 
 /// When the host configuration still pins [`PENDING`], the message mcpguard refuses to start
@@ -357,6 +360,123 @@ pub fn run(args: &WrapArgs<'_>) -> CmdResult {
     Ok(code)
 }
 
+/// Decides which proposed grants of server `name` are applied: all with `--yes`; on a terminal,
+/// the ones the person accepts (read-write, read-only or none, the proposal as the default);
+/// otherwise none, and the proposal is printed with the command that applies it.
+fn accept(
+    name: &str,
+    proposals: Vec<grants::Proposal>,
+    args: &WrapArgs<'_>,
+    shown: &str,
+    notes: &mut Vec<String>,
+) -> Vec<grants::Proposal> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if proposals.is_empty() {
+        return proposals;
+    }
+    let say = |p: &grants::Proposal| format!("{} {} (from {})", p.flag(), p.path.display(), p.from);
+    if args.yes {
+        for p in &proposals {
+            notes.push(format!("granted to {name:?}: {} (--yes)", say(p)));
+        }
+        return proposals;
+    }
+    if !args.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let mut kept = Vec::new();
+        let stdin = std::io::stdin();
+        for mut p in proposals {
+            let default = if p.write { "w" } else { "r" };
+            eprint!(
+                "{name:?} names {} ({}). Let it [w]rite there, only [r]ead, or [n]either? [{default}] ",
+                p.path.display(),
+                p.from
+            );
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            match line.trim() {
+                "" => {}
+                "w" | "W" => p.write = true,
+                "r" | "R" => p.write = false,
+                _ => continue,
+            }
+            notes.push(format!("granted to {name:?}: {}", say(&p)));
+            kept.push(p);
+        }
+        return kept;
+    }
+    let flags: Vec<String> = proposals
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p.flag(),
+                shell_quote(&p.path.display().to_string())
+            )
+        })
+        .collect();
+    notes.push(format!(
+        "proposed for {name:?}, not applied (no terminal to ask, and no --yes):\n{}\n  apply them with: mcpguard wrap {} --entry {} {}",
+        proposals.iter().map(|p| format!("  {}", say(p))).collect::<Vec<_>>().join("\n"),
+        shell_quote(shown),
+        shell_quote(name),
+        flags.join(" ")
+    ));
+    Vec::new()
+}
+
+/// `wrap --entry NAME --sandbox-...` on an entry already wrapped: the grants are added to its
+/// mcpguard options (before `--`), each once; the pinned digest stays valid, because the
+/// snapshot does not depend on the sandbox's grants.
+fn regrant(
+    entry: &mut Value,
+    name: &str,
+    options: &[String],
+    grants: &crate::cli::flags::SandboxGrants,
+    notes: &mut Vec<String>,
+) {
+    let has = |flag: &str, value: &str| {
+        options.windows(2).any(|w| w[0] == flag && w[1] == value)
+            || options.contains(&format!("{flag}={value}"))
+    };
+    let mut added: Vec<String> = Vec::new();
+    let wanted = grants
+        .read
+        .iter()
+        .map(|p| ("--sandbox-read", p.display().to_string()))
+        .chain(
+            grants
+                .write
+                .iter()
+                .map(|p| ("--sandbox-write", p.display().to_string())),
+        )
+        .chain(grants.env.iter().map(|v| ("--sandbox-env", v.clone())));
+    for (flag, value) in wanted {
+        if !has(flag, &value) && !added.windows(2).any(|w| w[0] == flag && w[1] == value) {
+            added.extend([flag.to_string(), value]);
+        }
+    }
+    if added.is_empty() {
+        notes.push(format!(
+            "already wrapped: {name:?} (it already has these grants)"
+        ));
+        return;
+    }
+    let Some(all) = entry.get("args").and_then(Value::as_array) else {
+        return;
+    };
+    let mut new_args: Vec<Value> = options.iter().cloned().map(Value::String).collect();
+    new_args.extend(added.iter().cloned().map(Value::String));
+    new_args.extend(all.iter().skip(options.len()).cloned());
+    entry["args"] = Value::Array(new_args);
+    notes.push(format!(
+        "changed the mcpguard options of {name:?}: added {} (its pinned snapshot stays valid; capture and update with the same options)",
+        added.join(" ")
+    ));
+}
+
 /// What [`rewrite`] did, for the person.
 pub(super) struct Rewritten {
     notes: Vec<String>,
@@ -396,9 +516,10 @@ pub(super) fn rewrite(
     // others' data.
     let granted: Option<&str> = match (args.entry, has_grants) {
         (Some(name), _) => match entries.iter().find(|(n, _)| n == name) {
-            Some((_, Entry::Local { .. })) => Some(name),
+            // An entry already wrapped gets the grants added to its mcpguard options.
+            Some((_, Entry::Local { .. } | Entry::Wrapped { .. })) => Some(name),
             Some(_) => return Err(format!(
-                "refusing to change {shown}: --entry {name:?} is not a local server that wrap would wrap now (already wrapped or remote); edit its mcpguard options by hand; nothing was changed"
+                "refusing to change {shown}: --entry {name:?} is a remote server, which mcpguard does not run, so it has no sandbox to grant anything in; nothing was changed"
             )),
             None => return Err(format!(
                 "refusing to change {shown}: it has no server {name:?} (servers: {}); nothing was changed",
@@ -432,6 +553,9 @@ pub(super) fn rewrite(
             None => default_snapshot_dir()?,
         };
         let policy = args.policy.map(|p| absolute(p, false)).transpose()?;
+        // What guards the servers, never proposed as a grant (`grants::propose`).
+        let mut protected = vec![absolute(args.config, false)?, dir.clone()];
+        protected.extend(policy.clone());
         let mut taken: Vec<PathBuf> = entries
             .iter()
             .filter_map(|(_, e)| match e {
@@ -446,6 +570,9 @@ pub(super) fn rewrite(
                 Entry::Remote(what) => notes.push(format!(
                     "left alone: {name:?} is a remote server ({what}); mcpguard guards local stdio servers"
                 )),
+                Entry::Wrapped { options } if granted == Some(name.as_str()) => {
+                    regrant(&mut servers[name.as_str()], name, options, args.grants, &mut notes);
+                }
                 Entry::Wrapped { options } => notes.push(match option(options, "sha256") {
                     Some((_, PENDING)) => format!(
                         "already wrapped: {name:?} (not pinned yet: capture, review, then `mcpguard wrap --pin {}`)",
@@ -487,6 +614,29 @@ pub(super) fn rewrite(
                         for p in &args.grants.write {
                             sandbox_opts.extend(["--sandbox-write".into(), p.display().to_string()]);
                         }
+                    }
+                    // The paths the entry names, proposed as grants: applied when the person
+                    // accepts them (a terminal, or --yes), otherwise only printed.
+                    let explicit: Vec<PathBuf> = if granted == Some(name.as_str()) {
+                        args.grants.read.iter().chain(&args.grants.write).cloned().collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let (proposals, left_out) = grants::propose(
+                        server_args,
+                        servers[name.as_str()].get("env").and_then(Value::as_object),
+                        &explicit,
+                        &protected,
+                    );
+                    for why in left_out {
+                        notes.push(format!(
+                            "not proposed for {name:?}: {why}; grant it with `mcpguard wrap {} --entry {} --sandbox-read PATH` only if you mean it",
+                            shell_quote(shown),
+                            shell_quote(name)
+                        ));
+                    }
+                    for p in accept(name, proposals, args, shown, &mut notes) {
+                        sandbox_opts.extend([p.flag().to_string(), p.path.display().to_string()]);
                     }
                     let mut env_names: Vec<String> = servers[name.as_str()]
                         .get("env")
