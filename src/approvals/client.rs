@@ -153,11 +153,25 @@ pub fn approve(id: &str, scope: &str, told: &mut dyn FnMut(&str)) -> Result<Stri
     // The authentication ends when the person answers, or when mcpguard withdraws it (the
     // question expired or was answered elsewhere); the bound only guards against a lost mcpguard.
     let until = std::time::Instant::now() + Duration::from_secs(30 * 60);
+    // The check's slot is freed a moment before the proxy records what it did with the verdict,
+    // so an ended authentication without an outcome yet is asked about again for a while.
+    let mut ended: Option<std::time::Instant> = None;
     loop {
         std::thread::sleep(Duration::from_millis(200));
-        let status = request(&path, &json!({"op": "status", "id": id}))
-            .map_err(|e| format!("mcpguard {pid} cannot be asked: {e}"))?;
+        let status = request(&path, &json!({"op": "status", "id": id})).map_err(|e| {
+            if path.exists() {
+                format!("mcpguard {pid} cannot be asked: {e}")
+            } else {
+                // The proxy ended meanwhile: its host finished with the session, often right
+                // after an approved call's result reached it.
+                format!("mcpguard {pid} ended before it said what became of approval {id} (its host closed the session); the host shows the call's result")
+            }
+        })?;
         if status["authenticating"] == true && std::time::Instant::now() < until {
+            continue;
+        }
+        let first_end = *ended.get_or_insert_with(std::time::Instant::now);
+        if status["outcome"].is_null() && first_end.elapsed() < Duration::from_secs(5) {
             continue;
         }
         let outcome = status["outcome"]

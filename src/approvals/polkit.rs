@@ -75,7 +75,6 @@ impl Verdict {
 struct Attempt {
     id: String,
     cancellation: String,
-    withdrawn: bool,
 }
 
 /// The proxy's trusted path: at most one authentication at a time, each on a thread of its own.
@@ -154,14 +153,13 @@ impl TrustedPath {
             *running = Some(Attempt {
                 id: id.to_string(),
                 cancellation: cancellation.clone(),
-                withdrawn: false,
             });
         }
         lock(&self.inner.outcomes).retain(|(i, _)| i != id);
         let inner = self.inner.clone();
         let spawned = thread::Builder::new().name("polkit".into()).spawn(move || {
             let verdict = check(&inner, &cancellation);
-            let withdrawn = lock(&inner.running).take().is_some_and(|a| a.withdrawn);
+            let withdrawn = release(&inner, &cancellation);
             // A withdrawn question is never approved, whatever polkitd said after.
             done(if withdrawn {
                 Verdict::Withdrawn
@@ -177,14 +175,19 @@ impl TrustedPath {
     }
 
     /// Withdraws the authentication of `id` when one runs (the question ended elsewhere): the
-    /// agent's prompt is cancelled and the verdict is `Withdrawn`.
+    /// agent's prompt is cancelled and the verdict is `Withdrawn`. The slot is freed at once,
+    /// not when polkitd answers: a system bus that accepts the connection and then never answers
+    /// would otherwise hold it forever, and every later approval would be refused as "being
+    /// authenticated". Each question's timeout therefore bounds how long one check can block
+    /// the next; the stuck thread itself ends when the bus answers or the process exits.
     pub fn withdraw(&self, id: &str) {
         let cancellation = {
             let mut running = lock(&self.inner.running);
-            match running.as_mut() {
-                Some(a) if a.id == id && !a.withdrawn => {
-                    a.withdrawn = true;
-                    a.cancellation.clone()
+            match running.as_ref() {
+                Some(a) if a.id == id => {
+                    let cancellation = a.cancellation.clone();
+                    *running = None;
+                    cancellation
                 }
                 _ => return,
             }
@@ -201,6 +204,20 @@ impl TrustedPath {
                     }
                 });
         }
+    }
+}
+
+/// Frees the slot of the attempt with `cancellation` when its check ends; `true` when it was
+/// withdrawn meanwhile. The slot is this attempt's only while `withdraw` has not freed it: a freed
+/// slot may already hold the next attempt, which this verdict must not touch.
+fn release(inner: &Inner, cancellation: &str) -> bool {
+    let mut running = lock(&inner.running);
+    match running.as_ref() {
+        Some(a) if a.cancellation == cancellation => {
+            *running = None;
+            false
+        }
+        _ => true,
     }
 }
 
@@ -318,12 +335,31 @@ mod tests {
     }
 
     #[test]
+    fn a_withdrawn_check_frees_its_slot_at_once_and_its_late_verdict_touches_no_other() {
+        let t = TrustedPath::new();
+        let attempt = |id: &str, c: &str| Attempt {
+            id: id.into(),
+            cancellation: c.into(),
+        };
+        *lock(&t.inner.running) = Some(attempt("1-1", "a"));
+        // The question expired while polkitd (or a stuck bus) has not answered: the slot is free
+        // for the next approval at once.
+        t.withdraw("1-1");
+        assert_eq!(t.running(), None);
+        *lock(&t.inner.running) = Some(attempt("1-2", "b"));
+        // The first check's late verdict is a withdrawal and leaves the second attempt alone.
+        assert!(release(&t.inner, "a"));
+        assert_eq!(t.running().as_deref(), Some("1-2"));
+        assert!(!release(&t.inner, "b"));
+        assert_eq!(t.running(), None);
+    }
+
+    #[test]
     fn one_authentication_at_a_time_and_outcomes_are_bounded() {
         let t = TrustedPath::new();
         *lock(&t.inner.running) = Some(Attempt {
             id: "1-1".into(),
             cancellation: "c".into(),
-            withdrawn: false,
         });
         let e = t.begin("1-2", |_| {}).unwrap_err();
         assert!(e.contains("approval 1-1 is being authenticated now"), "{e}");

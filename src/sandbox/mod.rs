@@ -204,8 +204,30 @@ const ORDINARY: &[&str] = &[
     "GDMSESSION",
     "MOTD_SHOWN",
     "NO_COLOR",
+    // mcpguard's own: the system bus its approvals ask polkit on.
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    // What the hosts set for every process they start (Claude Code's child marker and Node's
+    // Windows-compatibility switch), not for one server.
+    "AI_AGENT",
+    "CLAUDECODE",
+    "NoDefaultCurrentDirectoryInExePath",
 ];
-const ORDINARY_PREFIXES: &[&str] = &["LC_", "XDG_", "MCPGUARD_", "TERM_"];
+/// Prefixes of the same: the locale, the session's folders, mcpguard's own, and the hosts'
+/// own variables for every child (Claude Code, Codex, Gemini CLI, fast-agent, VS Code, Cursor,
+/// and the Node.js tooling they run).
+const ORDINARY_PREFIXES: &[&str] = &[
+    "LC_",
+    "XDG_",
+    "MCPGUARD_",
+    "TERM_",
+    "CLAUDE_",
+    "CODEX_",
+    "GEMINI_",
+    "FAST_AGENT",
+    "VSCODE_",
+    "CURSOR_",
+    "COREPACK_",
+];
 
 /// The names of the variables that were in mcpguard's environment (`ours`), were not passed to
 /// the server (`passed`), are not part of the ordinary session environment ([`ORDINARY`]), and —

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 
-use super::report::listen_denied;
+use super::report::{listen_denied, processes_counted_apart};
 use super::{isolate, landlock, plan, seccomp, Access, Kernel, PathState, Report, Request, Status};
 use crate::policy::{Limit, SandboxMode};
 
@@ -283,14 +283,6 @@ fn explain_context(req: &Request) -> super::explain::Context {
         }
     }
     ctx
-}
-
-/// Whether the server's processes are counted apart from the user's other processes: it has its
-/// own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes (REFERENCE
-/// §7). Root's server has one only with `drop_root` (and uid 0 in the initial namespace is
-/// exempt from the limit); without namespaces the count would be every process of the user.
-pub(super) fn processes_counted_apart(kernel: &Kernel, drop_root: bool) -> bool {
-    kernel.namespaces.is_ok() && (!kernel.root || drop_root)
 }
 
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail

@@ -472,9 +472,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         req.limits.processes,
         "",
     );
-    if processes_status == Status::Enforced
-        && !super::prepare::processes_counted_apart(kernel, req.drop_root)
-    {
+    if processes_status == Status::Enforced && !processes_counted_apart(kernel, req.drop_root) {
         processes_status = Status::Residual(if kernel.root {
             "the server keeps uid 0 (sandbox.drop_root = false, or no namespaces), and Linux exempts uid 0 from RLIMIT_NPROC: a fork loop meets no limit".into()
         } else {
@@ -588,4 +586,12 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         ),
         lines,
     }
+}
+
+/// Whether the server's processes are counted apart from the user's other processes: it has its
+/// own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes (REFERENCE
+/// §7). Root's server has one only with `drop_root` (and uid 0 in the initial namespace is
+/// exempt from the limit); without namespaces the count would be every process of the user.
+pub(super) fn processes_counted_apart(kernel: &Kernel, drop_root: bool) -> bool {
+    kernel.namespaces.is_ok() && (!kernel.root || drop_root)
 }

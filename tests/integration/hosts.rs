@@ -171,7 +171,7 @@ fn gemini(home: &Path, work: &Path, url: &str, args: &[&str]) -> Command {
 fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_answer() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    let log = dir.path().join("server.log");
+    let log = server_log(dir.path());
     let args = guarded_argv(
         &snap,
         &digest,
@@ -222,7 +222,7 @@ fn gemini_cli_connects_to_a_default_snapshot_and_its_tool_result_reaches_the_ans
 fn gemini_cli_write_is_approved_out_of_band_and_reaches_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    let log = dir.path().join("server.log");
+    let log = server_log(dir.path());
     let args = guarded_argv(
         &snap,
         &digest,
@@ -511,7 +511,7 @@ fn received(log: &Path) -> Vec<Value> {
 fn claude_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, String, Seen) {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    let log = dir.path().join("server.log");
+    let log = server_log(dir.path());
     let args = guarded_argv(
         &snap,
         &digest,
@@ -580,10 +580,12 @@ fn approve_when_asked(runtime: PathBuf, tool: &'static str) -> std::thread::Join
                     &["approvals", "approve", &id],
                     &[("XDG_RUNTIME_DIR", &runtime)],
                 );
+                // The approved call may run and the host end the session before `approve`
+                // reads the outcome; the caller checks that the write reached the server.
+                let said = String::from_utf8_lossy(&out.stderr);
                 assert!(
-                    out.status.success(),
-                    "approvals approve: {}",
-                    String::from_utf8_lossy(&out.stderr)
+                    out.status.success() || said.contains("ended before it said what became"),
+                    "approvals approve: {said}"
                 );
                 return id;
             }
@@ -876,7 +878,7 @@ fn codex(home: &Path, work: &Path) -> Command {
 fn codex_setup() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    let log = dir.path().join("server.log");
+    let log = server_log(dir.path());
     let args = guarded_argv(
         &snap,
         &digest,
@@ -1140,7 +1142,7 @@ fn claude_code_interactive_dialog_approves_a_write_once_and_declines_it_once() {
 fn fast_agent_setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
-    let log = dir.path().join("server.log");
+    let log = server_log(dir.path());
     let args = guarded_argv(
         &snap,
         &digest,
@@ -1329,7 +1331,7 @@ fn fast_agent_runs_the_server_through_the_entry_mcpguard_wrap_wrote() {
     use crate::wrap::{wrap, wrap_for_fixture};
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("fastagent.config.yaml");
-    let log = dir.path().join("server.log");
+    let log = server_log(dir.path());
     let quoted = |s: &str| Value::String(s.to_string()).to_string();
     let original = format!(
         "default_model: passthrough\n\nmcp:\n  servers:\n    fixture:  # the guarded test server\n      command: {}\n      args: [\"--log\", {}]\n",
@@ -1357,7 +1359,10 @@ fn fast_agent_runs_the_server_through_the_entry_mcpguard_wrap_wrote() {
         "{wrapped}"
     );
 
-    fast_agent_echo(dir.path(), dir.path());
+    // HOME apart from the folder the policy grants for write: a write grant that holds the
+    // user's shell start-up files and configuration is refused at start.
+    let home = tempfile::tempdir().unwrap();
+    fast_agent_echo(home.path(), dir.path());
     // mcpguard lists the server's tools again before it lets a call through, under ids of its
     // own; fast-agent talking to the server directly would not.
     let received = received(&log);
@@ -1439,4 +1444,13 @@ fn codex_interactive_form_approves_a_write_once_and_declines_it_once() {
         done.contains("did not tick approve"),
         "mcpguard's refusal reaches the answer:\n{done}"
     );
+}
+
+/// The fixture's log, in a folder of its own: the fixture's grant is the log's folder, and a
+/// grant that holds the host's HOME (its shell start-up files, `.config`, `.local`) is refused
+/// at start, so the log cannot sit beside `home/`.
+fn server_log(dir: &Path) -> PathBuf {
+    let folder = dir.join("server");
+    std::fs::create_dir_all(&folder).unwrap();
+    folder.join("server.log")
 }
