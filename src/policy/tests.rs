@@ -55,45 +55,7 @@ fn every_shipped_policy_loads_and_round_trips() {
 fn the_reference_documents_every_key_and_its_examples_parse() {
     let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md");
     let doc = std::fs::read_to_string(&doc_path).expect("docs/policy.md is readable");
-    let mut full = Policy::default();
-    full.audit.path = PolicyPath::parse("~/audit.jsonl").ok();
-    full.writes.tools.insert(
-        "the_tool".into(),
-        ToolClass::from(RawToolClass {
-            side_effect: SideEffect::Read,
-            idempotency: Idempotency::Unknown,
-            automatic_retry: AutomaticRetry::Never,
-            confirmation: None,
-            unknown_outcome: UnknownOutcome::StopAndReconcile,
-        }),
-    );
-    let mut rules = std::collections::BTreeMap::new();
-    rules.insert(
-        "/path".to_string(),
-        ArgumentRule {
-            paths: Some(vec![PolicyPath::parse("~/notes").unwrap()]),
-            url_schemes: Some(vec!["https".into()]),
-            hosts: Some(vec!["example.com".into()]),
-            deny_hosts: vec!["evil.example".into()],
-            pattern: Some("[a-z/]+".into()),
-            max_length: Some(100),
-            ..ArgumentRule::default()
-        },
-    );
-    full.arguments.tools.insert(
-        "the_tool".into(),
-        ArgumentsTool {
-            closed: Some(false),
-            rules,
-        },
-    );
-    full.secrets.env = vec!["MY_TOKEN".into()];
-    full.secrets.tools.insert(
-        "the_tool".into(),
-        SecretsTool {
-            allow_arguments: vec!["/password".into()],
-        },
-    );
+    let full = full_policy();
     for line in full.effective_toml().lines() {
         let line = line.trim();
         if let Some(table) = line.strip_prefix('[') {
@@ -967,9 +929,9 @@ fn tasks_true_is_refused_with_its_location_and_why() {
     );
 }
 
-/// Every key of the policy document as a dotted name (`[writes.tools.<name>]` keys with
-/// `<name>`), read off the effective policy of a policy that sets every optional key.
-fn every_key() -> Vec<String> {
+/// A policy that sets every optional key, so that its effective form names every key of the
+/// document.
+fn full_policy() -> Policy {
     let mut full = Policy::default();
     full.audit.path = PolicyPath::parse("~/audit.jsonl").ok();
     full.review.allowed_signers = PolicyPath::parse("~/signers").ok();
@@ -1003,12 +965,20 @@ fn every_key() -> Vec<String> {
             rules,
         },
     );
+    full.secrets.env = vec!["MY_TOKEN".into()];
     full.secrets.tools.insert(
         "the_tool".into(),
         SecretsTool {
             allow_arguments: vec!["/password".into()],
         },
     );
+    full
+}
+
+/// Every key of the policy document as a dotted name (`[writes.tools.<name>]` keys with
+/// `<name>`), read off the effective policy of a policy that sets every optional key.
+fn every_key() -> Vec<String> {
+    let full = full_policy();
     let mut table = String::new();
     let mut keys = Vec::new();
     for line in full.effective_toml().lines() {
