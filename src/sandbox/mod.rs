@@ -423,9 +423,9 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
                 names.push(format!("{} more", trusted.len() - 6));
             }
             return Err(format!(
-                "{origin} grants {} for write, and it holds {}, which your shell, git, ssh or \
-                 mcpguard itself run or trust later outside the sandbox: a server could plant code \
-                 there. Grant the folder the server works on instead (a project or data folder \
+                "{origin} grants {} for write, and within it are (or a server could create) {}, which \
+                 your shell, git, ssh or mcpguard itself run or trust later outside the sandbox: a \
+                 server could plant code there. Grant the folder the server works on instead (a project or data folder \
                  beneath it, with --sandbox-write or sandbox.read_write)",
                 path.display(),
                 names.join(", ")
