@@ -594,7 +594,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__review)
-            opts="-h --server --tool --reviewer --assert --channel --side-effect --reviewed-at --from --sign --signed-data --signature --log-format --help"
+            opts="-h --server --tool --reviewer --assert --channel --side-effect --reviewed-at --from --template --sign --signed-data --signature --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

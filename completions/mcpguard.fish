@@ -76,7 +76,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l log-format
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l server -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l server -d 'The server of the snapshot (needed only when it has several)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l tool -d 'The tool reviewed (or use --from for many tools at once). On a terminal, without --assert, --channel and --side-effect, the questions are asked one at a time: about this tool (its current review giving the defaults), or without --tool about every unreviewed tool' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewer -d 'Who reviewed (an e-mail address or another stable identity)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l assert -d 'An assertion: headless, independentCalls, modelBacked, referenceBasedIO = true|false; sideEffects = comma list (empty for none); concurrency = safe|serialize' -r
@@ -86,11 +86,12 @@ create\t''
 update\t''
 delete\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l reviewed-at -d 'The review time (RFC 3339); now by default' -r
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at once' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l from -d 'A file of reviews to record at once: the TOML that --template writes (edited), or JSON {tool: {reviewer?, sideEffect?, assertions, inputChannels}}; a top-level reviewer string applies to every tool. Every review is checked; one bad review records nothing' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l sign -d 'Sign each recorded review with this SSH private key (Ed25519, without a passphrase; SSH signature format, namespace mcpguard-review). The signature covers the Tool object, the server entry (identity, package record, instructions, capabilities) and the review, and is stored in the review' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signature -d 'Add a signature made elsewhere (`ssh-keygen -Y sign` over --signed-data) to the existing review of --tool; it is checked before it is recorded' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l template -d 'Record nothing: write to stdout a TOML review of every unreviewed tool with each answer proposed (from the tool\'s name, annotations, argument names and formats) and a comment saying where it came from; edit it, then record it with --from. Answers that rest on the server\'s own claims are marked `!!`, and a class the server\'s claims contradict is left for you to write'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -l signed-data -d 'Record nothing: write the bytes that a signature of the existing review of --tool covers to stdout, for `ssh-keygen -Y sign -n mcpguard-review`'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand review" -s h -l help -d 'Print help'
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l server -d 'Which server of the snapshot the command runs (needed when there are several)' -r

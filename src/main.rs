@@ -208,6 +208,26 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::Review {
             file,
             server,
+            reviewer,
+            template: true,
+            ..
+        } => {
+            let server = match commands::review_server(file, server.as_deref()) {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
+            match mcpguard::cli::template::render(file, &server, reviewer.as_deref()) {
+                Ok((text, summary)) => {
+                    print!("{text}");
+                    eprintln!("{summary}");
+                    Ok(0)
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Command::Review {
+            file,
+            server,
             tool,
             reviewer,
             asserts,
@@ -218,6 +238,7 @@ fn run_command(cmd: Command) -> ExitCode {
             sign,
             signed_data,
             signature,
+            ..
         } if from.is_none()
             && sign.is_none()
             && !*signed_data
@@ -229,9 +250,13 @@ fn run_command(cmd: Command) -> ExitCode {
             && std::io::IsTerminal::is_terminal(&std::io::stdin())
             && std::io::IsTerminal::is_terminal(&std::io::stderr()) =>
         {
+            let server = match commands::review_server(file, server.as_deref()) {
+                Ok(s) => s,
+                Err(e) => return fail(&e),
+            };
             mcpguard::cli::interactive::review_unreviewed(
                 file,
-                server,
+                &server,
                 tool.as_deref(),
                 reviewer.as_deref(),
             )
@@ -249,23 +274,32 @@ fn run_command(cmd: Command) -> ExitCode {
             sign,
             signed_data,
             signature,
-        } => match (tool, signed_data, signature) {
-            (Some(tool), true, _) => mcpguard::cli::signed::print_signed_data(file, server, tool),
-            (Some(tool), _, Some(sig)) => {
-                mcpguard::cli::signed::attach_signature(file, server, tool, sig)
+            ..
+        } => match commands::review_server(file, server.as_deref()) {
+            Err(e) => Err(e),
+            Ok(server) => {
+                let server = &server;
+                match (tool, signed_data, signature) {
+                    (Some(tool), true, _) => {
+                        mcpguard::cli::signed::print_signed_data(file, server, tool)
+                    }
+                    (Some(tool), _, Some(sig)) => {
+                        mcpguard::cli::signed::attach_signature(file, server, tool, sig)
+                    }
+                    _ => commands::review(commands::ReviewArgs {
+                        file,
+                        server,
+                        tool: tool.as_deref(),
+                        reviewer: reviewer.as_deref(),
+                        asserts,
+                        channels,
+                        side_effect: side_effect.as_deref(),
+                        reviewed_at: reviewed_at.as_deref(),
+                        from: from.as_deref(),
+                        sign: sign.as_deref(),
+                    }),
+                }
             }
-            _ => commands::review(commands::ReviewArgs {
-                file,
-                server,
-                tool: tool.as_deref(),
-                reviewer: reviewer.as_deref(),
-                asserts,
-                channels,
-                side_effect: side_effect.as_deref(),
-                reviewed_at: reviewed_at.as_deref(),
-                from: from.as_deref(),
-                sign: sign.as_deref(),
-            }),
         },
         Command::Show {
             file,

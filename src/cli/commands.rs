@@ -178,6 +178,32 @@ pub struct ReviewArgs<'a> {
     pub sign: Option<&'a Path>,
 }
 
+/// The server a review command is about: `--server KEY`, or the snapshot's only server.
+pub fn review_server(file: &Path, server: Option<&str>) -> Result<String, String> {
+    if let Some(s) = server {
+        return Ok(s.to_string());
+    }
+    let m = manifest::load(file)?;
+    let keys: Vec<String> = m
+        .servers()
+        .map_err(|p| p.to_string())?
+        .keys()
+        .cloned()
+        .collect();
+    match keys.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "{} has {} servers ({}): say which one with --server KEY",
+            file.display(),
+            keys.len(),
+            keys.iter()
+                .map(|k| crate::snapshot::diff::display_name(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 /// `mcpguard review FILE --server KEY (--tool NAME --reviewer ID --assert K=V... --channel P=C... | --from FILE)`
 pub fn review(args: ReviewArgs<'_>) -> CmdResult {
     let mut m = manifest::load(args.file)?;
@@ -190,24 +216,43 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
     };
     let mut new_reviews: Vec<(String, Value)> = Vec::new();
     if let Some(from) = args.from {
-        let bytes =
-            std::fs::read(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
-        let doc = strict::parse_strict(&bytes).map_err(|e| format!("{}: {e}", from.display()))?;
-        let obj = doc.as_object().ok_or_else(|| {
-            format!(
-                "{}: expected an object of tool name -> review",
-                from.display()
-            )
-        })?;
-        for (tool, r) in obj {
-            let mut r = r.clone();
+        let (reviews, file_reviewer) = super::template::read_reviews(from)?;
+        if reviews.is_empty() {
+            return Err(format!(
+                "{}: no review in it: nothing was recorded (each tool's review is a table; `mcpguard review {} --template` writes one for every unreviewed tool)",
+                from.display(),
+                super::wrap::shell_quote(&args.file.display().to_string())
+            ));
+        }
+        // A tool's own reviewer wins, then --reviewer, then the file's top-level reviewer.
+        let reviewer = args.reviewer.map(str::to_string).or(file_reviewer);
+        if reviewer.is_none() {
+            let without: Vec<String> = reviews
+                .iter()
+                .filter(|(_, r)| {
+                    r.get("reviewer")
+                        .and_then(Value::as_str)
+                        .is_none_or(|s| s.trim().is_empty())
+                })
+                .map(|(n, _)| crate::snapshot::diff::display_name(n))
+                .collect();
+            if !without.is_empty() {
+                return Err(format!(
+                    "{}: no reviewer for {}: nothing was recorded; set reviewer = \"you@example.com\" at the top of {} (or in each tool's table), or pass --reviewer ID",
+                    from.display(),
+                    without.join(", "),
+                    from.display()
+                ));
+            }
+        }
+        for (tool, mut r) in reviews {
             if let Some(o) = r.as_object_mut() {
-                if let Some(reviewer) = args.reviewer {
+                if let Some(reviewer) = &reviewer {
                     o.entry("reviewer").or_insert_with(|| json!(reviewer));
                 }
                 o.entry("reviewedAt").or_insert_with(|| json!(reviewed_at));
             }
-            new_reviews.push((tool.clone(), r));
+            new_reviews.push((tool, r));
         }
     } else {
         let tool = args
@@ -253,11 +298,27 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
                 "tool {name:?} is not in the capture of server {:?}",
                 args.server
             )),
-            Some((_, _, tool)) => problems.extend(
-                manifest::validate_review(&at, tool, review, &Acceptance::default())
-                    .iter()
-                    .map(|p| p.to_string()),
-            ),
+            Some((_, _, tool)) => {
+                let source = match args.from {
+                    Some(f) => super::template::Source::File(f),
+                    None => super::template::Source::Flags,
+                };
+                // Each problem names the flag or the field that answers it, not only where
+                // in the snapshot it would land.
+                for p in manifest::validate_review(&at, tool, review, &Acceptance::default()) {
+                    let rel = p
+                        .pointer
+                        .strip_prefix(&at)
+                        .and_then(manifest::pointer_tokens)
+                        .unwrap_or_default();
+                    let hint = super::template::hint(name, &rel, &p.message, source);
+                    problems.push(if hint.is_empty() {
+                        p.to_string()
+                    } else {
+                        format!("{p} — {hint}")
+                    });
+                }
+            }
         }
     }
     if !problems.is_empty() {

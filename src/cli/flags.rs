@@ -132,8 +132,9 @@ pub enum Command {
     Review {
         /// The snapshot file (rewritten atomically).
         file: PathBuf,
+        /// The server of the snapshot (needed only when it has several).
         #[arg(long)]
-        server: String,
+        server: Option<String>,
         /// The tool reviewed (or use --from for many tools at once). On a terminal, without
         /// --assert, --channel and --side-effect, the questions are asked one at a time: about
         /// this tool (its current review giving the defaults), or without --tool about every
@@ -159,10 +160,19 @@ pub enum Command {
         /// The review time (RFC 3339); now by default.
         #[arg(long, value_name = "INSTANT")]
         reviewed_at: Option<String>,
-        /// A JSON file of {tool: {reviewer?, sideEffect?, assertions, inputChannels}} to record at
-        /// once.
+        /// A file of reviews to record at once: the TOML that --template writes (edited), or
+        /// JSON {tool: {reviewer?, sideEffect?, assertions, inputChannels}}; a top-level
+        /// reviewer string applies to every tool. Every review is checked; one bad review
+        /// records nothing.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "asserts", "channels", "side_effect"])]
         from: Option<PathBuf>,
+        /// Record nothing: write to stdout a TOML review of every unreviewed tool with each
+        /// answer proposed (from the tool's name, annotations, argument names and formats) and
+        /// a comment saying where it came from; edit it, then record it with --from. Answers
+        /// that rest on the server's own claims are marked `!!`, and a class the server's claims
+        /// contradict is left for you to write.
+        #[arg(long, conflicts_with_all = ["tool", "asserts", "channels", "side_effect", "from", "sign", "signed_data", "signature", "reviewed_at"])]
+        template: bool,
         /// Sign each recorded review with this SSH private key (Ed25519, without a passphrase;
         /// SSH signature format, namespace mcpguard-review). The signature covers the Tool
         /// object, the server entry (identity, package record, instructions, capabilities) and

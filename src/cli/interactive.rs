@@ -464,6 +464,11 @@ const DELETE_VERBS: [&str; 8] = [
     "delete", "remove", "rm", "drop", "destroy", "purge", "clear", "erase",
 ];
 
+const UPDATE_VERBS: [&str; 14] = [
+    "update", "set", "edit", "write", "modify", "rename", "move", "replace", "patch", "put",
+    "save", "run", "execute", "exec",
+];
+
 /// The proposed operation class and why: the previous review's, else the tool name's verb, else
 /// the server's annotations, else `update` (a write, the cautious guess).
 fn propose_class(name: &str, tool: &Value, previous: Option<&Value>) -> (String, String) {
@@ -476,21 +481,21 @@ fn propose_class(name: &str, tool: &Value, previous: Option<&Value>) -> (String,
     let destructive = tool
         .pointer("/annotations/destructiveHint")
         .and_then(Value::as_bool);
-    let verb = words(name).into_iter().next().unwrap_or_default();
-    let by_name = if READ_VERBS.contains(&verb.as_str()) {
-        Some("read")
-    } else if CREATE_VERBS.contains(&verb.as_str()) {
-        Some("create")
-    } else if DELETE_VERBS.contains(&verb.as_str()) {
-        Some("delete")
-    } else {
-        None
-    };
+    let (by_name, verb) = class_of_name(name);
+    // An update verb decides nothing here: the server's destructiveHint may still propose the
+    // more cautious delete, and without hints update is proposed anyway.
+    let by_name = by_name.filter(|c| *c != "update");
     match (by_name, read_only, destructive) {
         // The server's own hint only ever moves the proposal away from "read".
         (Some("read"), Some(false), _) => (
             "update".into(),
             "proposed: the name reads like a read, but the server's readOnlyHint is false; you decide".into(),
+        ),
+        // A server that calls a delete_* tool read-only is contradicting its own name: the
+        // proposal follows the name, and the reviewer is told about the claim.
+        (Some(c), Some(true), _) if c != "read" => (
+            c.into(),
+            format!("proposed from the name's verb {verb:?}; !! the server claims readOnlyHint, which contradicts the name; you decide"),
         ),
         (Some(c), _, _) => (
             c.into(),
@@ -509,6 +514,23 @@ fn propose_class(name: &str, tool: &Value, previous: Option<&Value>) -> (String,
             "nothing says what it does, so a write is proposed; you decide".into(),
         ),
     }
+}
+
+/// The operation class the first word of a tool's name suggests, and that word.
+pub(crate) fn class_of_name(name: &str) -> (Option<&'static str>, String) {
+    let verb = words(name).into_iter().next().unwrap_or_default();
+    let class = if READ_VERBS.contains(&verb.as_str()) {
+        Some("read")
+    } else if CREATE_VERBS.contains(&verb.as_str()) {
+        Some("create")
+    } else if DELETE_VERBS.contains(&verb.as_str()) {
+        Some("delete")
+    } else if UPDATE_VERBS.contains(&verb.as_str()) {
+        Some("update")
+    } else {
+        None
+    };
+    (class, verb)
 }
 
 /// Argument names that usually choose a target or an identity: proposed as `authority`.
@@ -559,7 +581,7 @@ const AUTHORITY_WORDS: [&str; 42] = [
 
 /// The proposed channel of one argument and why: the previous review's (for the pointer or an
 /// ancestor), else `authority` for names like path or recipient, else `data`.
-fn propose_channel(pointer: &str, previous: Option<&Value>) -> (&'static str, String) {
+pub(crate) fn propose_channel(pointer: &str, previous: Option<&Value>) -> (&'static str, String) {
     if let Some(channels) = previous
         .and_then(|r| r.get("inputChannels"))
         .and_then(Value::as_object)

@@ -17,5 +17,6 @@ pub mod launch;
 pub mod lock;
 pub mod pty;
 pub mod signed;
+pub mod template;
 pub mod update;
 pub mod wrap;

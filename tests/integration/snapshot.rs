@@ -1229,3 +1229,231 @@ fn real_server_filesystem_captures_reviews_and_checks_live() {
 fn real_mcp_server_time_captures_reviews_and_checks_live() {
     real_peer(argv(&peers()["server_time"]), "mcp-time", "convert_time");
 }
+
+// ---------------------------------------------------------------------------------------------
+// the review template (issue 33, item 5): `review --template`, edited, recorded with `--from`
+
+/// `mcpguard review FILE --template [extra...]` (no --server: the snapshot has one server).
+fn template(file: &Path, extra: &[&str]) -> Run {
+    let mut v = os(&["review"]);
+    v.push(file.into());
+    v.push("--template".into());
+    v.extend(os(extra));
+    guard(&v)
+}
+
+/// Replaces the one line of `text` that starts with `prefix` after the line `[after]`.
+fn edit_line(text: &str, after: &str, prefix: &str, new: &str) -> String {
+    let mut seen = false;
+    let mut done = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line == after {
+            seen = true;
+        }
+        if seen && !done && line.starts_with(prefix) {
+            done = true;
+            if !new.is_empty() {
+                out.push(new.to_string());
+            }
+            continue;
+        }
+        out.push(line.to_string());
+    }
+    assert!(done, "no line {prefix:?} after {after:?} in:\n{text}");
+    out.join("\n") + "\n"
+}
+
+/// A person reviews the whole catalogue in two commands: the template proposes every answer with
+/// its source, the person writes who they are and the one class the template would not propose,
+/// and `--from` records all sixteen reviews, which then check like any other.
+#[test]
+fn review_template_edited_and_fed_back_reviews_every_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, d0) = capture_fixture(dir.path(), "s.json", &[]);
+    let run = template(&file, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&file).unwrap());
+    assert_eq!(hash(&file), d0, "--template must write nothing");
+    let text = run.stdout;
+    assert!(
+        run.stderr
+            .contains("wrote a review template of 16 unreviewed tool(s) of server \"fx\""),
+        "{}",
+        run.stderr
+    );
+    // Every answer carries where it came from.
+    assert!(
+        text.contains("\"/path\" = \"authority\"   # proposed: \"path\" usually names a target"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sideEffect = \"update\"   # proposed from the name's verb \"write\""),
+        "{text}"
+    );
+    // echo's read rests only on its annotation: proposed, but flagged for the person.
+    assert!(
+        text.contains("# !! read rests only on what the server says about itself"),
+        "{text}"
+    );
+    // The template is TOML with one table per tool.
+    let parsed: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(parsed.len(), 17, "reviewer + 16 tools");
+
+    // The person's edits: who they are, and add's class (its name and its claim disagree).
+    let text = edit_line(&text, "[\"add\"]", "sideEffect = ", "sideEffect = \"read\"");
+    let text = text.replacen("reviewer = \"\"", "reviewer = \"me@example.test\"", 1);
+    let edited = dir.path().join("review.toml");
+    std::fs::write(&edited, &text).unwrap();
+    let run = review(&file, &["--from", edited.to_str().unwrap()]);
+    let d1 = run.digest();
+    assert!(
+        run.stderr.contains("recorded 16 review(s)"),
+        "{}",
+        run.stderr
+    );
+    let doc = read_json(&file);
+    let r = &doc["servers"]["fx"]["reviews"];
+    assert_eq!(r.as_object().unwrap().len(), 16);
+    assert_eq!(r["echo"]["sideEffect"], "read");
+    assert_eq!(r["echo"]["reviewer"], "me@example.test");
+    assert_eq!(r["add"]["sideEffect"], "read");
+    assert_eq!(r["write_note"]["sideEffect"], "update");
+    assert_eq!(r["write_note"]["inputChannels"]["/path"], "authority");
+    assert_eq!(r["write_note"]["assertions"]["concurrency"], "serialize");
+    assert_eq!(check(&file, &["--sha256", &d1], &[]).digest(), d1);
+    // Nothing is left to review, and the template says so.
+    let run = template(&file, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(", 0 unreviewed tool(s)"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// A template with an answer removed is refused as a whole, and the refusal names the field to
+/// add in the file (and, for flags, the flag), not only a JSON pointer.
+#[test]
+fn review_template_with_a_missing_answer_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = capture_fixture(dir.path(), "s.json", &[]);
+    let run = template(&file, &["--reviewer", "me@example.test"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = edit_line(
+        &run.stdout,
+        "[\"add\"]",
+        "sideEffect = ",
+        "sideEffect = \"read\"",
+    );
+    let text = edit_line(&text, "[\"echo\".assertions]", "concurrency = ", "");
+    let edited = dir.path().join("review.toml");
+    std::fs::write(&edited, &text).unwrap();
+    let original = std::fs::read(&file).unwrap();
+    review(&file, &["--from", edited.to_str().unwrap()]).fails_with(&[
+        "the review was not recorded:",
+        "in ",
+        "review.toml, tool echo: set assertions.concurrency = \"safe\" or \"serialize\"",
+    ]);
+    assert!(
+        std::fs::read(&file).unwrap() == original,
+        "nothing may be recorded"
+    );
+    // The same missing answer given by flags names the flag.
+    let asserts = [
+        "headless=true",
+        "independentCalls=true",
+        "modelBacked=false",
+        "sideEffects=",
+        "referenceBasedIO=true",
+    ];
+    review(&file, &review_args("echo", &asserts, &["/text=data"]))
+        .fails_with(&["give --assert concurrency=safe|serialize"]);
+    // No reviewer anywhere: one refusal that names the field and the flag.
+    let text = text.replacen("reviewer = \"me@example.test\"", "reviewer = \"\"", 1);
+    std::fs::write(&edited, &text).unwrap();
+    review(&file, &["--from", edited.to_str().unwrap()]).fails_with(&[
+        "set reviewer = \"you@example.com\" at the top of",
+        "or pass --reviewer ID",
+    ]);
+    assert!(
+        std::fs::read(&file).unwrap() == original,
+        "nothing may be recorded"
+    );
+}
+
+/// Attack: a server names a tool delete_all_notes and claims readOnlyHint. The template must not
+/// propose "read" (nor anything): the answer is flagged as a conflict and reads "decide: ...",
+/// so feeding the template back unread is refused, naming the field, and records nothing.
+#[test]
+fn review_template_never_trusts_a_read_only_claim_on_a_delete_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = capture_fixture(dir.path(), "s.json", &[]);
+    // What a hostile server would have served: echo (readOnlyHint: true) renamed delete_*.
+    let mut doc = read_json(&file);
+    for page in doc["servers"]["fx"]["toolPages"].as_array_mut().unwrap() {
+        for tool in page["tools"].as_array_mut().unwrap() {
+            if tool["name"] == "echo" {
+                tool["name"] = json!("delete_all_notes");
+                assert_eq!(tool["annotations"]["readOnlyHint"], true);
+            }
+        }
+    }
+    write_json(&file, &doc);
+    let run = template(&file, &["--reviewer", "me@example.test"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = &run.stdout;
+    let table = text
+        .split("[\"delete_all_notes\"]\n")
+        .nth(1)
+        .expect("a table for the tool");
+    let first_answer = table.lines().next().unwrap();
+    assert!(
+        first_answer.starts_with("sideEffect = \"decide: read, create, update or delete\""),
+        "{first_answer}"
+    );
+    assert!(
+        table.contains(
+            "# !! CONFLICT: the server claims delete_all_notes is read-only, its name says delete"
+        ),
+        "{text}"
+    );
+    assert!(
+        run.stderr
+            .contains("write the operation class of delete_all_notes, add yourself"),
+        "{}",
+        run.stderr
+    );
+    // Fed back as written, add decided by the person but delete_all_notes not: refused.
+    let text = edit_line(text, "[\"add\"]", "sideEffect = ", "sideEffect = \"read\"");
+    let edited = dir.path().join("review.toml");
+    std::fs::write(&edited, &text).unwrap();
+    let original = std::fs::read(&file).unwrap();
+    review(&file, &["--from", edited.to_str().unwrap()]).fails_with(&[
+        "tool delete_all_notes: set sideEffect = \"read\", \"create\", \"update\" or \"delete\"",
+    ]);
+    assert!(
+        std::fs::read(&file).unwrap() == original,
+        "nothing may be recorded"
+    );
+    // Once the person writes a class, it is recorded as they wrote it.
+    let text = edit_line(
+        &text,
+        "[\"delete_all_notes\"]",
+        "sideEffect = ",
+        "sideEffect = \"delete\"",
+    );
+    let text = edit_line(
+        &text,
+        "[\"delete_all_notes\".assertions]",
+        "sideEffects = ",
+        "sideEffects = [\"delete\"]",
+    );
+    std::fs::write(&edited, &text).unwrap();
+    review(&file, &["--from", edited.to_str().unwrap()]).digest();
+    let doc = read_json(&file);
+    assert_eq!(
+        doc["servers"]["fx"]["reviews"]["delete_all_notes"]["sideEffect"],
+        "delete"
+    );
+}
