@@ -193,7 +193,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand demo" -s h -l help -d 'Print help'
-complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots, else ~/.config/mcpguard/snapshots)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l snapshot-dir -d 'Where the wrapped servers\' snapshots live (default: a folder per host configuration, $XDG_CONFIG_HOME/mcpguard/snapshots/STEM-HASH, else under ~/.config, so that two host configurations with a server of the same name never share a snapshot; a DIR given here is used as it is, so give each host configuration its own)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l mcpguard -d 'The mcpguard the host should run (default: this executable)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l policy -d 'A policy file every wrapped server is started with (--policy)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The server the sandbox options below are for (needed when the configuration has more than one local server). On an entry already wrapped, they are added to its mcpguard options' -r

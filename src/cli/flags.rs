@@ -304,8 +304,10 @@ pub enum Command {
         /// Print the changes as a diff and write nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Where the wrapped servers' snapshots live (default: $XDG_CONFIG_HOME/mcpguard/snapshots,
-        /// else ~/.config/mcpguard/snapshots).
+        /// Where the wrapped servers' snapshots live (default: a folder per host configuration,
+        /// $XDG_CONFIG_HOME/mcpguard/snapshots/STEM-HASH, else under ~/.config, so that two host
+        /// configurations with a server of the same name never share a snapshot; a DIR given
+        /// here is used as it is, so give each host configuration its own).
         #[arg(long, value_name = "DIR")]
         snapshot_dir: Option<PathBuf>,
         /// The mcpguard the host should run (default: this executable).

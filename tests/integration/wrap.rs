@@ -1405,3 +1405,153 @@ fn wrap_never_proposes_the_folders_that_guard_the_server() {
     );
     assert!(said.contains("(from env DATA_DIR)"), "{said}");
 }
+
+/// Issue 33, item 7: two host configurations (Claude Desktop's and Cursor's) with a server of the
+/// same name get a snapshot each in the default snapshot folder, so capturing, reviewing,
+/// pinning and updating one never breaks the other's pinned digest; and however many times a
+/// configuration is rewritten (wrap, pin, update), two backups remain beside it: the original
+/// from before mcpguard's first change and the one from before the latest.
+#[test]
+fn two_host_configurations_keep_their_own_snapshots_and_bounded_backups() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = run_bounded(
+            Command::new(mcpguard())
+                .args(args)
+                .env("HOME", &home)
+                .env("XDG_CONFIG_HOME", &xdg),
+        );
+        assert!(out.status.success(), "mcpguard {args:?}: {}", stderr(&out));
+        out
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let mut configs = Vec::new();
+    for (folder, file) in [
+        ("claude", "claude_desktop_config.json"),
+        ("cursor", "mcp.json"),
+    ] {
+        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        let config = dir.path().join(folder).join(file);
+        std::fs::write(
+            &config,
+            json!({"mcpServers": {"notes": {"command": fixture().display().to_string()}}})
+                .to_string(),
+        )
+        .unwrap();
+        configs.push((config.clone(), std::fs::read(&config).unwrap()));
+        run(&[&os("wrap"), config.as_os_str()]);
+    }
+    let pinned = |config: &Path| {
+        let doc = read_json(config);
+        let args: Vec<String> = strings(&doc["mcpServers"]["notes"]["args"])
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        (PathBuf::from(&args[1]), args[3].clone())
+    };
+    let (snap_a, _) = pinned(&configs[0].0);
+    let (snap_b, _) = pinned(&configs[1].0);
+    assert_ne!(
+        snap_a, snap_b,
+        "one server name, two host configurations, one snapshot"
+    );
+    for s in [&snap_a, &snap_b] {
+        assert!(
+            s.starts_with(xdg.join("mcpguard/snapshots")),
+            "{}",
+            s.display()
+        );
+    }
+    // Each host's snapshot is captured, reviewed and pinned on its own.
+    for ((config, _), snap) in configs.iter().zip([&snap_a, &snap_b]) {
+        run(&[
+            &os("capture"),
+            &os("--server"),
+            &os("notes"),
+            &os("--out"),
+            snap.as_os_str(),
+            &os("--"),
+            fixture().as_os_str(),
+        ]);
+        run(&[
+            &os("review"),
+            snap.as_os_str(),
+            &os("--tool"),
+            &os("add"),
+            &os("--reviewer"),
+            &os("me@example.test"),
+            &os("--side-effect"),
+            &os("read"),
+            &os("--assert"),
+            &os("headless=true"),
+            &os("--assert"),
+            &os("independentCalls=true"),
+            &os("--assert"),
+            &os("modelBacked=false"),
+            &os("--assert"),
+            &os("sideEffects="),
+            &os("--assert"),
+            &os("concurrency=safe"),
+            &os("--assert"),
+            &os("referenceBasedIO=true"),
+            &os("--channel"),
+            &os("/a=data"),
+            &os("--channel"),
+            &os("/b=data"),
+        ]);
+        run(&[&os("wrap"), &os("--pin"), config.as_os_str()]);
+        assert_eq!(pinned(config).1, crate::support::hash(snap));
+    }
+    // Claude's server changes (echo's annotation; add, the reviewed tool, stays) and is
+    // updated: Claude's pin follows, Cursor's still holds.
+    let (_, before) = pinned(&configs[0].0);
+    let pinned_a = std::fs::read(&configs[0].0).unwrap();
+    run(&[
+        &os("update"),
+        snap_a.as_os_str(),
+        &os("--yes"),
+        &os("--config"),
+        configs[0].0.as_os_str(),
+        &os("--"),
+        fixture().as_os_str(),
+        &os("--annotation-drift"),
+    ]);
+    let (_, after) = pinned(&configs[0].0);
+    assert_ne!(after, before);
+    assert_eq!(after, crate::support::hash(&snap_a));
+    assert_eq!(
+        pinned(&configs[1].0).1,
+        crate::support::hash(&snap_b),
+        "updating one host's server broke the other host's pin"
+    );
+    // Claude's file was written three times (wrap, pin, update): two backups remain, the
+    // original and the pinned file from before the update.
+    let saved = backups(configs[0].0.parent().unwrap());
+    assert_eq!(saved.len(), 2, "{saved:?}");
+    assert_eq!(std::fs::read(&saved[0]).unwrap(), configs[0].1);
+    assert_eq!(std::fs::read(&saved[1]).unwrap(), pinned_a);
+    // A file that only looks like a backup is never removed.
+    let mine = configs[0]
+        .0
+        .with_file_name("claude_desktop_config.json.bak-mine");
+    std::fs::write(&mine, "keep").unwrap();
+    run(&[&os("wrap"), &os("--pin"), configs[0].0.as_os_str()]);
+    run(&[
+        &os("update"),
+        snap_a.as_os_str(),
+        &os("--yes"),
+        &os("--config"),
+        configs[0].0.as_os_str(),
+        &os("--"),
+        fixture().as_os_str(),
+    ]);
+    assert!(mine.exists());
+    assert_eq!(
+        backups(configs[0].0.parent().unwrap()).len(),
+        3,
+        "two ours and the person's"
+    );
+}

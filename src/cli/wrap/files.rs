@@ -1,10 +1,12 @@
-//! Writing the edited configuration (backup, atomic replace, the original's permissions) and
-//! the unified diff `--dry-run` prints.
+//! Writing the edited configuration (backup, atomic replace, the original's permissions), the
+//! bound on its backups (the first and the latest are kept), and the unified diff `--dry-run`
+//! prints.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` over `config` after keeping `original` as a new backup beside it. Both files
+/// Writes `bytes` over `config` after keeping `original` as a new backup beside it (older backups
+/// but the first are then removed: [`prune_backups`]). Both files
 /// get the original's permissions. The write is atomic, goes to the file a symbolic link points
 /// to (dotfile managers link these files), and is abandoned if the file changed since it was read.
 pub(super) fn write_with_backup(
@@ -76,7 +78,55 @@ pub(super) fn write_with_backup(
         let _ = std::fs::remove_file(&tmp);
         return Err(format!("cannot write {}: {e}", target.display()));
     }
+    prune_backups(dir, &file_name);
     Ok(backup)
+}
+
+/// How many backups of one configuration are kept: the oldest (the file as it was before
+/// mcpguard first changed it) and the newest (as it was before the latest change).
+pub const KEPT_BACKUPS: usize = 2;
+
+/// The order of a backup that `write_with_backup` named `NAME.bak-STAMP[-N]`, if it is one.
+fn backup_key(candidate: &str, file_name: &str) -> Option<(String, u32)> {
+    let rest = candidate.strip_prefix(file_name)?.strip_prefix(".bak-")?;
+    let (stamp, n) = match rest.split_once('-') {
+        Some((stamp, n)) => (stamp, n.parse::<u32>().ok().filter(|n| *n > 0)?),
+        None => (rest, 0),
+    };
+    // YYYYMMDDTHHMMSSZ, exactly as written above; anything else is not ours to delete.
+    let ok = stamp.len() == 16
+        && stamp.bytes().enumerate().all(|(i, b)| match i {
+            8 => b == b'T',
+            15 => b == b'Z',
+            _ => b.is_ascii_digit(),
+        });
+    ok.then(|| (stamp.to_string(), n))
+}
+
+/// Bounds the backups of `file_name` in `dir` to [`KEPT_BACKUPS`]: every `wrap`, `wrap --pin`
+/// and `update --config` writes one, and a folder that grows a file per pin hides the one that
+/// matters. Only regular files named exactly as `write_with_backup` names them are removed; a
+/// failure to remove one is not an error (the configuration is already written).
+fn prune_backups(dir: &Path, file_name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut found: Vec<((String, u32), PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            Some((backup_key(&name, file_name)?, e.path()))
+        })
+        .collect();
+    if found.len() <= KEPT_BACKUPS {
+        return;
+    }
+    found.sort();
+    let last = found.len() - 1;
+    for (_, path) in &found[1..last] {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// A unified diff of two texts, three lines of context, from a longest-common-subsequence
@@ -156,5 +206,28 @@ mod tests {
             "--- x\n+++ y\n@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n"
         );
         assert_eq!(unified_diff(old, old, "x", "y"), "--- x\n+++ y\n");
+    }
+
+    #[test]
+    fn only_our_backup_names_are_ours() {
+        let f = "mcp.json";
+        assert_eq!(
+            backup_key("mcp.json.bak-20261203T180000Z", f),
+            Some(("20261203T180000Z".into(), 0))
+        );
+        assert_eq!(
+            backup_key("mcp.json.bak-20261203T180000Z-12", f),
+            Some(("20261203T180000Z".into(), 12))
+        );
+        for other in [
+            "mcp.json.bak-20261203T180000Z-x",
+            "mcp.json.bak-20261203T180000Z-0",
+            "mcp.json.bak-mine",
+            "mcp.json.bak",
+            "mcp.json.bak-20261203T180000Z.old",
+            "other.json.bak-20261203T180000Z",
+        ] {
+            assert_eq!(backup_key(other, f), None, "{other}");
+        }
     }
 }

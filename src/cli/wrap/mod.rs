@@ -19,8 +19,8 @@
 //! then records the digest of each reviewed snapshot. There is no state in which a wrapped
 //! server runs with tools nobody reviewed.
 //!
-//! Every write keeps a backup of the original bytes (never replacing an earlier backup) and is
-//! atomic (temporary file, fsync, rename), with the original file's permissions, since these files
+//! Every write keeps a backup of the original bytes (the first and the latest backup are kept,
+//! the ones between removed) and is atomic (temporary file, fsync, rename), with the original file's permissions, since these files
 //! often hold API keys (`files`).
 
 mod codex;
@@ -249,7 +249,28 @@ fn snapshot_file_name(name: &str) -> String {
     safe
 }
 
-fn default_snapshot_dir() -> Result<PathBuf, String> {
+/// The default snapshot folder of one host configuration: `snapshots/STEM-HASH`, where STEM is
+/// the configuration's file name without its extension and HASH the first 8 bytes (hex) of the
+/// SHA-256 of its resolved absolute path. Two host configurations that both have a server
+/// `notes` (Claude Desktop and Cursor, say) get two snapshots: a capture, review or update for
+/// one never changes the file the other pins. Sharing one snapshot would make every `update`
+/// break the other configuration's pinned digest, and the two entries need not even run the
+/// same server.
+fn default_snapshot_dir(config: &Path) -> Result<PathBuf, String> {
+    use sha2::{Digest, Sha256};
+    let resolved = std::fs::canonicalize(config)
+        .or_else(|_| std::path::absolute(config))
+        .map_err(|e| format!("cannot resolve {}: {e}", config.display()))?;
+    let digest = Sha256::digest(resolved.as_os_str().as_encoded_bytes());
+    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let stem = resolved
+        .file_stem()
+        .map(|s| snapshot_file_name(&s.to_string_lossy()))
+        .unwrap_or_else(|| "config".into());
+    Ok(snapshot_root()?.join(format!("{stem}-{hash}")))
+}
+
+fn snapshot_root() -> Result<PathBuf, String> {
     let config = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -550,7 +571,7 @@ pub(super) fn rewrite(
     } else {
         let dir = match args.snapshot_dir {
             Some(d) => absolute(d, false)?,
-            None => default_snapshot_dir()?,
+            None => default_snapshot_dir(args.config)?,
         };
         let policy = args.policy.map(|p| absolute(p, false)).transpose()?;
         // What guards the servers, never proposed as a grant (`grants::propose`).
