@@ -165,3 +165,30 @@ fn anchors_are_exposed_with_their_classes() {
         &Context::default()
     ));
 }
+
+/// Labels every text of a JSON file named by `MCPGUARD_LABEL_EVAL` (an array of cases shaped
+/// like the controls) and prints the ones the default policy would label: for measuring on a
+/// corpus that is not in the tree (`cargo test --lib label_eval -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn label_eval() {
+    let Ok(path) = std::env::var("MCPGUARD_LABEL_EVAL") else {
+        return;
+    };
+    let all = cases(&std::fs::read_to_string(path).expect("readable"));
+    let counted = counted();
+    let mut hits = 0;
+    for case in &all {
+        let text = case["text"].as_str().unwrap_or_default();
+        let got: Vec<&str> = labels_in(text, &context(case))
+            .into_iter()
+            .filter(|l| counted.contains(l))
+            .map(Label::name)
+            .collect();
+        if !got.is_empty() {
+            hits += 1;
+            println!("{got:?} {}: {text:?}", case["src"]);
+        }
+    }
+    println!("labelled {hits} of {}", all.len());
+}

@@ -370,13 +370,11 @@ struct ToolRef {
 }
 
 fn near(a: &Range<usize>, b: &Range<usize>) -> bool {
-    let gap = if a.end <= b.start {
-        b.start - a.end
-    } else if b.end <= a.start {
-        a.start - b.end
-    } else {
-        0
-    };
+    // Ranges that overlap are at distance 0.
+    let gap = b
+        .start
+        .saturating_sub(a.end)
+        .max(a.start.saturating_sub(b.end));
     gap <= WINDOW
 }
 
@@ -415,7 +413,8 @@ fn analyse(text: &str, ctx: &Context, base: usize, out: &mut Vec<Structural>, ou
             .chain(&s.credentials)
             .chain(&s.solicited)
             .chain(&s.arguments)
-            .find(|d| near(t, d));
+            // Where the call's result goes comes after the call ("call x(…) and send it to …").
+            .find(|d| d.start >= t.start && near(t, d));
         let (label, signals) = if tool.catalogue {
             (true, vec!["catalogue-tool", "directive"])
         } else if ctx.error && tool.shaped && tool.privileged {
