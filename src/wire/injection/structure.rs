@@ -43,6 +43,9 @@ pub const WINDOW: usize = 200;
 pub const MAX_REGIONS: usize = 64;
 /// The longest hidden region analysed (a longer one is cut there).
 pub const REGION_MAX: usize = 16 * 1024;
+/// The most bytes of hidden regions one text analyses in all (so a text made of hidden
+/// elements costs a bounded amount beyond its own scan).
+pub const REGION_BUDGET: usize = 64 * 1024;
 /// The most base64 payloads one text decodes.
 pub const MAX_PAYLOADS: usize = 16;
 /// The shortest run of base64 characters that is decoded.
@@ -387,6 +390,18 @@ fn span(a: &Range<usize>, b: &Range<usize>) -> Range<usize> {
 /// searched for regions again, so the work stays linear).
 fn analyse(text: &str, ctx: &Context, base: usize, out: &mut Vec<Structural>, outer: bool) {
     let s = signals(text, ctx);
+    combine(text, &s, ctx, base, out, outer);
+}
+
+/// What the signals `s` of `text` combine to (see [`analyse`]).
+fn combine(
+    text: &str,
+    s: &Signals,
+    ctx: &Context,
+    base: usize,
+    out: &mut Vec<Structural>,
+    outer: bool,
+) {
     let shift = |r: &Range<usize>| r.start + base..r.end + base;
     let directives = s
         .verbs
@@ -477,8 +492,8 @@ fn analyse(text: &str, ctx: &Context, base: usize, out: &mut Vec<Structural>, ou
     for (kind, region) in hidden_regions(text) {
         let inner = &text[region.clone()];
         let mut found = Vec::new();
-        analyse(inner, ctx, 0, &mut found, false);
         let inner_signals = signals(inner, ctx);
+        combine(inner, &inner_signals, ctx, 0, &mut found, false);
         // Scripts and comments are full of ordinary verbs and links ("fetch(url)", "run the
         // build"), so inside them only an address, a tool call by name, a combination found
         // above or a phrase of the list counts.
@@ -511,8 +526,8 @@ fn analyse(text: &str, ctx: &Context, base: usize, out: &mut Vec<Structural>, ou
             .find(|(_, c)| (0xE0020..=0xE007E).contains(&(*c as u32)))
             .map_or(0, |(i, _)| i);
         let mut found = Vec::new();
-        analyse(&tags, ctx, 0, &mut found, false);
         let inner = signals(&tags, ctx);
+        combine(&tags, &inner, ctx, 0, &mut found, false);
         if !found.is_empty()
             || !inner.address.is_empty()
             || !inner.verbs.is_empty()
@@ -1067,7 +1082,8 @@ fn is_verb(w: &str) -> bool {
 
 /// The regions of `text` a person reading the rendered page does not see, with their kind:
 /// HTML comments, script blocks (JSON-LD included), elements hidden by style or attribute,
-/// Markdown comments. At most [`MAX_REGIONS`], each cut at [`REGION_MAX`] bytes.
+/// Markdown comments. At most [`MAX_REGIONS`], each cut at [`REGION_MAX`] bytes, all together
+/// about [`REGION_BUDGET`] bytes.
 fn hidden_regions(text: &str) -> Vec<(&'static str, Range<usize>)> {
     let lower = text.to_ascii_lowercase();
     let mut out = Vec::new();
@@ -1162,6 +1178,14 @@ fn hidden_regions(text: &str) -> Vec<(&'static str, Range<usize>)> {
             out.push(("markdown-comment", start..cut(start, Some(end))));
         }
     }
+    // The budget: regions in text order until their bytes reach REGION_BUDGET.
+    out.sort_by_key(|(_, r)| r.start);
+    let mut spent = 0usize;
+    out.retain(|(_, r)| {
+        let keep = spent < REGION_BUDGET;
+        spent += r.len();
+        keep
+    });
     out
 }
 
