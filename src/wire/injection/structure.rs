@@ -801,10 +801,16 @@ fn tokens(text: &str) -> Vec<Token> {
                 word.push(fold(l));
             }
         } else if let Some(s) = start.take() {
-            out.push(Token {
-                word: word.replace('\u{2019}', "'"),
-                at: s..i,
-            });
+            // Quotation marks around a word are not part of it ("'Please" is "please").
+            let lead = text[s..i].len() - text[s..i].trim_start_matches(['\'', '\u{2019}']).len();
+            let trail = text[s..i].len() - text[s..i].trim_end_matches(['\'', '\u{2019}']).len();
+            let trimmed = word.replace('\u{2019}', "'").trim_matches('\'').to_string();
+            if !trimmed.is_empty() {
+                out.push(Token {
+                    word: trimmed,
+                    at: s + lead..i - trail,
+                });
+            }
         }
         prev_word_char = inner;
     }
