@@ -190,6 +190,11 @@ fn walk_with<R: BufRead, W: Write>(
                 .collect::<Vec<_>>()
                 .join("; ")
         })?;
+        // The labeller reads a description with the catalogue's names: an order to call
+        // another of its tools is a structural signal.
+        let catalogue =
+            crate::wire::injection::Context::new(tools.iter().map(|(n, _, _)| n.as_str()))
+                .answering(name);
         let Some((_, _, tool)) = tools.into_iter().find(|(n, _, _)| n == name) else {
             continue;
         };
@@ -217,11 +222,18 @@ fn walk_with<R: BufRead, W: Write>(
         // The labeller only points at passages to read twice; no label never means safe.
         for field in ["title", "description"] {
             let text = tool.get(field).and_then(Value::as_str).unwrap_or_default();
-            let found = crate::wire::injection::findings(text);
+            let found = crate::wire::injection::findings_in(text, &catalogue);
             if !found.is_empty() {
                 let list: Vec<String> = found
                     .iter()
-                    .map(|f| format!("{} \u{201c}{}\u{201d}", f.label, f.evidence))
+                    .map(|f| {
+                        let why = if f.signals.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", f.signals.join(" + "))
+                        };
+                        format!("{} \u{201c}{}\u{201d}{why}", f.label, f.evidence)
+                    })
                     .collect();
                 p.say(&format!(
                     "!! instruction-like text in the {field}: {}\n",

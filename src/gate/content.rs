@@ -303,9 +303,27 @@ impl Content {
         self.label_in(result, "", &[])
     }
 
+    /// [`Content::label_result`] with what is known about the call (the catalogue's tool names,
+    /// the tool that answered, its argument values, whether the result is an error), which the
+    /// structural labels use.
+    pub fn label_result_in(&self, result: &mut Value, ctx: &injection::Context) -> Vec<Labelled> {
+        self.label_in_context(result, "", &[], ctx)
+    }
+
     /// [`Content::label_result`] for any part of a message the server wrote (see
     /// [`Content::redact_in`] for `prefix` and `keep`). A name's finding points at the member.
     pub fn label_in(&self, v: &mut Value, prefix: &str, keep: &[&str]) -> Vec<Labelled> {
+        self.label_in_context(v, prefix, keep, &injection::Context::default())
+    }
+
+    /// [`Content::label_in`] with a context (see [`Content::label_result_in`]).
+    pub fn label_in_context(
+        &self,
+        v: &mut Value,
+        prefix: &str,
+        keep: &[&str],
+        ctx: &injection::Context,
+    ) -> Vec<Labelled> {
         let mut found = Vec::new();
         // Member names repeat (the same keys in every record of a list): a name found clean
         // once is not scanned again, so the names cost about one scan per distinct name.
@@ -317,12 +335,17 @@ impl Content {
                 }
                 let before = found.len();
                 let pointer = format!("{prefix}{}/{}", pointer_of(segments), escape(s));
-                self.label_into(&pointer, s, &mut found);
+                self.label_into(&pointer, s, &mut found, ctx);
                 if found.len() == before {
                     clean_names.insert(s.to_string());
                 }
             } else {
-                self.label_into(&format!("{prefix}{}", pointer_of(segments)), s, &mut found);
+                self.label_into(
+                    &format!("{prefix}{}", pointer_of(segments)),
+                    s,
+                    &mut found,
+                    ctx,
+                );
             }
             None
         });
@@ -331,16 +354,37 @@ impl Content {
 
     /// The labels the policy acts on in one text (error text at `pointer`).
     pub fn label_text(&self, pointer: &str, text: &str) -> Vec<Labelled> {
+        self.label_text_in(pointer, text, &injection::Context::default())
+    }
+
+    /// [`Content::label_text`] with a context (see [`Content::label_result_in`]).
+    pub fn label_text_in(
+        &self,
+        pointer: &str,
+        text: &str,
+        ctx: &injection::Context,
+    ) -> Vec<Labelled> {
         let mut found = Vec::new();
-        self.label_into(pointer, text, &mut found);
+        self.label_into(pointer, text, &mut found, ctx);
         found
     }
 
-    fn label_into(&self, pointer: &str, text: &str, found: &mut Vec<Labelled>) {
-        if !injection::may_have_findings_among(text, &self.labels) {
+    /// The labels the policy counts in one text, at `pointer`.
+    pub fn counted(&self) -> &[Label] {
+        &self.labels
+    }
+
+    fn label_into(
+        &self,
+        pointer: &str,
+        text: &str,
+        found: &mut Vec<Labelled>,
+        ctx: &injection::Context,
+    ) {
+        if !injection::may_have_findings_in(text, &self.labels, ctx) {
             return;
         }
-        let labels: Vec<Label> = injection::labels(text)
+        let labels: Vec<Label> = injection::labels_in(text, ctx)
             .into_iter()
             .filter(|l| self.labels.contains(l))
             .collect();

@@ -270,7 +270,7 @@ pub struct Results {
 
 /// Every label name `results.labels` accepts: the names of `wire::injection::Label` (a test in
 /// `gate::content` keeps the two lists equal; the policy does not import the wire).
-pub const RESULT_LABEL_NAMES: [&str; 8] = [
+pub const RESULT_LABEL_NAMES: [&str; 12] = [
     "hidden-characters",
     "override-instruction",
     "concealment",
@@ -279,6 +279,10 @@ pub const RESULT_LABEL_NAMES: [&str; 8] = [
     "link",
     "sensitive-path",
     "encoded-payload",
+    "addressed-directive",
+    "tool-directive",
+    "hidden-directive",
+    "encoded-directive",
 ];
 
 /// The largest compiled size of a pattern in the policy (the same bound as
@@ -286,14 +290,19 @@ pub const RESULT_LABEL_NAMES: [&str; 8] = [
 pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
 /// The labels `[results]` acts on by default: the ones that are orders to the model or hide
-/// text. Links, key-file paths and encoded payloads are left out: ordinary results (a fetched
-/// page, a directory listing, an image's data) carry them all the time.
-pub const DEFAULT_RESULT_LABELS: [&str; 5] = [
+/// text, and the structural ones (which label only a combination of signals). Links, key-file
+/// paths and encoded payloads are left out: ordinary results (a fetched page, a directory
+/// listing, an image's data) carry them all the time.
+pub const DEFAULT_RESULT_LABELS: [&str; 9] = [
     "hidden-characters",
     "override-instruction",
     "concealment",
     "imperative",
     "role-markup",
+    "addressed-directive",
+    "tool-directive",
+    "hidden-directive",
+    "encoded-directive",
 ];
 
 impl Default for Results {

@@ -7,11 +7,21 @@
 //! labels: a label tells a reviewer where to look (and a policy may choose to act on it), but the
 //! absence of labels never means that a text is safe, and nothing here approves anything.
 //!
-//! Pure text in, labels out. The matching is deterministic and case-insensitive, works on word
-//! sequences (so extra spaces or line breaks between the words of a phrase do not hide it) and on
-//! a few literal markers, and costs one pass over the text plus one per marker.
+//! Pure text in, labels out. Two parts: a table of phrases and markers (deterministic and
+//! case-insensitive, on word sequences so extra spaces or line breaks between the words of a
+//! phrase do not hide it, with look-alike Greek and Cyrillic letters folded to ASCII; one pass
+//! over the text plus one per marker), and the structural signals of [`structure`] (text
+//! addressed to the model, directives to call a tool or send something, destinations, content
+//! hidden from a human reader), which label only in combination and know the call's
+//! [`Context`]: the catalogue's tool names, the tool that answered, the call's argument values.
 
 use std::fmt;
+use std::ops::Range;
+
+mod structure;
+
+pub use structure::{anchor_class, anchors, may_have_signals, Context, Structural};
+pub use structure::{ADDRESS, HIDDEN, TARGET, VERB};
 
 use crate::wire::sanitize::{self, Clean};
 
@@ -34,11 +44,24 @@ pub enum Label {
     SensitivePath,
     /// A long run of base64-like characters, which can carry a payload a person does not read.
     EncodedPayload,
+    /// Text addressed to the model or an agent (a vocative, a role label, a note "for the AI")
+    /// with a directive to act or to call a tool in the same passage.
+    AddressedDirective,
+    /// A directive to call a tool of the catalogue other than the one that answered, or a
+    /// tool-shaped name with a destination, a "please" or inside error text, or a sending verb
+    /// with a credential or with the call's own values and a destination.
+    ToolDirective,
+    /// Content hidden from a human reader (HTML hidden by style or attribute, comments, script
+    /// and JSON-LD blocks, Markdown comments, tag characters) that carries an address, a tool
+    /// directive or an instruction phrase.
+    HiddenDirective,
+    /// A base64 payload that decodes to instruction-like text.
+    EncodedDirective,
 }
 
 impl Label {
     /// Every label, in the order they are reported.
-    pub const ALL: [Label; 8] = [
+    pub const ALL: [Label; 12] = [
         Label::HiddenCharacters,
         Label::OverrideInstruction,
         Label::Concealment,
@@ -47,7 +70,22 @@ impl Label {
         Label::Link,
         Label::SensitivePath,
         Label::EncodedPayload,
+        Label::AddressedDirective,
+        Label::ToolDirective,
+        Label::HiddenDirective,
+        Label::EncodedDirective,
     ];
+
+    /// Whether the label comes from the structural signals (and so may depend on the context).
+    pub fn structural(self) -> bool {
+        matches!(
+            self,
+            Label::AddressedDirective
+                | Label::ToolDirective
+                | Label::HiddenDirective
+                | Label::EncodedDirective
+        )
+    }
 
     /// The stable kebab-case name used in output, policy and audit records.
     pub fn name(self) -> &'static str {
@@ -60,6 +98,10 @@ impl Label {
             Label::Link => "link",
             Label::SensitivePath => "sensitive-path",
             Label::EncodedPayload => "encoded-payload",
+            Label::AddressedDirective => "addressed-directive",
+            Label::ToolDirective => "tool-directive",
+            Label::HiddenDirective => "hidden-directive",
+            Label::EncodedDirective => "encoded-directive",
         }
     }
 
@@ -82,6 +124,12 @@ pub struct Finding {
     /// The phrase or marker that matched, as the text spells it (hidden characters made visible,
     /// at most [`EVIDENCE_MAX`] bytes before the cut marker).
     pub evidence: String,
+    /// Where the passage is: a byte range of the text (for a decoded or hidden passage, the
+    /// range of what hides it).
+    pub at: Range<usize>,
+    /// For a structural label, the signals that made it (`address`, `directive`,
+    /// `catalogue-tool`, `html-comment`, …); empty for a phrase or marker.
+    pub signals: Vec<&'static str>,
 }
 
 /// How much of a matched passage a finding quotes.
@@ -187,10 +235,65 @@ const MARKERS: &[(Label, &str)] = &[
 const ENCODED_MIN: usize = 80;
 
 /// Every instruction-like passage in `text`, in the order of [`Label::ALL`] and then of the
-/// table, each (label, evidence) pair once.
+/// table, each (label, evidence) pair once. The structural labels are found without context
+/// (no catalogue, no answering tool, not error text): see [`findings_in`].
 pub fn findings(text: &str) -> Vec<Finding> {
+    findings_in(text, &Context::default())
+}
+
+/// [`findings`] with what is known about the text: the catalogue's tool names, the tool that
+/// answered, the call's argument values, whether it is error text.
+pub fn findings_in(text: &str, ctx: &Context) -> Vec<Finding> {
+    let mut out = table_findings(text);
+    for s in structure::structural(text, ctx) {
+        let quoted = text.get(s.at.clone()).unwrap_or_default();
+        let evidence = sanitize::clean(
+            quoted,
+            Clean {
+                keep_newlines: false,
+                max_bytes: EVIDENCE_MAX,
+            },
+        );
+        if !out
+            .iter()
+            .any(|f| f.label == s.label && f.evidence == evidence)
+        {
+            out.push(Finding {
+                label: s.label,
+                evidence,
+                at: s.at,
+                signals: s.signals,
+            });
+        }
+    }
+    out.sort_by_key(|f| f.label);
+    out
+}
+
+/// The labels of the phrase table alone that are orders (override, concealment, imperative,
+/// role markup): what hidden or decoded content is searched for besides the structure.
+fn phrase_labels(text: &str) -> Vec<Label> {
+    let mut labels: Vec<Label> = table_findings(text)
+        .into_iter()
+        .map(|f| f.label)
+        .filter(|l| {
+            matches!(
+                l,
+                Label::OverrideInstruction
+                    | Label::Concealment
+                    | Label::Imperative
+                    | Label::RoleMarkup
+            )
+        })
+        .collect();
+    labels.dedup();
+    labels
+}
+
+/// The findings of the phrase and marker tables, hidden characters and encoded payloads.
+fn table_findings(text: &str) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    let mut push = |label: Label, evidence: &str| {
+    let mut push = |label: Label, evidence: &str, at: Range<usize>| {
         let evidence = sanitize::clean(
             evidence,
             Clean {
@@ -202,16 +305,26 @@ pub fn findings(text: &str) -> Vec<Finding> {
             .iter()
             .any(|f| f.label == label && f.evidence == evidence)
         {
-            out.push(Finding { label, evidence });
+            out.push(Finding {
+                label,
+                evidence,
+                at,
+                signals: Vec::new(),
+            });
         }
     };
 
-    let hidden: String = text
-        .chars()
-        .filter(|&c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
-        .collect();
-    if !hidden.is_empty() {
-        push(Label::HiddenCharacters, &hidden);
+    let mut hidden = String::new();
+    let mut hidden_at: Option<Range<usize>> = None;
+    for (i, c) in text.char_indices() {
+        if sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r') {
+            hidden.push(c);
+            let r = hidden_at.get_or_insert(i..i);
+            r.end = i + c.len_utf8();
+        }
+    }
+    if let Some(at) = hidden_at {
+        push(Label::HiddenCharacters, &hidden, at);
     }
 
     let words = words(text);
@@ -225,7 +338,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
             if matched {
                 let from = words[start].1.start;
                 let to = words[start + phrase.len() - 1].1.end;
-                push(label, &text[from..to]);
+                push(label, &text[from..to], from..to);
             }
         }
     }
@@ -245,7 +358,8 @@ pub fn findings(text: &str) -> Vec<Finding> {
                     .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')'))
                     .unwrap_or(text.len() - to_t);
             }
-            push(label, text[from_t..to_t].trim_start_matches('\n'));
+            let quoted = text[from_t..to_t].trim_start_matches('\n');
+            push(label, quoted, to_t - quoted.len()..to_t);
             from = end;
         }
     }
@@ -268,6 +382,7 @@ pub fn findings(text: &str) -> Vec<Finding> {
                 push(
                     Label::EncodedPayload,
                     &format!("{quoted}… ({run} characters)"),
+                    run_start..run_start + run,
                 );
             }
             run = 0;
@@ -289,6 +404,25 @@ pub fn may_have_findings(text: &str) -> bool {
 /// [`may_have_findings`] for some labels only: `false` only when [`findings`] would find none
 /// of `labels` in `text`.
 pub fn may_have_findings_among(text: &str, labels: &[Label]) -> bool {
+    may_have_findings_in(text, labels, &Context::default())
+}
+
+/// [`may_have_findings_among`] for [`findings_in`] with `ctx`.
+pub fn may_have_findings_in(text: &str, labels: &[Label], ctx: &Context) -> bool {
+    if labels.iter().any(|l| l.structural()) && structure::may_have_signals(text, ctx) {
+        return true;
+    }
+    // Look-alike letters (Greek, Cyrillic lead bytes) are folded before the phrases are
+    // matched, which the ASCII expressions below cannot do: such a text gets the full scan.
+    if labels.iter().any(|l| {
+        matches!(
+            l,
+            Label::OverrideInstruction | Label::Concealment | Label::Imperative
+        )
+    }) && text.bytes().any(|b| matches!(b, 0xCE..=0xD4))
+    {
+        return true;
+    }
     static QUICK: std::sync::OnceLock<Vec<(Label, Option<regex::bytes::Regex>)>> =
         std::sync::OnceLock::new();
     if labels.contains(&Label::HiddenCharacters) {
@@ -306,7 +440,7 @@ pub fn may_have_findings_among(text: &str, labels: &[Label]) -> bool {
     let quick = QUICK.get_or_init(|| {
         Label::ALL
             .iter()
-            .filter(|l| **l != Label::HiddenCharacters)
+            .filter(|l| **l != Label::HiddenCharacters && !l.structural())
             .map(|&l| (l, quick_regex(l)))
             .collect()
     });
@@ -360,13 +494,21 @@ fn quick_regex(label: Label) -> Option<regex::bytes::Regex> {
 
 /// The labels of [`findings`], each once, in the order of [`Label::ALL`].
 pub fn labels(text: &str) -> Vec<Label> {
-    let mut labels: Vec<Label> = findings(text).into_iter().map(|f| f.label).collect();
+    labels_in(text, &Context::default())
+}
+
+/// The labels of [`findings_in`], each once, in the order of [`Label::ALL`].
+pub fn labels_in(text: &str, ctx: &Context) -> Vec<Label> {
+    let mut labels: Vec<Label> = findings_in(text, ctx)
+        .into_iter()
+        .map(|f| f.label)
+        .collect();
     labels.dedup();
     labels
 }
 
-/// The words of `text`, lowercased, with their byte ranges. A word is a run of alphanumeric
-/// characters and apostrophes (so "don't" is one word).
+/// The words of `text`, lowercased, look-alike letters folded to ASCII, with their byte ranges.
+/// A word is a run of alphanumeric characters and apostrophes (so "don't" is one word).
 fn words(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
     let mut out = Vec::new();
     let mut start = None;
@@ -378,7 +520,12 @@ fn words(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
         match (start, in_word) {
             (None, true) => start = Some(i),
             (Some(s), false) => {
-                let word = text[s..i].to_lowercase().replace('\u{2019}', "'");
+                let word: String = text[s..i]
+                    .to_lowercase()
+                    .replace('\u{2019}', "'")
+                    .chars()
+                    .map(structure::fold)
+                    .collect();
                 out.push((word, s..i));
                 start = None;
             }
@@ -529,3 +676,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "injection/corpus_tests.rs"]
+mod corpus_tests;

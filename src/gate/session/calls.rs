@@ -381,6 +381,15 @@ impl Session {
         if let Some(t) = &progress {
             self.progress_tokens.insert(t.clone());
         }
+        let arguments = if self.config.content.scans_injection() {
+            let mut values = Vec::new();
+            if let Some(args) = call_arguments(&line) {
+                string_values(&args, &mut values);
+            }
+            values
+        } else {
+            Vec::new()
+        };
         self.audit(out, || AuditNote {
             tool: Some(tool.clone()),
             arguments: call_arguments(&line),
@@ -401,6 +410,7 @@ impl Session {
             Pending {
                 method: methods::TOOLS_CALL.into(),
                 kind: PendingKind::Call(Box::new(Dispatched {
+                    arguments,
                     tool,
                     progress,
                     indeterminate: false,
@@ -547,6 +557,16 @@ fn call_arguments(line: &[u8]) -> Option<Value> {
                 .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
         })
         .and_then(|p| p.get("arguments").cloned())
+}
+
+/// The string values in `v`, at any depth (at most 64), for the labeller's context.
+fn string_values(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if out.len() < 64 => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| string_values(x, out)),
+        Value::Object(o) => o.values().for_each(|x| string_values(x, out)),
+        _ => {}
+    }
 }
 
 /// A `notifications/cancelled` for a request mcpguard sent to the host.

@@ -221,6 +221,9 @@ const _: () = assert!(std::mem::size_of::<(Id, Pending)>() <= 64);
 #[derive(Debug)]
 struct Dispatched {
     tool: String,
+    /// The string values of the call's arguments, for the labeller's context (a result that
+    /// asks to send them somewhere); empty when results are not labelled.
+    arguments: Vec<String>,
     progress: Option<String>,
     /// The session clock (`tick`) when it was forwarded.
     dispatched_ms: u64,

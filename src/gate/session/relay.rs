@@ -496,6 +496,7 @@ impl Session {
             PendingKind::Call(call) => {
                 let Dispatched {
                     tool,
+                    arguments,
                     progress,
                     indeterminate,
                     ..
@@ -503,7 +504,7 @@ impl Session {
                 if let Some(t) = &progress {
                     self.progress_tokens.remove(t);
                 }
-                self.call_response(&id, &tool, indeterminate, msg, line, out);
+                self.call_response(&id, &tool, &arguments, indeterminate, msg, line, out);
                 self.release_serial(&tool, out);
             }
         }

@@ -274,15 +274,35 @@ fn injection_item(pointer: &str, old: &str, new: &str) -> Option<Item> {
     let before = injection::findings(old);
     let added: Vec<String> = injection::findings(new)
         .into_iter()
-        .filter(|f| !before.contains(f))
+        // The same passage moved within the text is not new: compared by label and evidence.
+        .filter(|f| {
+            !before
+                .iter()
+                .any(|b| b.label == f.label && b.evidence == f.evidence)
+        })
         // The evidence is already made safe to print by the labeller (hidden characters visible).
-        .map(|f| format!("{} \u{201c}{}\u{201d}", f.label, f.evidence))
+        .map(|f| describe(&f))
         .collect();
     (!added.is_empty()).then(|| Item {
         label: "instruction-like text added",
         pointer: pointer.to_string(),
         detail: added.join(", "),
     })
+}
+
+/// A finding for the reviewer: the label, the passage quoted, and for a structural label the
+/// signals that made it (so the view shows why, not only what).
+fn describe(f: &injection::Finding) -> String {
+    if f.signals.is_empty() {
+        format!("{} \u{201c}{}\u{201d}", f.label, f.evidence)
+    } else {
+        format!(
+            "{} \u{201c}{}\u{201d} ({})",
+            f.label,
+            f.evidence,
+            f.signals.join(" + ")
+        )
+    }
 }
 
 fn new_tool_items(tool: &Value) -> Vec<Item> {

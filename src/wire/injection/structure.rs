@@ -1,0 +1,1260 @@
+//! The structural signals of the labeller: what a phrase list cannot give.
+//!
+//! A phrase list loses to every rewording, so this part of the labeller looks at the shape of a
+//! passage rather than its words, with what mcpguard knows about the call in [`Context`]:
+//!
+//! - **address** — text that speaks to the model or an agent: a vocative or a role label in any
+//!   position (`SYSTEM: you …`, `Assistant, …`), a note addressed to it ("note for the AI"), a
+//!   greeting ("dear agent"), a reader named as a model ("whoever reads this as a model");
+//! - **directive** — an order in the imperative to act (send, post, export, forward, delete,
+//!   run, execute, upload, …) or to call a tool: a tool of the reviewed catalogue other than the
+//!   one that answered, or a tool-shaped name (`snake_case`, or `name(`) after a call verb;
+//! - **destination** — where the order sends something: a URL, an e-mail address, a credentials
+//!   path (`~/.ssh/id_rsa`, `.env`, `.aws/credentials`), the reader's own secrets ("your access
+//!   token"), or the string values of the call's own arguments;
+//! - **hidden** — content a person reading the page does not see: HTML hidden by style or
+//!   attribute, HTML comments, `<script>` and JSON-LD blocks, Markdown comments, Unicode tag
+//!   characters (decoded), and base64 payloads (decoded).
+//!
+//! Each signal alone is ordinary (a page has comments, a README says "run", a document names
+//! its author's e-mail), so none of them labels by itself. They label together, inside one
+//! passage ([`WINDOW`] bytes): address with a directive (`addressed-directive`); a directive to
+//! call another tool of the catalogue, or to call a tool-shaped name with a destination, a
+//! "please" or inside error text, or a sending verb with a credential (`tool-directive`);
+//! hidden content that carries an address, a tool directive or a phrase of the list
+//! (`hidden-directive`); an encoded payload that decodes to any of these (`encoded-directive`).
+//!
+//! Cost: [`may_have_signals`] is one Aho-Corasick pass over the text for the anchor literals
+//! ([`anchors`]) plus, for a catalogue, one over the tool names; only a text that holds an
+//! anchor gets the analysis, which is linear too: one tokenizing pass, constant work per token,
+//! at most [`MAX_REGIONS`] hidden regions of at most [`REGION_MAX`] bytes each and at most
+//! [`MAX_PAYLOADS`] decoded payloads, each analysed once without further decoding.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+use super::Label;
+
+/// How close (in bytes) two signals must be to count as one passage.
+pub const WINDOW: usize = 200;
+/// The most hidden regions one text is searched for.
+pub const MAX_REGIONS: usize = 64;
+/// The longest hidden region analysed (a longer one is cut there).
+pub const REGION_MAX: usize = 16 * 1024;
+/// The most bytes of hidden regions one text analyses in all (so a text made of hidden
+/// elements costs a bounded amount beyond its own scan).
+pub const REGION_BUDGET: usize = 64 * 1024;
+/// The most base64 payloads one text decodes.
+pub const MAX_PAYLOADS: usize = 16;
+/// The shortest run of base64 characters that is decoded.
+pub const PAYLOAD_MIN: usize = 24;
+
+/// What the labeller knows about the text besides the text: the reviewed catalogue's tool names,
+/// the tool that answered, the string values of the call's arguments, and whether the text is
+/// error text. `Context::default()` knows nothing (a description outside any catalogue).
+#[derive(Debug, Default, Clone)]
+pub struct Context {
+    tools: Vec<String>,
+    matcher: Option<AhoCorasick>,
+    answering: Option<String>,
+    arguments: Vec<String>,
+    error: bool,
+}
+
+impl Context {
+    /// A context for the tools of one catalogue (names shorter than three characters are left
+    /// out: they occur in ordinary words).
+    pub fn new<S: AsRef<str>>(tools: impl IntoIterator<Item = S>) -> Context {
+        let tools: Vec<String> = tools
+            .into_iter()
+            .map(|s| s.as_ref().to_ascii_lowercase())
+            .filter(|s| s.chars().count() >= 3)
+            .collect();
+        let matcher = (!tools.is_empty())
+            .then(|| {
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&tools)
+                    .ok()
+            })
+            .flatten();
+        Context {
+            tools,
+            matcher,
+            ..Context::default()
+        }
+    }
+
+    /// The tool whose result, error or description the text is.
+    pub fn answering(mut self, tool: &str) -> Context {
+        self.answering = Some(tool.to_ascii_lowercase());
+        self
+    }
+
+    /// The string values of the call's arguments (values shorter than eight characters are left
+    /// out: they occur in ordinary text).
+    pub fn arguments<S: AsRef<str>>(mut self, values: impl IntoIterator<Item = S>) -> Context {
+        self.arguments = values
+            .into_iter()
+            .map(|s| s.as_ref().to_string())
+            .filter(|s| s.chars().count() >= 8)
+            .take(32)
+            .collect();
+        self
+    }
+
+    /// Whether the text is error text (an error result or a JSON-RPC error's message).
+    pub fn error(mut self, error: bool) -> Context {
+        self.error = error;
+        self
+    }
+}
+
+/// One structural finding: the label, where it is in the text, and the signals that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Structural {
+    pub label: Label,
+    pub at: Range<usize>,
+    pub signals: Vec<&'static str>,
+}
+
+/// The anchor literals (ASCII, matched case-insensitively): a text that holds none of them, no
+/// catalogue tool name, no Unicode tag character, no Greek or Cyrillic letter and no long base64
+/// run has no structural finding. Exposed so a scanner that folds every literal of mcpguard into
+/// one automaton can take them over; [`anchor_class`] says what each one stands for.
+pub fn anchors() -> &'static [&'static str] {
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        ANCHORS
+            .iter()
+            .flat_map(|(_, list)| list.iter().copied())
+            .collect()
+    })
+}
+
+/// The class of the anchor at `index` of [`anchors`]: [`VERB`], [`ADDRESS`], [`TARGET`] or
+/// [`HIDDEN`]. A text may have a finding only with a `HIDDEN` anchor, or a `VERB` anchor and an
+/// `ADDRESS` or `TARGET` one.
+pub fn anchor_class(index: usize) -> u8 {
+    ANCHORS
+        .iter()
+        .flat_map(|(class, list)| list.iter().map(move |_| *class))
+        .nth(index)
+        .unwrap_or(HIDDEN)
+}
+
+/// Anchor class: a directive verb (stems: "send" also finds "sends", only a false "maybe").
+pub const VERB: u8 = 1;
+/// Anchor class: a name of the model or an agent.
+pub const ADDRESS: u8 = 2;
+/// Anchor class: something a directive aims at (a tool-shaped name, a destination, a secret).
+pub const TARGET: u8 = 4;
+/// Anchor class: markup that hides content.
+pub const HIDDEN: u8 = 8;
+
+const ANCHORS: &[(u8, &[&str])] = &[
+    (
+        VERB,
+        &[
+            "send",
+            "post",
+            "export",
+            "forward",
+            "delete",
+            "remove",
+            "run",
+            "exec",
+            "upload",
+            "call",
+            "invoke",
+            "use",
+            "retry",
+            "try",
+            "mail",
+            "transmit",
+            "exfiltrat",
+            "leak",
+            "share",
+            "submit",
+            "transfer",
+            "purge",
+            "wipe",
+            "erase",
+            "drop",
+            "curl",
+            "wget",
+            "rm",
+            "kill",
+            "grant",
+            "disable",
+            "reset",
+            "install",
+            "trigger",
+            "launch",
+            "switch",
+            "fetch",
+            "read",
+            "open",
+            "cat",
+            "visit",
+            "navigate",
+            "download",
+            "reveal",
+            "dump",
+            "copy",
+            "attach",
+            "include",
+            "paste",
+            "reply",
+            "respond",
+            "answer",
+            "output",
+            "print",
+        ],
+    ),
+    (
+        ADDRESS,
+        &[
+            "ai",
+            "assistant",
+            "agent",
+            "model",
+            "llm",
+            "bot",
+            "system",
+            "gpt",
+            "claude",
+            "gemini",
+            "copilot",
+        ],
+    ),
+    (
+        TARGET,
+        &[
+            "_",
+            "(",
+            "://",
+            "@",
+            "your",
+            "please",
+            ".ssh",
+            "id_rsa",
+            "id_ed25519",
+            "id_ecdsa",
+            ".aws",
+            ".env",
+            ".netrc",
+            ".npmrc",
+            ".pypirc",
+            ".git-credentials",
+            ".kube",
+            ".docker",
+            "/etc/shadow",
+            ".gnupg",
+            "credentials",
+        ],
+    ),
+    (
+        HIDDEN,
+        &[
+            "<!--",
+            "<script",
+            "display",
+            "visibility",
+            "hidden",
+            "opacity",
+            "font-size",
+            "[//]:",
+            "[comment]:",
+        ],
+    ),
+];
+
+/// The literal prefilter, built once, with each pattern's class.
+fn prefilter() -> Option<&'static (AhoCorasick, Vec<u8>)> {
+    static AC: OnceLock<Option<(AhoCorasick, Vec<u8>)>> = OnceLock::new();
+    AC.get_or_init(|| {
+        let classes = (0..anchors().len()).map(anchor_class).collect();
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .build(anchors())
+            .ok()
+            .map(|ac| (ac, classes))
+    })
+    .as_ref()
+}
+
+/// A quick test: `false` only when [`structural`] finds nothing in `text` with `ctx`. One
+/// overlapping pass of the anchor automaton (stopping as soon as the classes found suffice), one
+/// of the catalogue's names, one byte pass for tag characters, look-alike letters and base64
+/// runs.
+pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
+    let Some((ac, classes)) = prefilter() else {
+        return true;
+    };
+    let mut seen = 0u8;
+    for m in ac.find_overlapping_iter(text) {
+        seen |= classes
+            .get(m.pattern().as_usize())
+            .copied()
+            .unwrap_or(HIDDEN);
+        if seen & HIDDEN != 0 || (seen & VERB != 0 && seen & (ADDRESS | TARGET) != 0) {
+            return true;
+        }
+    }
+    if ctx.matcher.as_ref().is_some_and(|m| m.is_match(text)) {
+        return true;
+    }
+    // Tag characters (U+E0000 block: F3 A0 in UTF-8) and look-alike letters (Greek, Cyrillic:
+    // lead bytes CE–D4) hide words from the literal scan; a base64 run hides everything.
+    let mut run = 0usize;
+    for &b in text.as_bytes() {
+        if matches!(b, 0xF3 | 0xCE..=0xD4) {
+            return true;
+        }
+        if is_b64(b) {
+            run += 1;
+            if run >= PAYLOAD_MIN {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+fn is_b64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
+}
+
+/// Every structural finding in `text`, in text order.
+pub fn structural(text: &str, ctx: &Context) -> Vec<Structural> {
+    if !may_have_signals(text, ctx) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    analyse(text, ctx, 0, &mut out, true);
+    out.sort_by_key(|s| (s.at.start, s.label));
+    out.dedup_by(|a, b| a.label == b.label && a.at == b.at);
+    out
+}
+
+/// The signals of one passage, found in one pass over its tokens.
+#[derive(Default)]
+struct Signals {
+    address: Vec<Range<usize>>,
+    /// Directive verbs in the imperative; `true` for a sending verb.
+    verbs: Vec<(Range<usize>, bool)>,
+    tools: Vec<ToolRef>,
+    urls: Vec<Range<usize>>,
+    /// Credential files.
+    credentials: Vec<Range<usize>>,
+    /// The reader's own secrets ("your access token").
+    solicited: Vec<Range<usize>>,
+    arguments: Vec<Range<usize>>,
+}
+
+/// A directive to call a tool: the verb and the name.
+struct ToolRef {
+    at: Range<usize>,
+    /// A tool of the catalogue, not the one that answered.
+    catalogue: bool,
+    /// "please" shortly before the verb, and another server or service named after the tool.
+    pleading: bool,
+    /// The name is `snake_case` (not only a name followed by a parenthesis).
+    shaped: bool,
+    /// The name asks for more privilege than an ordinary call ("admin_shell", "run_as_root").
+    privileged: bool,
+    verb: &'static str,
+}
+
+fn near(a: &Range<usize>, b: &Range<usize>) -> bool {
+    // Ranges that overlap are at distance 0.
+    let gap = b
+        .start
+        .saturating_sub(a.end)
+        .max(a.start.saturating_sub(b.end));
+    gap <= WINDOW
+}
+
+fn span(a: &Range<usize>, b: &Range<usize>) -> Range<usize> {
+    a.start.min(b.start)..a.end.max(b.end)
+}
+
+/// Finds the signals of `text` (at `base` in the outer text) and pushes what they combine to.
+/// `outer` is whether hidden regions and payloads are looked into (once only: a region is not
+/// searched for regions again, so the work stays linear).
+fn analyse(text: &str, ctx: &Context, base: usize, out: &mut Vec<Structural>, outer: bool) {
+    let s = signals(text, ctx);
+    combine(text, &s, ctx, base, out, outer);
+}
+
+/// What the signals `s` of `text` combine to (see [`analyse`]).
+fn combine(
+    text: &str,
+    s: &Signals,
+    ctx: &Context,
+    base: usize,
+    out: &mut Vec<Structural>,
+    outer: bool,
+) {
+    let shift = |r: &Range<usize>| r.start + base..r.end + base;
+    let directives = s
+        .verbs
+        .iter()
+        .map(|(r, _)| r)
+        .chain(s.tools.iter().map(|t| &t.at));
+    // Address with a directive.
+    for a in &s.address {
+        if let Some(d) = directives.clone().find(|d| near(a, d)) {
+            out.push(Structural {
+                label: Label::AddressedDirective,
+                at: shift(&span(a, d)),
+                signals: vec!["address", "directive"],
+            });
+            break;
+        }
+    }
+    // Tool directives.
+    for tool in &s.tools {
+        let t = &tool.at;
+        let destination = s
+            .urls
+            .iter()
+            .chain(&s.credentials)
+            .chain(&s.solicited)
+            .chain(&s.arguments)
+            // Where the call's result goes comes after the call ("call x(…) and send it to …").
+            .find(|d| d.start >= t.start && near(t, d));
+        let (label, signals) = if tool.catalogue {
+            (true, vec!["catalogue-tool", "directive"])
+        } else if ctx.error && tool.shaped && tool.privileged {
+            (true, vec!["tool-call", "directive", "error-text"])
+        } else if let Some(d) = destination {
+            out.push(Structural {
+                label: Label::ToolDirective,
+                at: shift(&span(t, d)),
+                signals: vec!["tool-call", "directive", "destination"],
+            });
+            continue;
+        } else if tool.pleading {
+            (true, vec!["tool-call", "directive", "please"])
+        } else {
+            (false, vec![])
+        };
+        if label {
+            out.push(Structural {
+                label: Label::ToolDirective,
+                at: shift(t),
+                signals,
+            });
+        }
+    }
+    // A sending verb with a credential, or with the call's own values and somewhere to send
+    // them.
+    for (v, sending) in &s.verbs {
+        if !sending {
+            continue;
+        }
+        let word = text[v.clone()].to_ascii_lowercase();
+        let outbound = OUTBOUND.contains(&word.as_str());
+        let url = s.urls.iter().find(|u| near(v, u));
+        let credential = s
+            .credentials
+            .iter()
+            .find(|c| near(v, c) && (outbound || url.is_some()));
+        let solicited = s.solicited.iter().find(|c| near(v, c) && url.is_some());
+        if let Some(c) = credential.or(solicited) {
+            out.push(Structural {
+                label: Label::ToolDirective,
+                at: shift(&span(v, c)),
+                signals: vec!["directive", "credential"],
+            });
+        } else if let (Some(a), Some(u)) = (
+            s.arguments.iter().find(|a| near(v, a)),
+            s.urls.iter().find(|u| near(v, u)),
+        ) {
+            out.push(Structural {
+                label: Label::ToolDirective,
+                at: shift(&span(&span(v, a), u)),
+                signals: vec!["directive", "call-arguments", "destination"],
+            });
+        }
+    }
+    if !outer {
+        return;
+    }
+    // Hidden regions: what is inside is analysed as its own passage.
+    for (kind, region) in hidden_regions(text) {
+        let inner = &text[region.clone()];
+        let mut found = Vec::new();
+        let inner_signals = signals(inner, ctx);
+        combine(inner, &inner_signals, ctx, 0, &mut found, false);
+        // Scripts and comments are full of ordinary verbs and links ("fetch(url)", "run the
+        // build"), so inside them only an address, a tool call by name, a combination found
+        // above or a phrase of the list counts.
+        let suspicious = !found.is_empty()
+            || !inner_signals.address.is_empty()
+            || inner_signals
+                .tools
+                .iter()
+                .any(|t| t.catalogue || matches!(t.verb, "call" | "invoke"))
+            || !super::phrase_labels(inner).is_empty();
+        if suspicious {
+            out.push(Structural {
+                label: Label::HiddenDirective,
+                at: shift(&region),
+                signals: vec![kind, "address-or-directive"],
+            });
+        }
+    }
+    // Unicode tag characters spell ASCII no one sees.
+    let tags: String = text
+        .chars()
+        .filter_map(|c| match c as u32 {
+            u @ 0xE0020..=0xE007E => char::from_u32(u - 0xE0000),
+            _ => None,
+        })
+        .collect();
+    if tags.len() >= 8 {
+        let first = text
+            .char_indices()
+            .find(|(_, c)| (0xE0020..=0xE007E).contains(&(*c as u32)))
+            .map_or(0, |(i, _)| i);
+        let mut found = Vec::new();
+        let inner = signals(&tags, ctx);
+        combine(&tags, &inner, ctx, 0, &mut found, false);
+        if !found.is_empty()
+            || !inner.address.is_empty()
+            || !inner.verbs.is_empty()
+            || !super::phrase_labels(&tags).is_empty()
+        {
+            out.push(Structural {
+                label: Label::HiddenDirective,
+                at: first + base..first + base + 4,
+                signals: vec!["tag-characters", "address-or-directive"],
+            });
+        }
+    }
+    // Base64 payloads that decode to instruction-like text.
+    for (run, decoded) in payloads(text) {
+        let mut found = Vec::new();
+        analyse(&decoded, ctx, 0, &mut found, false);
+        if !found.is_empty() || !super::phrase_labels(&decoded).is_empty() {
+            out.push(Structural {
+                label: Label::EncodedDirective,
+                at: shift(&run),
+                signals: vec!["base64", "instruction-like"],
+            });
+        }
+    }
+}
+
+/// Nouns that name the model or an agent without doubt.
+const NOUNS_STRONG: &[&str] = &[
+    "ai",
+    "llm",
+    "llms",
+    "chatbot",
+    "chatgpt",
+    "gpt",
+    "claude",
+    "gemini",
+    "copilot",
+    "assistant",
+    "assistants",
+];
+/// Nouns that name it only in an addressing position.
+const NOUNS_WEAK: &[&str] = &[
+    "agent", "agents", "model", "models", "bot", "bots", "system",
+];
+/// Words that may stand between a sentence start and a vocative ("To the AI agent:").
+const PRE_VOCATIVE: &[&str] = &[
+    "ai",
+    "the",
+    "dear",
+    "hey",
+    "hi",
+    "hello",
+    "attention",
+    "important",
+    "ok",
+    "okay",
+    "language",
+    "autonomous",
+    "any",
+    "all",
+    "to",
+    "for",
+    "note",
+];
+/// Nouns a note addressed to the model starts with ("note for the AI").
+const ADDRESS_NOUNS: &[&str] = &[
+    "note",
+    "notes",
+    "message",
+    "instruction",
+    "instructions",
+    "attention",
+    "reminder",
+    "hint",
+    "memo",
+    "notice",
+    "directive",
+    "request",
+    "task",
+    "warning",
+    "ps",
+    "important",
+];
+const GREETINGS: &[&str] = &["dear", "hey", "hi", "hello", "attention", "yo"];
+const READING: &[&str] = &[
+    "reads",
+    "read",
+    "reading",
+    "processing",
+    "processes",
+    "parses",
+    "parsing",
+    "summarizing",
+    "summarising",
+    "summarizes",
+    "browsing",
+    "ingesting",
+    "crawling",
+    "scraping",
+    "indexing",
+    "viewing",
+];
+/// Verbs that send something somewhere.
+const SENDING: &[&str] = &[
+    "send",
+    "post",
+    "export",
+    "forward",
+    "upload",
+    "email",
+    "e-mail",
+    "transmit",
+    "exfiltrate",
+    "leak",
+    "share",
+    "submit",
+    "transfer",
+    "copy",
+    "attach",
+    "include",
+    "paste",
+];
+/// Sending verbs that mean "out of here" by themselves; the others ("copy", "include", "share")
+/// need a URL or an address to count with a credential.
+const OUTBOUND: &[&str] = &[
+    "send",
+    "post",
+    "upload",
+    "forward",
+    "email",
+    "e-mail",
+    "transmit",
+    "exfiltrate",
+    "leak",
+];
+/// Verbs that act.
+const ACTING: &[&str] = &[
+    "delete", "remove", "run", "execute", "exec", "purge", "wipe", "erase", "drop", "call",
+    "invoke", "use", "retry", "try", "curl", "wget", "rm", "kill", "grant", "disable", "reset",
+    "install", "read", "open", "cat", "fetch", "visit", "navigate", "download", "reveal", "output",
+    "dump", "trigger", "launch", "switch", "reply", "respond", "answer", "print",
+];
+/// Verbs that call a tool.
+const CALLING: &[&str] = &[
+    "call", "invoke", "use", "run", "execute", "retry", "try", "trigger", "launch", "switch",
+];
+/// Words after which a verb is still in the imperative ("please also run …").
+const IMPERATIVE_LEAD: &[&str] = &[
+    "please",
+    "also",
+    "then",
+    "now",
+    "first",
+    "next",
+    "immediately",
+    "must",
+    "should",
+    "always",
+    "just",
+    "and",
+    "kindly",
+    "quickly",
+    "silently",
+    "secretly",
+    "simply",
+];
+/// Parts of a tool name that ask for more privilege: an error hint that sends the model to such
+/// a tool is the escalation shape (a library's "call fit_transform() first" is not).
+const PRIVILEGED: &[&str] = &[
+    "shell",
+    "admin",
+    "root",
+    "sudo",
+    "exec",
+    "system",
+    "superuser",
+    "elevat",
+    "privileg",
+    "unrestricted",
+    "bypass",
+    "override",
+    "force",
+    "raw_sql",
+    "eval",
+    "su_",
+    "grant",
+];
+
+/// Words after a weak noun and a colon that make it a role label ("Agent: delete …").
+const AFTER_ROLE: &[&str] = &[
+    "you",
+    "please",
+    "ignore",
+    "do",
+    "don't",
+    "now",
+    "before",
+    "first",
+    "important",
+    "always",
+    "never",
+    "stop",
+    "from",
+    "your",
+];
+/// Words that, after "your", name the reader's secrets.
+const SECRETS: &[&str] = &[
+    "token",
+    "tokens",
+    "password",
+    "passwords",
+    "credentials",
+    "credential",
+    "secret",
+    "secrets",
+    "cookie",
+    "cookies",
+    "key",
+    "keys",
+    "passphrase",
+];
+/// Credential paths (lowercase).
+const CREDENTIAL_PATHS: &[&str] = &[
+    ".ssh/",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    ".aws/credentials",
+    ".env",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".kube/config",
+    ".docker/config.json",
+    "/etc/shadow",
+    ".gnupg",
+    "credentials.json",
+];
+
+struct Token {
+    word: String,
+    at: Range<usize>,
+}
+
+/// Tokens: runs of letters, digits, `_`, `-` inside a word and apostrophes, lowercased, with
+/// look-alike letters folded to ASCII (see [`fold`]).
+fn tokens(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut word = String::new();
+    let mut prev_word_char = false;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        let inner = c.is_alphanumeric() || c == '_' || c == '\'' || c == '\u{2019}';
+        // A hyphen joins two letters ("e-mail"), nothing else.
+        let hyphen = c == '-'
+            && prev_word_char
+            && text[i + 1..]
+                .chars()
+                .next()
+                .is_some_and(char::is_alphanumeric);
+        if inner || hyphen {
+            if start.is_none() {
+                start = Some(i);
+                word.clear();
+            }
+            for l in c.to_lowercase() {
+                word.push(fold(l));
+            }
+        } else if let Some(s) = start.take() {
+            // Quotation marks around a word are not part of it ("'Please" is "please").
+            let lead = text[s..i].len() - text[s..i].trim_start_matches(['\'', '\u{2019}']).len();
+            let trail = text[s..i].len() - text[s..i].trim_end_matches(['\'', '\u{2019}']).len();
+            let trimmed = word.replace('\u{2019}', "'").trim_matches('\'').to_string();
+            if !trimmed.is_empty() {
+                out.push(Token {
+                    word: trimmed,
+                    at: s + lead..i - trail,
+                });
+            }
+        }
+        prev_word_char = inner;
+    }
+    out
+}
+
+/// A look-alike letter (Cyrillic, Greek) as the ASCII letter it imitates; others unchanged.
+pub(super) fn fold(c: char) -> char {
+    match c {
+        'а' => 'a',
+        'в' => 'b',
+        'е' | 'ё' => 'e',
+        'к' => 'k',
+        'м' => 'm',
+        'н' => 'h',
+        'о' => 'o',
+        'р' => 'p',
+        'с' => 'c',
+        'т' => 't',
+        'у' => 'y',
+        'х' => 'x',
+        'і' => 'i',
+        'ј' => 'j',
+        'ѕ' => 's',
+        'ԁ' => 'd',
+        'ԛ' => 'q',
+        'ԝ' => 'w',
+        'ɡ' => 'g',
+        'α' => 'a',
+        'ε' => 'e',
+        'ι' => 'i',
+        'κ' => 'k',
+        'ν' => 'v',
+        'ο' => 'o',
+        'ρ' => 'p',
+        'τ' => 't',
+        'υ' => 'u',
+        'χ' => 'x',
+        _ => c,
+    }
+}
+
+/// Whether the token at `at` starts a clause: only spaces since the text's start, a line break,
+/// or sentence punctuation.
+fn clause_start(text: &str, at: usize) -> bool {
+    for c in text[..at].chars().rev() {
+        match c {
+            ' ' | '\t' | '\u{a0}' => continue,
+            '\n' | '\r' | '.' | '!' | '?' | ':' | ';' | ',' | '(' | '[' | '{' | '"' | '\''
+            | '*' | '-' | '>' | '#' | '|' | '\u{2014}' | '\u{2013}' | '\u{201c}' => return true,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The first character after `at`, spaces skipped.
+fn next_char(text: &str, at: usize) -> Option<char> {
+    text[at..].chars().find(|c| !matches!(c, ' ' | '\t'))
+}
+
+fn is_noun(w: &str) -> bool {
+    NOUNS_STRONG.contains(&w) || NOUNS_WEAK.contains(&w)
+}
+
+/// Whether `w` is spelt like a tool name: `snake_case` with at least one underscore.
+fn tool_shaped(original: &str) -> bool {
+    original.len() >= 4
+        && original.contains('_')
+        && original.starts_with(|c: char| c.is_ascii_lowercase())
+        && original
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !original.ends_with('_')
+}
+
+fn signals(text: &str, ctx: &Context) -> Signals {
+    let toks = tokens(text);
+    let mut s = Signals::default();
+    let w = |i: usize| toks.get(i).map_or("", |t| t.word.as_str());
+    for (i, t) in toks.iter().enumerate() {
+        let word = t.word.as_str();
+        let strong =
+            NOUNS_STRONG.contains(&word) || (word == "model" && i > 0 && w(i - 1) == "language");
+        if is_noun(word) {
+            // A role label or vocative: "SYSTEM: you …", "Assistant, …", "AI agent: …".
+            let mut first = i;
+            while first > 0 && i - first < 3 && PRE_VOCATIVE.contains(&w(first - 1)) {
+                first -= 1;
+            }
+            let punct = next_char(text, t.at.end);
+            if clause_start(text, toks[first].at.start) {
+                let after = toks.get(i + 1).map_or("", |n| n.word.as_str());
+                let role = match punct {
+                    Some(':') => strong || AFTER_ROLE.contains(&after) || is_verb(after),
+                    Some(',') | Some('!') => word != "system",
+                    _ => false,
+                };
+                if role {
+                    s.address.push(toks[first].at.start..t.at.end + 1);
+                }
+            }
+            // A note for it: "note for the AI", "instructions to any agents".
+            let mut j = i;
+            if j > 0 && matches!(w(j - 1), "the" | "any" | "all" | "every" | "a" | "an") {
+                j -= 1;
+            }
+            if j >= 2 && matches!(w(j - 1), "for" | "to") && ADDRESS_NOUNS.contains(&w(j - 2)) {
+                s.address.push(toks[j - 2].at.start..t.at.end);
+            }
+            // A greeting: "dear agent", "hey assistant".
+            if j >= 1 && GREETINGS.contains(&w(j - 1)) && word != "system" {
+                s.address.push(toks[j - 1].at.start..t.at.end);
+            }
+            // The reader as a model: "whoever reads this as a model", "if you are an AI".
+            if j >= 2 && matches!(w(j - 1), "a" | "an") && w(j - 2) == "as" {
+                let from = (j - 2).saturating_sub(8);
+                if (from..j - 2).any(|k| READING.contains(&w(k))) {
+                    s.address.push(toks[from].at.start..t.at.end);
+                }
+            }
+            if j >= 2
+                && matches!(w(j - 1), "a" | "an")
+                && w(j - 2) == "are"
+                && w(j.saturating_sub(3)) == "you"
+                && word != "system"
+            {
+                s.address.push(toks[j - 3].at.start..t.at.end);
+            }
+            // "any AI reading this", "agents processing this page".
+            if word != "system"
+                && READING.contains(&w(i + 1))
+                && matches!(w(i + 2), "this" | "these" | "the")
+            {
+                s.address.push(t.at.start..toks[i + 2].at.end);
+            }
+        }
+        // Directive verbs in the imperative.
+        if is_verb(word) {
+            let lead = i > 0
+                && (IMPERATIVE_LEAD.contains(&w(i - 1))
+                    || (w(i - 1).ends_with("ly") && clause_start(text, toks[i - 1].at.start)));
+            let imperative = clause_start(text, t.at.start) || lead;
+            if imperative {
+                s.verbs.push((t.at.clone(), SENDING.contains(&word)));
+            }
+            // A tool directive: a calling verb, then a tool within four tokens.
+            if CALLING.contains(&word) && imperative {
+                let pleading = (i.saturating_sub(3)..i).any(|k| w(k) == "please");
+                // "… on the ops server": the order aims at another server or service.
+                let elsewhere = |k: usize| {
+                    (k + 1..(k + 7).min(toks.len())).any(|m| {
+                        matches!(
+                            w(m),
+                            "server" | "servers" | "service" | "host" | "cluster" | "mcp"
+                        )
+                    })
+                };
+                for k in i + 1..(i + 5).min(toks.len()) {
+                    let original = &text[toks[k].at.clone()];
+                    let name = toks[k].word.as_str();
+                    let catalogue = ctx.tools.iter().any(|n| n == name)
+                        && ctx.answering.as_deref() != Some(name);
+                    let paren = next_char(text, toks[k].at.end) == Some('(');
+                    // "make_release.py" is a file, not a tool.
+                    let file = text[toks[k].at.end..].starts_with('.')
+                        && text[toks[k].at.end + 1..]
+                            .chars()
+                            .next()
+                            .is_some_and(|c| c.is_ascii_alphanumeric());
+                    let shaped = (tool_shaped(original) || paren)
+                        && !file
+                        && ctx.answering.as_deref() != Some(name);
+                    if catalogue || shaped {
+                        s.tools.push(ToolRef {
+                            at: t.at.start..toks[k].at.end,
+                            catalogue,
+                            pleading: pleading && elsewhere(k),
+                            shaped: tool_shaped(original),
+                            privileged: PRIVILEGED.iter().any(|p| name.contains(p)),
+                            verb: CALLING.iter().find(|v| **v == word).copied().unwrap_or(""),
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+        // A catalogue tool written as a call: "purge_mailbox()" or "purge_mailbox(x)".
+        if ctx.tools.iter().any(|n| n == word)
+            && ctx.answering.as_deref() != Some(word)
+            && next_char(text, t.at.end) == Some('(')
+        {
+            s.tools.push(ToolRef {
+                at: t.at.clone(),
+                catalogue: true,
+                pleading: false,
+                shaped: true,
+                privileged: false,
+                verb: "",
+            });
+        }
+        // The reader's own secrets: "your (current) (OAuth) access token".
+        if word == "your" {
+            if let Some(k) = (i + 1..(i + 5).min(toks.len())).find(|&k| SECRETS.contains(&w(k))) {
+                s.solicited.push(t.at.start..toks[k].at.end);
+            }
+        }
+    }
+    // Destinations that are not words.
+    let lower = text.to_ascii_lowercase();
+    for scheme in ["http://", "https://", "ftp://", "file://"] {
+        for (at, _) in lower.match_indices(scheme).take(64) {
+            let end = lower[at..]
+                .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')'))
+                .map_or(lower.len(), |e| at + e);
+            s.urls.push(at..end);
+        }
+    }
+    for (at, _) in lower.match_indices('@').take(64) {
+        let local = lower[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+            .count();
+        let domain = &lower[at + 1..];
+        let dlen = domain
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+            .count();
+        if local > 0 && domain[..dlen].contains('.') && !domain[..dlen].ends_with('.') {
+            s.urls.push(at - local..at + 1 + dlen);
+        }
+    }
+    for path in CREDENTIAL_PATHS {
+        for (at, _) in lower.match_indices(path).take(64) {
+            let end = at + path.len();
+            // A public key, a host list or an example is not a secret.
+            let whole = lower[end..]
+                .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ')' | '<'))
+                .map_or(&lower[end..], |e| &lower[end..end + e]);
+            if whole.ends_with(".pub")
+                || whole.contains("known_hosts")
+                || whole.starts_with(".example")
+                || whole.starts_with(".sample")
+            {
+                continue;
+            }
+            // ".env" only as a file name: not "environment", ".envrc" or "process.env".
+            if *path == ".env"
+                && (lower[end..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    || lower[..at]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_'))
+            {
+                continue;
+            }
+            s.credentials.push(at..end);
+        }
+    }
+    for value in &ctx.arguments {
+        if let Some(at) = text.find(value.as_str()) {
+            s.arguments.push(at..at + value.len());
+        }
+    }
+    s
+}
+
+fn is_verb(w: &str) -> bool {
+    SENDING.contains(&w) || ACTING.contains(&w)
+}
+
+/// The regions of `text` a person reading the rendered page does not see, with their kind:
+/// HTML comments, script blocks (JSON-LD included), elements hidden by style or attribute,
+/// Markdown comments. At most [`MAX_REGIONS`], each cut at [`REGION_MAX`] bytes, all together
+/// about [`REGION_BUDGET`] bytes.
+fn hidden_regions(text: &str) -> Vec<(&'static str, Range<usize>)> {
+    let lower = text.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let cut = |from: usize, end: Option<usize>| -> usize {
+        let end = end
+            .unwrap_or(text.len())
+            .min(from + REGION_MAX)
+            .min(text.len());
+        // Never cut inside a character.
+        (from..=end)
+            .rev()
+            .find(|&e| text.is_char_boundary(e))
+            .unwrap_or(from)
+    };
+    // HTML comments, one after the other (so the search is linear).
+    let mut from = 0;
+    while out.len() < MAX_REGIONS {
+        let Some(open) = lower[from..].find("<!--").map(|o| from + o + 4) else {
+            break;
+        };
+        let close = lower[open..].find("-->").map(|c| open + c);
+        let end = cut(open, close);
+        out.push(("html-comment", open..end));
+        from = close.map_or(lower.len(), |c| c + 3);
+    }
+    // Script blocks.
+    let mut from = 0;
+    while out.len() < MAX_REGIONS {
+        let Some(open) = lower[from..].find("<script").map(|o| from + o) else {
+            break;
+        };
+        let body = lower[open..]
+            .find('>')
+            .map_or(lower.len(), |g| open + g + 1);
+        let close = lower[body..].find("</script").map(|c| body + c);
+        let end = cut(body, close);
+        out.push(("script-block", body..end));
+        from = close.unwrap_or(lower.len()).max(body);
+    }
+    // Elements hidden by style or attribute: from the end of the opening tag to the element's
+    // closing tag (or the cut).
+    let mut from = 0;
+    while out.len() < MAX_REGIONS {
+        let Some(lt) = lower[from..].find('<').map(|o| from + o) else {
+            break;
+        };
+        let Some(gt) = lower[lt..].find('>').map(|g| lt + g) else {
+            break;
+        };
+        let tag = &lower[lt + 1..gt];
+        from = gt + 1;
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if name.is_empty() || tag.len() > 2048 {
+            continue;
+        }
+        let squeezed: String = tag.chars().filter(|c| !c.is_whitespace()).collect();
+        let hidden = squeezed.contains("display:none")
+            || squeezed.contains("visibility:hidden")
+            || squeezed.contains("font-size:0")
+            || squeezed.contains("opacity:0;")
+            || squeezed.contains("opacity:0\"")
+            || squeezed.contains("opacity:0'")
+            || squeezed.contains("aria-hidden=\"true\"")
+            || squeezed.contains("aria-hidden='true'")
+            || tag
+                .split_whitespace()
+                .skip(1)
+                .any(|a| a == "hidden" || a.starts_with("hidden=") || a.starts_with("hidden/"));
+        if !hidden {
+            continue;
+        }
+        // The closing tag is looked for within the cut only, so many hidden elements cost at
+        // most MAX_REGIONS × REGION_MAX bytes of search.
+        let window = cut(gt + 1, None);
+        let close = lower[gt + 1..window]
+            .find(&format!("</{name}"))
+            .map(|c| gt + 1 + c);
+        let end = cut(gt + 1, close);
+        out.push(("hidden-element", gt + 1..end));
+    }
+    // Markdown comments: `[//]: # (…)` and `[comment]: <> (…)`, to the end of the line.
+    for marker in ["[//]:", "[comment]:"] {
+        for (at, _) in lower.match_indices(marker) {
+            if out.len() >= MAX_REGIONS {
+                break;
+            }
+            let start = at + marker.len();
+            let end = lower[start..].find('\n').map_or(lower.len(), |e| start + e);
+            out.push(("markdown-comment", start..cut(start, Some(end))));
+        }
+    }
+    // The budget: regions in text order until their bytes reach REGION_BUDGET.
+    out.sort_by_key(|(_, r)| r.start);
+    let mut spent = 0usize;
+    out.retain(|(_, r)| {
+        let keep = spent < REGION_BUDGET;
+        spent += r.len();
+        keep
+    });
+    out
+}
+
+/// The base64 runs of `text` (at least [`PAYLOAD_MIN`] characters) that decode to mostly
+/// printable text, with the text. At most [`MAX_PAYLOADS`].
+fn payloads(text: &str) -> Vec<(Range<usize>, String)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() && out.len() < MAX_PAYLOADS {
+        if !is_b64(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_b64(bytes[i]) {
+            i += 1;
+        }
+        let mut end = i;
+        while end < bytes.len() && bytes[end] == b'=' && end - i < 2 {
+            end += 1;
+        }
+        if i - start >= PAYLOAD_MIN {
+            if let Some(decoded) = decode(&bytes[start..i]) {
+                let printable = decoded
+                    .iter()
+                    .filter(|b| b.is_ascii_graphic() || matches!(b, b' ' | b'\n' | b'\t'))
+                    .count();
+                if printable * 10 >= decoded.len() * 9 {
+                    if let Ok(s) = String::from_utf8(decoded) {
+                        out.push((start..end, s));
+                    }
+                }
+            }
+        }
+        i = end.max(i);
+    }
+    out
+}
+
+/// Decodes standard or URL-safe base64 without padding; `None` when it is not base64.
+fn decode(run: &[u8]) -> Option<Vec<u8>> {
+    let value = |b: u8| -> Option<u32> {
+        Some(match b {
+            b'A'..=b'Z' => (b - b'A') as u32,
+            b'a'..=b'z' => (b - b'a' + 26) as u32,
+            b'0'..=b'9' => (b - b'0' + 52) as u32,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        })
+    };
+    if run.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(run.len() * 3 / 4);
+    for chunk in run.chunks(4) {
+        let mut n = 0u32;
+        for (k, &b) in chunk.iter().enumerate() {
+            n |= value(b)? << (18 - 6 * k);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..chunk.len() - 1]);
+    }
+    Some(out)
+}
