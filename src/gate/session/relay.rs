@@ -47,7 +47,7 @@ impl Session {
             Parsed::TooLong { len, head } => {
                 let id = message::salvage_id(&String::from_utf8_lossy(head));
                 let msg = format!(
-                    "refused a {len}-byte message from the host: the limit is {} bytes (raise it with --max-message-bytes)",
+                    "refused a {len}-byte message from the host: the limit is {} bytes (raise it with --max-message-bytes or limits.max_message_bytes in the policy)",
                     self.config.max_message_bytes
                 );
                 refuse_to_host(id.as_ref(), codes::TOO_LARGE, &msg, out);
@@ -283,7 +283,7 @@ impl Session {
             Parsed::TooLong { len, head } => {
                 let id = message::salvage_id(&String::from_utf8_lossy(head));
                 let msg = format!(
-                    "dropped a {len}-byte message from the server: the limit is {} bytes (raise it with --max-message-bytes)",
+                    "dropped a {len}-byte message from the server: the limit is {} bytes (raise it with --max-message-bytes or limits.max_message_bytes in the policy)",
                     self.config.max_message_bytes
                 );
                 self.upstream_failure(id, codes::BAD_UPSTREAM_RESPONSE, &msg, out);

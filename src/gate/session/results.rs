@@ -263,6 +263,7 @@ impl Session {
         let content = self.config.content.clone();
         let mut text = original.to_string();
         let mut withheld: Option<String> = None;
+        let mut cleaned = false;
         if let Some((redacted, found)) = content.redact_text("/error/message", original) {
             let listed = describe_all(&found);
             let refuse = content.secret_results == SecretInResults::Refuse;
@@ -322,6 +323,8 @@ impl Session {
                         refusal::clean_error_text(&text),
                         label_note(&labels)
                     );
+                    // Cleaned and cut already: cutting again would cut the note away.
+                    cleaned = true;
                 }
             }
         }
@@ -338,7 +341,12 @@ impl Session {
         if text == original {
             return out.push(Out::Host(sanitized_error(id, msg).unwrap_or(line)));
         }
-        let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "error": {"code": code, "message": refusal::clean_error_text(&text)}});
+        let message = if cleaned {
+            text
+        } else {
+            refusal::clean_error_text(&text)
+        };
+        let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "error": {"code": code, "message": message}});
         out.push(Out::Host(Bytes::from(
             serde_json::to_vec(&v).unwrap_or_default(),
         )));

@@ -1,0 +1,176 @@
+//! Policy keys proven as an attack would meet them, through the real binary and the hostile
+//! fixture server: each test here is named in docs/policy.md's table "Every key and the test that
+//! proves it" (issue 32). Keys with a natural home elsewhere (argument rules in `content`,
+//! sandbox rules in `escape`) are proven there.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::gate::{calls_received, guarded_with, reviewed_snapshot};
+use crate::support::{fixture, mcpguard, reads_policy_with, run_bounded, Peer};
+
+/// The refusal contract of a tool error result.
+fn contract(v: &Value) -> &Value {
+    &v["result"]["_meta"]["dev.mcpguard/refusal"]
+}
+
+/// Writes the reads policy followed by `extra` to `dir/policy.toml` and returns the options
+/// that use it and audit to `dir/audit.jsonl`.
+fn policy_opts(dir: &Path, extra: &str) -> Vec<String> {
+    let policy = dir.join("policy.toml");
+    std::fs::write(&policy, reads_policy_with(extra)).unwrap();
+    vec![
+        "--policy".to_string(),
+        policy.display().to_string(),
+        "--audit-log".to_string(),
+        dir.join("audit.jsonl").display().to_string(),
+    ]
+}
+
+/// mcpguard over the fixture (logging what it receives to `dir/server.log`, and started with
+/// `fixture_args`) under the reads policy plus `extra`, initialized.
+fn start(dir: &Path, snap: &Path, digest: &str, extra: &str, fixture_args: &[&str]) -> Peer {
+    let mut args = vec![
+        "--log".to_string(),
+        dir.join("server.log").display().to_string(),
+    ];
+    args.extend(fixture_args.iter().map(|a| a.to_string()));
+    let mut p = guarded_with(snap, digest, &policy_opts(dir, extra), &args);
+    p.initialize();
+    p
+}
+
+fn call(p: &mut Peer, id: i64, name: &str, args: Value) -> Value {
+    p.request(id, "tools/call", json!({"name": name, "arguments": args}))
+}
+
+/// `limits.max_message_bytes` from the policy bounds both directions: a host line over it is
+/// refused (-31002) and a server answer over it (a result stuffed to flood the host) is dropped,
+/// the call answered with an error; both messages name the key.
+#[test]
+fn max_message_bytes_from_the_policy_refuses_an_oversized_line_each_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    // echo answers with this text twice (content and structuredContent): over the limit.
+    let stuffed = "x".repeat(6000);
+    let mut p = start(
+        dir.path(),
+        &snap,
+        &digest,
+        "[limits]\nmax_message_bytes = 4096\n",
+        &["--reply", &stuffed],
+    );
+    let pad = "x".repeat(8000);
+    p.send(format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{pad}"}}}}}}"#
+    ));
+    let (r, _) = p.recv_response(&json!("big"));
+    assert_eq!(r["error"]["code"], -31002, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.max_message_bytes"),
+        "{r}"
+    );
+    let r = call(&mut p, 2, "echo", json!({"text": "hi"}));
+    let said = r.to_string();
+    assert!(
+        !said.contains(&stuffed[..4000]),
+        "the oversized answer never reaches the host"
+    );
+    assert!(
+        r["error"].is_object() || r["result"]["isError"] == true,
+        "the call is answered with an error: {said}"
+    );
+    assert!(said.contains("limits.max_message_bytes"), "{said}");
+    let r = call(&mut p, 3, "add", json!({"a": 1, "b": 2}));
+    assert_eq!(r["result"]["structuredContent"]["sum"], 3, "{r}");
+    p.close_stdin();
+    p.wait();
+    assert_eq!(
+        calls_received(&dir.path().join("server.log")),
+        ["echo", "add"],
+        "the oversized call never reached the server"
+    );
+}
+
+/// `limits.max_pages` bounds a hostile catalogue's live walk, in the proxy (the host's
+/// `tools/list` fails and a call is refused before dispatch) and in `capture` with the same
+/// policy (where `--max-pages` could only lower it).
+#[test]
+fn max_pages_from_the_policy_stops_an_endless_catalogue_in_the_proxy_and_in_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    // The fixture's 16 tools in pages of 3 are 6 pages: within the default, past a limit of 2.
+    let mut p = start(dir.path(), &snap, &digest, "", &["--page-size", "3"]);
+    let r = p.request(1, "tools/list", json!({}));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    p.close_stdin();
+    p.wait();
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut p = start(
+        dir2.path(),
+        &snap,
+        &digest,
+        "[limits]\nmax_pages = 2\n",
+        &["--page-size", "3"],
+    );
+    let r = p.request(1, "tools/list", json!({}));
+    assert!(r["error"].is_object(), "{r}");
+    let r = call(&mut p, 2, "echo", json!({"text": "hi"}));
+    assert_eq!(contract(&r)["code"], "verification_failed", "{r}");
+    let stderr = p.wait_stderr("more than 2 pages");
+    p.close_stdin();
+    p.wait();
+    assert!(stderr.contains("more than 2 pages"), "{stderr}");
+    assert!(calls_received(&dir2.path().join("server.log")).is_empty());
+
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args(["capture", "--server", "fixture", "--policy"])
+            .arg(dir2.path().join("policy.toml"))
+            .arg("--out")
+            .arg(dir2.path().join("again.json"))
+            .arg("--")
+            .arg(fixture())
+            .args(["--page-size", "3"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("more than 2 pages"), "{stderr}");
+    assert!(!dir2.path().join("again.json").exists());
+}
+
+/// `errors.max_length` cuts the server's error text, in an `isError` result and in a JSON-RPC
+/// error, so a server cannot fill the model's context with pages of "error" text.
+#[test]
+fn errors_max_length_cuts_a_flood_of_error_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let flood = format!("lookup failed: {}", "E".repeat(500));
+    let mut p = start(
+        dir.path(),
+        &snap,
+        &digest,
+        "[errors]\nmax_length = 64\n",
+        &["--reply", &flood],
+    );
+    let r = call(&mut p, 1, "fail", json!({}));
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    let r2 = call(&mut p, 2, "rpc_error", json!({}));
+    let message = r2["error"]["message"].as_str().unwrap();
+    for said in [text, message] {
+        let (kept, marker) = said.split_once('…').unwrap_or((said, ""));
+        assert_eq!(kept, &flood[..64], "{said}");
+        assert!(
+            marker.contains("451 more characters cut") && marker.contains("errors.max_length"),
+            "{said}"
+        );
+    }
+    p.close_stdin();
+    p.wait();
+}
