@@ -1002,9 +1002,6 @@ fn every_key() -> Vec<String> {
 const UNPROVEN: &[&str] = &[
     "audit.path",
     "audit.payload",
-    "capabilities.pass_meta",
-    "capabilities.prompts",
-    "capabilities.resources",
     "confirmation.allow_tool_for_session",
     "confirmation.channels",
     "confirmation.timeout",

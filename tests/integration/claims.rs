@@ -174,3 +174,90 @@ fn errors_max_length_cuts_a_flood_of_error_text() {
     p.close_stdin();
     p.wait();
 }
+
+/// The messages the fixture received, parsed, from `dir/server.log`.
+fn received(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("server.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// What the host's own metadata and the prompts and resources surfaces carry to the server:
+/// by default a call's `_meta` reaches it with only the progress token (trace context and client
+/// state stay on the host's side) and `prompts/get` and `resources/read` never reach it; with
+/// `capabilities.pass_meta`, `prompts` and `resources` exactly what they name passes.
+#[test]
+fn host_metadata_prompts_and_resources_reach_the_server_only_as_the_policy_passes_them() {
+    let meta = json!({"progressToken": "tok", "traceparent": "00-abc-01", "dev.example/state": "client-state"});
+    let probe = |p: &mut Peer| {
+        let r = p.request(
+            1,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}, "_meta": meta}),
+        );
+        assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
+        (
+            p.request(2, "prompts/get", json!({"name": "any"})),
+            p.request(3, "resources/read", json!({"uri": "file:///notes/read"})),
+        )
+    };
+    let methods = |dir: &Path| -> Vec<String> {
+        received(dir)
+            .iter()
+            .filter_map(|m| m["method"].as_str().map(String::from))
+            .collect()
+    };
+    let call_meta = |dir: &Path| -> Value {
+        received(dir)
+            .into_iter()
+            .find(|m| m["method"] == "tools/call")
+            .map(|m| m["params"]["_meta"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let fixture_args = ["--reply", "ok", "--reply-everywhere"];
+
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let mut p = start(dir.path(), &snap, &digest, "", &fixture_args);
+    let (prompt, resource) = probe(&mut p);
+    for r in [&prompt, &resource] {
+        assert_eq!(r["error"]["code"], -32601, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("unless the policy allows them"),
+            "{r}"
+        );
+    }
+    p.close_stdin();
+    p.wait();
+    assert_eq!(call_meta(dir.path()), json!({"progressToken": "tok"}));
+    let seen = methods(dir.path());
+    assert!(
+        !seen
+            .iter()
+            .any(|m| m == "prompts/get" || m == "resources/read"),
+        "{seen:?}"
+    );
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let extra = "[capabilities]\npass_meta = [\"traceparent\"]\nprompts = true\nresources = true\n";
+    let mut p = start(dir2.path(), &snap, &digest, extra, &fixture_args);
+    let (prompt, resource) = probe(&mut p);
+    assert!(prompt["result"]["messages"].is_array(), "{prompt}");
+    assert!(resource["result"]["contents"].is_array(), "{resource}");
+    p.close_stdin();
+    p.wait();
+    assert_eq!(
+        call_meta(dir2.path()),
+        json!({"progressToken": "tok", "traceparent": "00-abc-01"})
+    );
+    let seen = methods(dir2.path());
+    assert!(
+        seen.iter().any(|m| m == "prompts/get") && seen.iter().any(|m| m == "resources/read"),
+        "{seen:?}"
+    );
+}

@@ -443,8 +443,15 @@ impl Session {
         line: Bytes,
     ) -> Bytes {
         match self.config.era {
-            Era::Modern => modern::forwardable_call(params, line, &self.config.capabilities),
-            Era::Legacy => super::minimal_call(params, line),
+            Era::Modern => modern::forwardable_call(
+                params,
+                line,
+                &self.config.capabilities,
+                &self.config.policy.capabilities.pass_meta,
+            ),
+            Era::Legacy => {
+                super::minimal_call(params, line, &self.config.policy.capabilities.pass_meta)
+            }
         }
     }
 
