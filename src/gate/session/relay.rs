@@ -404,6 +404,18 @@ impl Session {
             refuse(out, message::METHOD_NOT_FOUND, why);
             return;
         }
+        let line = match method {
+            methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE => {
+                match self.server_request_text(&id, method, msg, line, out) {
+                    Ok(line) => line,
+                    Err(why) => {
+                        refuse(out, message::INVALID_REQUEST, why);
+                        return;
+                    }
+                }
+            }
+            _ => line,
+        };
         self.server_requests.insert(
             id,
             Pending {
