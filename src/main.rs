@@ -199,6 +199,7 @@ fn run_command(cmd: Command) -> ExitCode {
                 server,
                 out,
                 expires_in: *expires_in,
+                max_validity: p.review.max_validity,
                 protocol_version,
                 force: *force,
                 limits: limits(live, &p),

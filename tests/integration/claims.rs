@@ -3,7 +3,7 @@
 //! proves it" (issue 32). Keys with a natural home elsewhere (argument rules in `content`,
 //! sandbox rules in `escape`) are proven there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -328,4 +328,141 @@ fn a_sampling_request_gets_secret_redaction_and_injection_labels() {
     assert!(answered.contains("hello"), "the server got the answer: {r}");
     p.close_stdin();
     p.wait();
+}
+
+/// Captures the fixture valid for `expires_in` and reviews `echo` with `assertions` (the rest
+/// of a review's assertions are the ordinary read-only ones); returns the snapshot and digest.
+fn echo_reviewed_with(dir: &Path, assertions: Value, expires_in: &str) -> (PathBuf, String) {
+    let snap = dir.join("fixture.snapshot.json");
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args([
+                "capture",
+                "--server",
+                "fixture",
+                "--expires-in",
+                expires_in,
+                "--out",
+            ])
+            .arg(&snap)
+            .arg("--")
+            .arg(fixture()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut a = json!({"headless": true, "independentCalls": true, "modelBacked": false,
+        "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true});
+    for (k, v) in assertions.as_object().unwrap() {
+        a[k] = v.clone();
+    }
+    let reviews = dir.join("reviews.json");
+    std::fs::write(
+        &reviews,
+        json!({"echo": {"reviewer": "itest@example.test", "assertions": a, "inputChannels": {"/text": "data"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .arg("review")
+            .arg(&snap)
+            .args(["--server", "fixture", "--from"])
+            .arg(&reviews),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        snap,
+        String::from_utf8(out.stdout).unwrap().trim().to_string(),
+    )
+}
+
+/// Starts mcpguard on `snap` under the reads policy plus `extra` and returns its exit status
+/// and stderr, with whether the fixture ever received a line.
+fn start_refused(dir: &Path, snap: &Path, digest: &str, extra: &str) -> (bool, String, bool) {
+    let log = dir.join("server.log");
+    let _ = std::fs::remove_file(&log);
+    let mut p = guarded_with(
+        snap,
+        digest,
+        &policy_opts(dir, extra),
+        &["--log".to_string(), log.display().to_string()],
+    );
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params":
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "itest", "version": "0"}}}));
+    p.close_stdin();
+    let status = p.wait();
+    (status.success(), p.stderr(), log.exists())
+}
+
+/// What `[review]` makes unacceptable refuses to start the server, naming the key: a review
+/// asserting a model-backed tool (`allow_model_backed = false`), a tool with a forbidden side
+/// effect (`forbidden_side_effects`), a snapshot valid for longer than `max_validity` (and
+/// `capture --expires-in` past the policy's `max_validity` is refused before the server runs).
+/// The same snapshots start under the default review keys.
+#[test]
+fn review_keys_refuse_unacceptable_snapshots_before_the_server_starts() {
+    let cases: [(Value, &str, &str, &str); 3] = [
+        (
+            json!({"modelBacked": true}),
+            "30d",
+            "[review]\nallow_model_backed = false\n",
+            "review.allow_model_backed",
+        ),
+        (
+            json!({"sideEffects": ["network"]}),
+            "30d",
+            "[review]\nforbidden_side_effects = [\"network\"]\n",
+            "review.forbidden_side_effects",
+        ),
+        (
+            json!({}),
+            "30d",
+            "[review]\nmax_validity = \"7d\"\n",
+            "review.max_validity",
+        ),
+    ];
+    for (assertions, expires_in, extra, key) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let (snap, digest) = echo_reviewed_with(dir.path(), assertions, expires_in);
+        let (ok, stderr, reached) = start_refused(dir.path(), &snap, &digest, extra);
+        assert!(!ok && stderr.contains(key), "{key}: {stderr}");
+        assert!(!reached, "{key}: the server never started");
+        let mut p = guarded_with(&snap, &digest, &policy_opts(dir.path(), ""), &[]);
+        p.initialize();
+        let r = call(&mut p, 1, "echo", json!({"text": "hi"}));
+        assert_eq!(r["result"]["content"][0]["text"], "hi", "{key}: {r}");
+        p.close_stdin();
+        p.wait();
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[review]\nmax_validity = \"7d\"\n").unwrap();
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args([
+                "capture",
+                "--server",
+                "fixture",
+                "--expires-in",
+                "8d",
+                "--policy",
+            ])
+            .arg(&policy)
+            .arg("--out")
+            .arg(dir.path().join("snap.json"))
+            .arg("--")
+            .arg(fixture()),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("review.max_validity"), "{stderr}");
+    assert!(!dir.path().join("snap.json").exists());
 }
