@@ -1022,12 +1022,6 @@ const UNPROVEN: &[&str] = &[
     "sandbox.tcp_connect",
     "secrets.builtin",
     "secrets.env",
-    "writes.default",
-    "writes.tools.<name>.automatic_retry",
-    "writes.tools.<name>.confirmation",
-    "writes.tools.<name>.idempotency",
-    "writes.tools.<name>.side_effect",
-    "writes.tools.<name>.unknown_outcome",
 ];
 
 /// The mechanism of issue 32: docs/policy.md's table "Every key and the test that proves it"

@@ -466,3 +466,76 @@ fn review_keys_refuse_unacceptable_snapshots_before_the_server_starts() {
     assert!(stderr.contains("review.max_validity"), "{stderr}");
     assert!(!dir.path().join("snap.json").exists());
 }
+
+/// The `[writes]` keys decide what a call is, whatever the server's annotations say: with
+/// `confirmation.mode = "deny"` (no one to ask), a tool classified `side_effect = "read"` passes,
+/// one classified `"update"` is refused as a write, one classified `"update"` with
+/// `confirmation = "not-required"` passes (its outcome then lost at the timeout is
+/// `UNKNOWN_DISPATCH_OUTCOME`, not retryable, and the server got it exactly once:
+/// `unknown_outcome`, `automatic_retry`), and a reviewed tool no table classifies is refused and
+/// unlisted (`writes.default = "refuse"`). Under `--dry-run` the operation policy reported names
+/// the `idempotency`.
+#[test]
+fn write_classification_keys_decide_what_passes_and_what_is_refused() {
+    let policy = "[writes]\ndefault = \"refuse\"\ntrust_reviews = false\n\
+        [writes.tools.echo]\nside_effect = \"read\"\n\
+        [writes.tools.add]\nside_effect = \"update\"\n\
+        [writes.tools.fail]\nside_effect = \"update\"\nconfirmation = \"not-required\"\nidempotency = \"at-most-once\"\n\
+        [writes.tools.slow]\nside_effect = \"delete\"\nconfirmation = \"not-required\"\nautomatic_retry = \"never\"\nunknown_outcome = \"stop-and-reconcile\"\n\
+        [confirmation]\nmode = \"deny\"\n\
+        [limits]\ncall_timeout = \"1s\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let path = dir.path().join("writes.toml");
+    std::fs::write(&path, policy).unwrap();
+    let log = dir.path().join("server.log");
+    let opts = ["--policy".to_string(), path.display().to_string()];
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &opts,
+        &["--log".to_string(), log.display().to_string()],
+    );
+    p.initialize();
+    let list = p.request(1, "tools/list", json!({}));
+    let names = crate::gate::tool_names(&list);
+    assert!(
+        names.contains(&"echo") && names.contains(&"add") && !names.contains(&"notify"),
+        "{names:?}"
+    );
+    let r = call(&mut p, 2, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    let r = call(&mut p, 3, "add", json!({"a": 1, "b": 2}));
+    assert_eq!(contract(&r)["code"], "approval_required", "{r}");
+    let r = call(&mut p, 4, "fail", json!({}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(contract(&r).is_null(), "the server's own error: {r}");
+    let r = call(&mut p, 5, "notify", json!({}));
+    assert!(
+        r.to_string().contains("writes.default"),
+        "refused naming the key: {r}"
+    );
+    let r = call(&mut p, 6, "slow", json!({"ms": 3000}));
+    assert_eq!(contract(&r)["code"], "UNKNOWN_DISPATCH_OUTCOME", "{r}");
+    assert_eq!(contract(&r)["retryable"], false, "{r}");
+    // Past the server's own answer: still one call, never retried.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    p.close_stdin();
+    p.wait();
+    assert_eq!(calls_received(&log), ["echo", "fail", "slow"]);
+
+    let mut opts = opts.to_vec();
+    opts.push("--dry-run".to_string());
+    let mut p = guarded_with(&snap, &digest, &opts, &[]);
+    p.initialize();
+    let r = call(&mut p, 1, "fail", json!({}));
+    let policy = &r["result"]["structuredContent"]["operationPolicy"];
+    assert_eq!(
+        policy,
+        &json!({"sideEffect": "update", "idempotency": "at-most-once", "automaticRetry": "never",
+                "confirmation": "not-required", "unknownOutcome": "stop-and-reconcile"}),
+        "{r}"
+    );
+    p.close_stdin();
+    p.wait();
+}
