@@ -1005,7 +1005,6 @@ const UNPROVEN: &[&str] = &[
     "confirmation.allow_tool_for_session",
     "confirmation.channels",
     "confirmation.timeout",
-    "results.labels",
     "sandbox.allow_other_sockets",
     "sandbox.allow_udp",
     "sandbox.allow_unix_sockets",
@@ -1020,8 +1019,6 @@ const UNPROVEN: &[&str] = &[
     "sandbox.scope_signals",
     "sandbox.tcp_bind",
     "sandbox.tcp_connect",
-    "secrets.builtin",
-    "secrets.env",
 ];
 
 /// The mechanism of issue 32: docs/policy.md's table "Every key and the test that proves it"
