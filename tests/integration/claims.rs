@@ -621,3 +621,101 @@ fn results_labels_choose_which_instruction_like_passages_are_labelled() {
     let chosen = labels("[results]\nlabels = [\"sensitive-path\"]\n");
     assert_eq!(chosen, json!(["sensitive-path"]));
 }
+
+/// `audit.path` puts the decision log where the policy says (its missing folders created
+/// private), without any flag; `audit.payload` decides whether argument values are kept in it
+/// (`"digests"`: never; `"full"`: yes).
+#[test]
+fn audit_path_writes_the_log_without_a_flag_and_payload_decides_whether_values_are_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    for (payload, keeps) in [("digests", false), ("full", true)] {
+        let folder = dir.path().join(format!("state-{payload}/mcpguard"));
+        let log = folder.join("audit.jsonl");
+        let policy = dir.path().join(format!("{payload}.toml"));
+        std::fs::write(
+            &policy,
+            reads_policy_with(&format!(
+                "[audit]\npath = \"{}\"\npayload = \"{payload}\"\n",
+                log.display()
+            )),
+        )
+        .unwrap();
+        let opts = ["--policy".to_string(), policy.display().to_string()];
+        let mut p = guarded_with(&snap, &digest, &opts, &[]);
+        p.initialize();
+        let r = call(&mut p, 1, "echo", json!({"text": "marker-value-4711"}));
+        assert_eq!(
+            r["result"]["content"][0]["text"], "marker-value-4711",
+            "{r}"
+        );
+        p.close_stdin();
+        p.wait();
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("\"echo\""), "{payload}: {text}");
+        assert_eq!(
+            text.contains("marker-value-4711"),
+            keeps,
+            "{payload}: {text}"
+        );
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{payload}");
+    }
+}
+
+/// `confirmation.channels` and `confirmation.timeout`: with only the host channel, a write is
+/// refused at once when the host cannot ask (no elicitation), and when the host asks but nobody
+/// answers, it is refused after the policy's timeout, not the default minute; the server never
+/// sees it either way.
+#[test]
+fn confirmation_channels_and_timeout_refuse_a_write_nobody_approves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let extra = "[confirmation]\nchannels = [\"host\"]\ntimeout = \"2s\"\n";
+    let mut p = start(dir.path(), &snap, &digest, extra, &[]);
+    let r = call(
+        &mut p,
+        1,
+        "write_note",
+        json!({"path": "/tmp/x", "body": "b"}),
+    );
+    assert_eq!(contract(&r)["code"], "approval_required", "{r}");
+    p.close_stdin();
+    p.wait();
+    assert!(calls_received(&dir.path().join("server.log")).is_empty());
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let log = dir2.path().join("server.log");
+    let mut p = guarded_with(
+        &snap,
+        &digest,
+        &policy_opts(dir2.path(), extra),
+        &["--log".to_string(), log.display().to_string()],
+    );
+    p.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+               "clientInfo": {"name": "itest", "version": "0"}}),
+    );
+    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let started = std::time::Instant::now();
+    p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_note", "arguments": {"path": "/tmp/x", "body": "b"}}}));
+    let (r, seen) = p.recv_response(&json!(1));
+    assert!(
+        seen.iter().any(|m| m["method"] == "elicitation/create"),
+        "the host was asked: {seen:?}"
+    );
+    assert_eq!(contract(&r)["code"], "consent_required", "{r}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(1800)
+            && waited < std::time::Duration::from_secs(15),
+        "{waited:?}"
+    );
+    p.close_stdin();
+    p.wait();
+    assert!(calls_received(&log).is_empty());
+}
