@@ -1002,19 +1002,12 @@ fn every_key() -> Vec<String> {
 const UNPROVEN: &[&str] = &[
     "confirmation.allow_tool_for_session",
     "sandbox.allow_other_sockets",
-    "sandbox.allow_udp",
     "sandbox.allow_unix_sockets",
-    "sandbox.execute",
     "sandbox.limits.address_space_mb",
     "sandbox.limits.core_dumps",
     "sandbox.limits.open_files",
     "sandbox.preset",
-    "sandbox.read",
-    "sandbox.read_write",
     "sandbox.scope_abstract_unix_sockets",
-    "sandbox.scope_signals",
-    "sandbox.tcp_bind",
-    "sandbox.tcp_connect",
 ];
 
 /// The mechanism of issue 32: docs/policy.md's table "Every key and the test that proves it"
