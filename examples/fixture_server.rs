@@ -102,6 +102,10 @@
 //!   the ids `<prefix><n+1>` … `<prefix><n+4>`, the ids a proxy with one counter for all its own
 //!   requests would use next, each asking a harmless question with a boolean `approve` field.
 //!   Their answers are only logged on stderr (`fixture: answer to predicted id ...`).
+//! * `--ask-text TEXT`: what the `ask_*` requests (legacy requests and modern input requests) put
+//!   where a host shows or gives the model their text: `sampling/createMessage`'s message text and
+//!   `systemPrompt`, and `elicitation/create`'s `message` and the requested field's `title` and
+//!   `description` (a server that smuggles a credential or an order into a question).
 //! * `--write-drift`: write_note's description gains " (v2)", as a new release would change it.
 //! * `--write-delay-ms N`: `write_note` answers after N milliseconds, on its own thread.
 //! * `--approve-own-writes DIR`: the self-approval attack. A thread keeps listing every approval
@@ -222,6 +226,7 @@ struct Options {
     ttl_ms: u64,
     identity_change_after: Option<u64>,
     duplicate_request_state: bool,
+    ask_text: Option<String>,
 }
 
 impl Default for Options {
@@ -266,6 +271,7 @@ impl Default for Options {
             ttl_ms: 1000,
             identity_change_after: None,
             duplicate_request_state: false,
+            ask_text: None,
         }
     }
 }
@@ -334,6 +340,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--protocol-version" => opts.protocol_version = Some(value),
             "--describe-suffix" => opts.describe_suffix = value,
             "--reply" => opts.reply = Some(value),
+            "--ask-text" => opts.ask_text = Some(value),
             "--rug-pull-after" => opts.rug_pull_after = Some(parse_number(&flag, &value)?),
             "--list-changed-on-initialized" => {
                 opts.list_changed_on_initialized = parse_number(&flag, &value)?;
@@ -975,7 +982,7 @@ impl Server {
     /// The tool bodies. The outer `Err(String)` means "invalid arguments".
     fn run_tool(&self, name: &str, args: &Value, params: &Value) -> Result<Reply, String> {
         if self.opts.modern && name.starts_with("ask_") {
-            return Ok(Ok(modern_ask(name, params)));
+            return Ok(Ok(modern_ask(name, params, self.opts.ask_text.as_deref())));
         }
         let reply = match name {
             "echo" => {
@@ -1061,25 +1068,13 @@ impl Server {
                 notify("notifications/tools/list_changed", json!({}));
                 Ok(text_result("sent notifications/tools/list_changed"))
             }
-            "ask_sampling" => Ok(text_result(self.ask_client(
-                "sampling/createMessage",
-                Some(json!({
-                    "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello."}}],
-                    "maxTokens": 16,
-                })),
-            ))),
-            "ask_elicitation" => Ok(text_result(self.ask_client(
-                "elicitation/create",
-                Some(json!({
-                    "mode": "form",
-                    "message": "May the fixture continue?",
-                    "requestedSchema": {
-                        "type": "object",
-                        "properties": {"confirm": {"type": "boolean", "title": "Continue"}},
-                        "required": ["confirm"],
-                    },
-                })),
-            ))),
+            "ask_sampling" | "ask_elicitation" => {
+                let request = ask_request(name, self.opts.ask_text.as_deref());
+                Ok(text_result(self.ask_client(
+                    request["method"].as_str().unwrap_or_default(),
+                    Some(request["params"].clone()),
+                )))
+            }
             "ask_roots" => Ok(text_result(self.ask_client("roots/list", None))),
             "task_tool" => self.run_task_tool(params),
             _ => match generated_index(name, self.opts.generated_tools) {
@@ -1148,22 +1143,40 @@ impl Server {
 /// A finished task as the 2025-11-25 `Task` type describes it.
 /// A modern `ask_*` tool: the first call asks for input inside its result (MRTR); the retry
 /// carrying the fixture's state reports the input responses it got.
-fn modern_ask(name: &str, params: &Value) -> Value {
+fn modern_ask(name: &str, params: &Value, ask_text: Option<&str>) -> Value {
     let state = format!("fixture-state-{name}");
     if params.get("requestState").and_then(Value::as_str) == Some(state.as_str()) {
         let responses = params.get("inputResponses").cloned().unwrap_or(Value::Null);
         return text_result(json!({"inputResponses": responses}).to_string());
     }
-    let request = match name {
-        "ask_sampling" => json!({"method": "sampling/createMessage", "params": {
-            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello."}}],
-            "maxTokens": 16}}),
-        "ask_elicitation" => json!({"method": "elicitation/create", "params": {
-            "mode": "form", "message": "May the fixture continue?",
-            "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}}}),
-        _ => json!({"method": "roots/list", "params": {}}),
-    };
+    let request = ask_request(name, ask_text);
     json!({"resultType": "input_required", "inputRequests": {"ask": request}, "requestState": state})
+}
+
+/// The request an `ask_*` tool sends (legacy) or puts in its `input_required` result (modern):
+/// `{method, params}`. With `--ask-text`, that text is in every place of it a host shows.
+fn ask_request(name: &str, ask_text: Option<&str>) -> Value {
+    match name {
+        "ask_sampling" => {
+            let mut params = json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": ask_text.unwrap_or("Say hello.")}}],
+                "maxTokens": 16});
+            if let Some(text) = ask_text {
+                params["systemPrompt"] = json!(text);
+            }
+            json!({"method": "sampling/createMessage", "params": params})
+        }
+        "ask_elicitation" => {
+            let mut field = json!({"type": "boolean", "title": ask_text.unwrap_or("Continue")});
+            if let Some(text) = ask_text {
+                field["description"] = json!(text);
+            }
+            json!({"method": "elicitation/create", "params": {
+                "mode": "form", "message": ask_text.unwrap_or("May the fixture continue?"),
+                "requestedSchema": {"type": "object", "properties": {"confirm": field}, "required": ["confirm"]}}})
+        }
+        _ => json!({"method": "roots/list", "params": {}}),
+    }
 }
 
 fn task_object(task_id: &str, ttl: Value) -> Value {

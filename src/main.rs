@@ -156,8 +156,10 @@ fn sandbox_for(
 }
 
 fn run_command(cmd: Command) -> ExitCode {
-    let limits = |live: &LiveArgs| Limits {
-        max_pages: live.max_pages,
+    // The policy's `limits.max_pages` bounds every live walk, not only the proxy's: a flag can
+    // lower it for one run but never raise it past what the policy allows.
+    let limits = |live: &LiveArgs, p: &policy::Policy| Limits {
+        max_pages: live.max_pages.min(p.limits.max_pages),
         ..Limits::default()
     };
     let result = match &cmd {
@@ -181,12 +183,14 @@ fn run_command(cmd: Command) -> ExitCode {
             };
             let server_command = &server_command;
             // A server that cannot be found is a capture failure (exit 1) like any other.
-            let setup = match load_policy(policy.as_deref())
+            let (p, setup) = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
                 .and_then(|p| {
-                    sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
-                        fail(&format!("capture failed: {e}"))
-                    })
+                    let s =
+                        sandbox_for(&p, policy.as_deref(), server_command, &live.grants, |e| {
+                            fail(&format!("capture failed: {e}"))
+                        })?;
+                    Ok((p, s))
                 }) {
                 Ok(s) => s,
                 Err(code) => return code,
@@ -195,9 +199,10 @@ fn run_command(cmd: Command) -> ExitCode {
                 server,
                 out,
                 expires_in: *expires_in,
+                max_validity: p.review.max_validity,
                 protocol_version,
                 force: *force,
-                limits: limits(live),
+                limits: limits(live, &p),
                 timeout: live.timeout,
                 max_message_bytes: live.max_message_bytes,
                 command: server_command,
@@ -370,7 +375,7 @@ fn run_command(cmd: Command) -> ExitCode {
                 command: server_command,
                 timeout: live.timeout,
                 max_message_bytes: live.max_message_bytes,
-                limits: limits(live),
+                limits: limits(live, &p),
                 sandbox: setup.as_ref().map(|s| s.prepared.clone()),
                 package,
             })
@@ -412,7 +417,7 @@ fn run_command(cmd: Command) -> ExitCode {
                 expires_in: *expires_in,
                 reviewer: reviewer.as_deref(),
                 acceptance: acceptance(&p),
-                limits: limits(live),
+                limits: limits(live, &p),
                 timeout: live.timeout,
                 max_message_bytes: live.max_message_bytes,
                 command: server_command,
@@ -871,6 +876,8 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
             ));
         }
     }
+    // Every piece of server error text the session passes on is cut to errors.max_length.
+    mcpguard::gate::refusal::set_max_error_length(policy.errors.max_length);
     let opts = proxy::Options {
         command: args.server,
         max_message_bytes,

@@ -65,6 +65,8 @@ pub struct CaptureArgs<'a> {
     pub server: &'a str,
     pub out: &'a Path,
     pub expires_in: Duration,
+    /// The policy's `review.max_validity`: the longest `--expires-in` accepted.
+    pub max_validity: jiff::SignedDuration,
     pub protocol_version: &'a str,
     pub force: bool,
     pub limits: Limits,
@@ -79,12 +81,12 @@ pub struct CaptureArgs<'a> {
 
 /// `mcpguard capture --server KEY --out FILE [--expires-in D] [--protocol-version V] -- CMD`
 pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
-    let max_validity = Acceptance::default().max_validity;
+    let max_validity = args.max_validity;
     let expires_in = jiff::SignedDuration::try_from(args.expires_in)
         .map_err(|e| format!("--expires-in is out of range: {e}"))?;
     if expires_in > max_validity || expires_in.is_zero() {
         return Err(format!(
-            "--expires-in must be more than zero and at most the policy's maximum validity ({} days)",
+            "--expires-in must be more than zero and at most the policy's maximum validity ({} days): review.max_validity",
             max_validity.as_secs() / 86_400
         ));
     }

@@ -451,15 +451,21 @@ const PASSED_PARAMS: [&str; 5] = [
 
 /// Rebuilds a modern `tools/call` with only what the server may get; the original bytes are
 /// kept when they carry nothing else and the client capabilities need no filtering.
-pub fn forwardable_call(params: &Map<String, Value>, line: Bytes, caps: &Capabilities) -> Bytes {
+pub fn forwardable_call(
+    params: &Map<String, Value>,
+    line: Bytes,
+    caps: &Capabilities,
+    pass_meta: &[String],
+) -> Bytes {
     let meta = params.get("_meta").and_then(Value::as_object);
+    let passes = |k: &str| PASSED_META.contains(&k) || pass_meta.iter().any(|p| p == k);
     let mut client_caps = meta
         .and_then(|m| m.get(CLIENT_CAPABILITIES_META))
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
     let caps_changed = !caps.filter_client(&mut client_caps).is_empty();
-    let meta_ok = meta.is_none_or(|m| m.keys().all(|k| PASSED_META.contains(&k.as_str())));
+    let meta_ok = meta.is_none_or(|m| m.keys().all(|k| passes(k)));
     let keys_ok = params.keys().all(|k| PASSED_PARAMS.contains(&k.as_str()));
     if meta_ok && keys_ok && !caps_changed {
         return line;
@@ -477,9 +483,9 @@ pub fn forwardable_call(params: &Map<String, Value>, line: Bytes, caps: &Capabil
         }
     }
     let mut m = Map::new();
-    for key in PASSED_META {
-        if let Some(v) = meta.and_then(|m| m.get(key)) {
-            m.insert(key.into(), v.clone());
+    for (key, v) in meta.into_iter().flatten() {
+        if passes(key) {
+            m.insert(key.clone(), v.clone());
         }
     }
     if meta.is_some_and(|m| m.contains_key(CLIENT_CAPABILITIES_META)) {
@@ -735,7 +741,7 @@ mod tests {
             "_meta": {PROTOCOL_VERSION_META: "2026-07-28", CLIENT_CAPABILITIES_META: {}, CLIENT_INFO_META: {"name": "c", "version": "1"}}}});
         let line = Bytes::from(serde_json::to_vec(&plain).unwrap());
         let params = plain["params"].as_object().unwrap();
-        assert_eq!(forwardable_call(params, line.clone(), &caps), line);
+        assert_eq!(forwardable_call(params, line.clone(), &caps, &[]), line);
 
         let mut extra = plain.clone();
         extra["params"]["_meta"]["traceparent"] = json!("00-abc");
@@ -747,6 +753,7 @@ mod tests {
             extra["params"].as_object().unwrap(),
             line,
             &caps,
+            &[],
         ))
         .unwrap();
         assert_eq!(out["id"], 1);

@@ -2,7 +2,10 @@
 //! category, retryable, outcomeKnown, carried in `_meta["dev.mcpguard/refusal"]`), and the hygiene
 //! of server error text passed on to the model.
 //!
-//! Plain data and pure functions; it knows nothing of the session or of processes.
+//! Plain data and pure functions, and the one process-wide bound on error text (`errors.max_length`,
+//! set once at start); it knows nothing of the session or of processes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
@@ -124,19 +127,47 @@ pub mod code {
     pub const CONSENT_REQUIRED: &str = "consent_required";
 }
 
-/// Longest error text from the server that is passed on (after sanitizing).
+/// Longest error text from the server that is passed on (after sanitizing), in characters,
+/// unless the policy's `errors.max_length` says otherwise.
 pub const MAX_ERROR_TEXT: usize = 2048;
 
+/// The policy's `errors.max_length`, set once by the proxy before the session starts. Server
+/// error text is cleaned in many places (results, JSON-RPC errors, walks, handshakes, both
+/// eras), and one process serves one policy, so the bound lives here rather than being
+/// threaded through each of them.
+static MAX_ERROR_CHARS: AtomicUsize = AtomicUsize::new(MAX_ERROR_TEXT);
+
+/// Sets the longest server error text, in characters, that reaches the host
+/// (`errors.max_length`).
+pub fn set_max_error_length(chars: usize) {
+    MAX_ERROR_CHARS.store(chars, Ordering::Relaxed);
+}
+
 /// Makes server error text safe for a model: hidden characters visible, escapes removed,
-/// length bounded.
+/// length bounded to `errors.max_length` characters (with a marker saying how much was cut).
 pub fn clean_error_text(s: &str) -> String {
-    sanitize::clean(
+    let clean = sanitize::clean(
         s,
         Clean {
             keep_newlines: true,
-            max_bytes: MAX_ERROR_TEXT,
+            max_bytes: usize::MAX,
         },
-    )
+    );
+    cut_chars(clean, MAX_ERROR_CHARS.load(Ordering::Relaxed))
+}
+
+/// `text` cut to `max` characters, with a marker naming how many were cut and the key.
+fn cut_chars(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => {
+            let rest = text[at..].chars().count();
+            format!(
+                "{}…[{rest} more characters cut: errors.max_length]",
+                &text[..at]
+            )
+        }
+        None => text,
+    }
 }
 
 /// Sanitizes the text blocks of an `isError: true` result in place; returns whether anything

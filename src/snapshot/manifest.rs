@@ -292,7 +292,7 @@ pub fn validate(m: &Manifest, now: Timestamp, acceptance: &Acceptance) -> Vec<Pr
                 problems.push(problem(
                     "/expiresAt",
                     format!(
-                        "the snapshot is valid for longer than the policy allows ({}); capture again with a shorter --expires-in",
+                        "the snapshot is valid for longer than the policy allows ({}); capture again with a shorter --expires-in, or raise review.max_validity in the policy",
                         fmt_days(acceptance.max_validity)
                     ),
                 ));
@@ -431,7 +431,7 @@ pub fn validate_review(
             match a.get("modelBacked") {
                 Some(Value::Bool(true)) if !acceptance.allow_model_backed => problems.push(problem(
                     format!("{a_at}/modelBacked"),
-                    "the tool is model-backed and the local policy does not accept model-backed tools",
+                    "the tool is model-backed and the local policy does not accept model-backed tools (review.allow_model_backed = false)",
                 )),
                 Some(Value::Bool(_)) => {}
                 _ => problems.push(problem(format!("{a_at}/modelBacked"), "must be stated as true or false")),
@@ -448,7 +448,7 @@ pub fn validate_review(
                                 if acceptance.forbidden_side_effects.iter().any(|f| f == s) {
                                     problems.push(problem(
                                         format!("{a_at}/sideEffects/{i}"),
-                                        format!("side effect {s:?} is forbidden by the local policy"),
+                                        format!("side effect {s:?} is forbidden by the local policy (review.forbidden_side_effects)"),
                                     ));
                                 }
                             }

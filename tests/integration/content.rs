@@ -734,3 +734,97 @@ fn orders_to_the_model_in_other_words_are_labelled_where_they_are() {
     );
     assert!(note_of(&r).contains("call-arguments"), "{r}");
 }
+
+/// Calls `echo` with each `(value, key)` of `cases` and checks that the call is refused with
+/// `argument_rule`, naming the rule's table and exactly `key`, and never the value.
+fn refused_by_rule(p: &mut Peer, first_id: i64, cases: &[(&str, &str)]) {
+    for (n, (value, key)) in cases.iter().enumerate() {
+        let r = call(p, first_id + n as i64, "echo", json!({ "text": value }));
+        let c = contract(&r);
+        assert_eq!(c["code"], "argument_rule", "{value}: {r}");
+        let message = c["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "breaks the local rule {key} of [arguments.tools.echo.rules.\"/text\"]"
+            )),
+            "{value} is refused by {key}: {message}"
+        );
+        assert!(!message.contains(value), "never the value: {message}");
+    }
+}
+
+/// Each member of an argument rule refuses, on its own, the value an attack would send, before
+/// the server sees it: a plain-http URL (`url_schemes`), a denied host (`deny_hosts`), a host
+/// outside the allowed ones, also behind userinfo (`hosts`), a private or loopback address
+/// (`private_addresses`, and with `true` it passes), a shell metacharacter (`command`), a value
+/// outside the pattern (`pattern`) and an overlong value (`max_length`).
+#[test]
+fn each_argument_rule_member_refuses_its_attack_before_the_server_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let rules = "[arguments.tools.echo.rules.\"/text\"]\n\
+        url_schemes = [\"https\"]\n\
+        deny_hosts = [\"evil.example.com\"]\n\
+        command = true\n\
+        pattern = \"[^#]*\"\n\
+        max_length = 60\n";
+    let mut p = start(dir.path(), &snap, &digest, rules, None);
+    let long = format!("https://docs.example.com/{}", "a".repeat(50));
+    refused_by_rule(
+        &mut p,
+        1,
+        &[
+            ("http://docs.example.com/page", "url_schemes"),
+            ("https://evil.example.com/page", "deny_hosts"),
+            ("https://10.0.0.5/admin", "private_addresses"),
+            ("https://localhost:8080/admin", "private_addresses"),
+            ("https://docs.example.com/$(id)", "command"),
+            ("https://docs.example.com/a;rm", "command"),
+            ("https://docs.example.com/#frag", "pattern"),
+            (&long, "max_length"),
+        ],
+    );
+    let r = call(
+        &mut p,
+        20,
+        "echo",
+        json!({"text": "https://docs.example.com/page"}),
+    );
+    assert_eq!(
+        r["result"]["content"][0]["text"], "https://docs.example.com/page",
+        "{r}"
+    );
+    p.close_stdin();
+    p.wait();
+    assert_eq!(calls_received(&dir.path().join("server.log")), ["echo"]);
+
+    // `hosts` admits only the listed hosts; `private_addresses = true` lets a listed private
+    // address through.
+    let dir2 = tempfile::tempdir().unwrap();
+    let rules = "[arguments.tools.echo.rules.\"/text\"]\n\
+        hosts = [\"*.example.com\", \"10.0.0.5\"]\n\
+        private_addresses = true\n";
+    let mut p = start(dir2.path(), &snap, &digest, rules, None);
+    refused_by_rule(
+        &mut p,
+        1,
+        &[
+            ("https://docs.other.org/page", "hosts"),
+            ("https://docs.example.com@other.org/page", "hosts"),
+            ("https://10.0.0.6/admin", "hosts"),
+        ],
+    );
+    for (id, url) in [
+        (10, "https://10.0.0.5/admin"),
+        (11, "https://a.example.com/"),
+    ] {
+        let r = call(&mut p, id, "echo", json!({ "text": url }));
+        assert_eq!(r["result"]["content"][0]["text"], url, "{r}");
+    }
+    p.close_stdin();
+    p.wait();
+    assert_eq!(
+        calls_received(&dir2.path().join("server.log")),
+        ["echo", "echo"]
+    );
+}

@@ -5,6 +5,7 @@ mod support;
 
 mod approvals;
 mod audit_policy;
+mod claims;
 mod confirm;
 mod content;
 mod demo;

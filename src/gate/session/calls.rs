@@ -80,7 +80,7 @@ impl Session {
                 if !self.arguments_pass(&id, &name, &args, out) {
                     return;
                 }
-                let line = minimal_call(&params, line);
+                let line = minimal_call(&params, line, &self.config.policy.capabilities.pass_meta);
                 self.admit(
                     id,
                     name,
@@ -575,14 +575,18 @@ pub(super) fn cancel_notification(id: &Id, reason: &str) -> Bytes {
     Bytes::from(serde_json::to_vec(&n).unwrap_or_default())
 }
 
-/// Rebuilds a `tools/call` with only what the server may get: the name, the arguments and the
-/// progress token (seed 001: the server is not a peer). The original bytes are kept when they
-/// already carry nothing else.
-pub(super) fn minimal_call(params: &Map<String, Value>, line: Bytes) -> Bytes {
-    let meta_ok = params.get("_meta").is_none_or(|m| {
-        m.as_object()
-            .is_some_and(|o| o.keys().all(|k| k == "progressToken"))
-    });
+/// Rebuilds a `tools/call` with only what the server may get: the name, the arguments, the
+/// progress token and the `_meta` keys the policy passes (`capabilities.pass_meta`) (seed 001:
+/// the server is not a peer). The original bytes are kept when they already carry nothing else.
+pub(super) fn minimal_call(
+    params: &Map<String, Value>,
+    line: Bytes,
+    pass_meta: &[String],
+) -> Bytes {
+    let passes = |k: &str| k == "progressToken" || pass_meta.iter().any(|p| p == k);
+    let meta_ok = params
+        .get("_meta")
+        .is_none_or(|m| m.as_object().is_some_and(|o| o.keys().all(|k| passes(k))));
     let keys_ok = params
         .keys()
         .all(|k| matches!(k.as_str(), "name" | "arguments" | "_meta"));
@@ -598,8 +602,15 @@ pub(super) fn minimal_call(params: &Map<String, Value>, line: Bytes) -> Bytes {
             p.insert(key.into(), v.clone());
         }
     }
-    if let Some(token) = params.get("_meta").and_then(|m| m.get("progressToken")) {
-        p.insert("_meta".into(), json!({"progressToken": token}));
+    if let Some(meta) = params.get("_meta").and_then(Value::as_object) {
+        let kept: Map<String, Value> = meta
+            .iter()
+            .filter(|(k, _)| passes(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !kept.is_empty() {
+            p.insert("_meta".into(), Value::Object(kept));
+        }
     }
     let id = msg.id.map_or(Value::Null, |id| id.to_json_value());
     Bytes::from(

@@ -24,6 +24,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::results::{Checked, Members};
 use super::{
     approval_params, codes, host_answer, refuse_to_host, respond, AuditNote, Call, Confirming,
     Dispatched, Era, HostAnswer, Level, Mode, Out, Pending, PendingKind, Phase, Purpose, Session,
@@ -443,8 +444,15 @@ impl Session {
         line: Bytes,
     ) -> Bytes {
         match self.config.era {
-            Era::Modern => modern::forwardable_call(params, line, &self.config.capabilities),
-            Era::Legacy => super::minimal_call(params, line),
+            Era::Modern => modern::forwardable_call(
+                params,
+                line,
+                &self.config.capabilities,
+                &self.config.policy.capabilities.pass_meta,
+            ),
+            Era::Legacy => {
+                super::minimal_call(params, line, &self.config.policy.capabilities.pass_meta)
+            }
         }
     }
 
@@ -561,13 +569,58 @@ impl Session {
                 self.refuse_call(id, &tool, r, out);
             }
             InputRequired::Allowed { request_state } => {
+                // The questions reach the host and its model as text (a message, a system
+                // prompt, a form's titles and descriptions), so they get the checks a result
+                // gets; the opaque state and the result type are the server's and pass as sent.
+                let raw = msg.result.map(|r| r.get()).unwrap_or("null");
+                let mut v = parsed.unwrap_or(Value::Null);
+                let content = self.config.content.clone();
+                let checked = if content.scans_injection() || content.result_may_hold_secrets(raw) {
+                    self.check_server_part(
+                        &format!("the input_required result of {tool:?} (call {id})"),
+                        raw,
+                        &mut v,
+                        "/result",
+                        Members {
+                            keep: &["resultType", "requestState"],
+                            prose: &[],
+                        },
+                        out,
+                    )
+                } else {
+                    Checked::Unchanged
+                };
+                let relayed = match checked {
+                    Checked::Unchanged => line.clone(),
+                    Checked::Changed => Bytes::from(
+                        serde_json::to_vec(
+                            &json!({"jsonrpc": "2.0", "id": id.to_json_value(), "result": v}),
+                        )
+                        .unwrap_or_default(),
+                    ),
+                    Checked::Withheld(why) => {
+                        let c = if why.contains("secrets.results") {
+                            code::SECRET_IN_RESULT
+                        } else {
+                            code::INJECTION_IN_RESULT
+                        };
+                        let r = Refusal::new(
+                            c,
+                            Category::Policy,
+                            format!("{tool:?} asked the host for input, and its question was withheld: {why}"),
+                        );
+                        self.refuse_call(id, &tool, r, out);
+                        self.release_serial(&tool, out);
+                        return true;
+                    }
+                };
                 if let Some(state) = request_state {
                     if self.modern.states.len() >= MAX_OUTSTANDING_STATES {
                         self.modern.states.remove(0);
                     }
                     self.modern.states.push((tool.clone(), state));
                 }
-                out.push(Out::Host(line.clone()));
+                out.push(Out::Host(relayed));
             }
             InputRequired::Blocked { why } => {
                 self.audit(out, || AuditNote {

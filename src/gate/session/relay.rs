@@ -47,7 +47,7 @@ impl Session {
             Parsed::TooLong { len, head } => {
                 let id = message::salvage_id(&String::from_utf8_lossy(head));
                 let msg = format!(
-                    "refused a {len}-byte message from the host: the limit is {} bytes (raise it with --max-message-bytes)",
+                    "refused a {len}-byte message from the host: the limit is {} bytes (raise it with --max-message-bytes or limits.max_message_bytes in the policy)",
                     self.config.max_message_bytes
                 );
                 refuse_to_host(id.as_ref(), codes::TOO_LARGE, &msg, out);
@@ -283,7 +283,7 @@ impl Session {
             Parsed::TooLong { len, head } => {
                 let id = message::salvage_id(&String::from_utf8_lossy(head));
                 let msg = format!(
-                    "dropped a {len}-byte message from the server: the limit is {} bytes (raise it with --max-message-bytes)",
+                    "dropped a {len}-byte message from the server: the limit is {} bytes (raise it with --max-message-bytes or limits.max_message_bytes in the policy)",
                     self.config.max_message_bytes
                 );
                 self.upstream_failure(id, codes::BAD_UPSTREAM_RESPONSE, &msg, out);
@@ -404,6 +404,18 @@ impl Session {
             refuse(out, message::METHOD_NOT_FOUND, why);
             return;
         }
+        let line = match method {
+            methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE => {
+                match self.server_request_text(&id, method, msg, line, out) {
+                    Ok(line) => line,
+                    Err(why) => {
+                        refuse(out, message::INVALID_REQUEST, why);
+                        return;
+                    }
+                }
+            }
+            _ => line,
+        };
         self.server_requests.insert(
             id,
             Pending {

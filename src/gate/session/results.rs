@@ -289,6 +289,7 @@ impl Session {
         let content = self.config.content.clone();
         let mut text = original.to_string();
         let mut withheld: Option<String> = None;
+        let mut cleaned = false;
         if let Some((redacted, found)) = content.redact_text("/error/message", original) {
             let listed = describe_all(&found);
             let refuse = content.secret_results == SecretInResults::Refuse;
@@ -351,6 +352,8 @@ impl Session {
                         .map(|f| place("/error/message", &f))
                         .collect();
                     text = format!("{clean}\n\n{}", label_note(&labels, &at));
+                    // Cleaned and cut already: cutting again would cut the note away.
+                    cleaned = true;
                 }
             }
         }
@@ -367,7 +370,12 @@ impl Session {
         if text == original {
             return out.push(Out::Host(sanitized_error(id, msg).unwrap_or(line)));
         }
-        let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "error": {"code": code, "message": refusal::clean_error_text(&text)}});
+        let message = if cleaned {
+            text
+        } else {
+            refusal::clean_error_text(&text)
+        };
+        let v = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "error": {"code": code, "message": message}});
         out.push(Out::Host(Bytes::from(
             serde_json::to_vec(&v).unwrap_or_default(),
         )));
@@ -427,6 +435,39 @@ impl Session {
                 let what = format!("withheld {what}: {why}");
                 refuse_to_host(Some(id), codes::BAD_UPSTREAM_RESPONSE, &what, out);
             }
+        }
+    }
+
+    /// A server request that reaches the host (`sampling/createMessage`, `elicitation/create`,
+    /// when the policy passes them): its messages, system prompt, question and form titles and
+    /// descriptions are text the host gives its model or shows the person, so they get the
+    /// checks of a result. Returns the line to relay (the server's bytes when nothing changed),
+    /// or why it is withheld, with the key that changes it (the server then gets an error).
+    pub(super) fn server_request_text(
+        &mut self,
+        id: &Id,
+        method: &str,
+        msg: &Message<'_>,
+        line: Bytes,
+        out: &mut Vec<Out>,
+    ) -> Result<Bytes, String> {
+        let Some(raw) = msg.params else {
+            return Ok(line);
+        };
+        let content = self.config.content.clone();
+        if !content.scans_injection() && !content.result_may_hold_secrets(raw.get()) {
+            return Ok(line);
+        }
+        let mut v = strict::parse_strict_str(raw.get())
+            .map_err(|e| format!("its params are not acceptable JSON: {e}"))?;
+        let what = format!("the server's {method} request (id {id})");
+        match self.check_server_part(&what, raw.get(), &mut v, "/params", Members::ALL, out) {
+            Checked::Unchanged => Ok(line),
+            Checked::Changed => {
+                let m = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": method, "params": v});
+                Ok(Bytes::from(serde_json::to_vec(&m).unwrap_or_default()))
+            }
+            Checked::Withheld(why) => Err(format!("withheld {what}: {why}")),
         }
     }
 
@@ -653,7 +694,7 @@ pub(super) enum Checked {
 /// The members whose text a label note is appended to, outside a call's result: the ones a
 /// host shows or gives the model as prose. Other labelled strings (a `uri`, a `name`) and
 /// labelled member names are only recorded in `_meta`, so no identifier is broken.
-const NOTED_MEMBERS: [&str; 4] = ["text", "description", "message", "title"];
+const NOTED_MEMBERS: [&str; 5] = ["text", "description", "message", "title", "systemPrompt"];
 
 /// The top-level members of a server part that `check_server_part` treats apart: `keep` are
 /// left as they are (a progress token, which the host chose and matches byte for byte; a log
