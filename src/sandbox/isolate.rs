@@ -871,3 +871,55 @@ pub fn probe() -> Result<(), String> {
         _ => Err("the namespace test process ended abnormally".into()),
     }
 }
+
+/// The cgroup v2 folder this process is in, when it is delegated to this user with the memory
+/// and pids controllers (so that a child cgroup for the server could limit the memory and the
+/// processes of all of its processes together); otherwise why not, in words for the report.
+/// Only detected: mcpguard does not create cgroups yet, so the report names the memory of the
+/// whole server as a residual risk either way.
+pub fn delegated_cgroup() -> Result<std::path::PathBuf, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let rel = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("this process is in no cgroup v2 hierarchy (cgroup v1 only)")?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let mount = mounts
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (right.split(' ').next()? == "cgroup2").then(|| left.split(' ').nth(4))?
+        })
+        .ok_or("no cgroup v2 file system is mounted")?;
+    let rel = rel.trim_start_matches('/');
+    let dir = if rel.is_empty() {
+        Path::new(mount).to_path_buf()
+    } else {
+        Path::new(mount).join(rel)
+    };
+    let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"))
+        .map_err(|e| format!("cannot read {}/cgroup.controllers: {e}", dir.display()))?;
+    let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
+    if !(has("memory") && has("pids")) {
+        return Err(format!(
+            "the cgroup v2 hierarchy at {} offers the controllers [{}], not memory and pids (they are on cgroup v1 here, or not delegated)",
+            dir.display(),
+            controllers.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    for name in ["", "cgroup.procs", "cgroup.subtree_control"] {
+        let p = dir.join(name);
+        let c = CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| format!("{} holds a NUL byte", p.display()))?;
+        // SAFETY: access reads the NUL-terminated path.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+            return Err(format!(
+                "{} is not writable by this user: the cgroup is not delegated to it",
+                p.display()
+            ));
+        }
+    }
+    Ok(dir)
+}

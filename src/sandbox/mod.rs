@@ -67,6 +67,9 @@ pub struct Kernel {
     pub memfd_noexec_seal: bool,
     /// Whether mcpguard runs as root, so that the server would start with every capability.
     pub root: bool,
+    /// The cgroup v2 folder delegated to this user with the memory and pids controllers
+    /// (`isolate::delegated_cgroup`), or why there is none.
+    pub cgroup: Result<PathBuf, String>,
 }
 
 impl Kernel {
@@ -80,6 +83,7 @@ impl Kernel {
             namespaces: isolate::probe(),
             memfd_noexec_seal: seccomp::memfd_noexec_seal_available(),
             root: isolate::running_as_root(),
+            cgroup: isolate::delegated_cgroup(),
         }
     }
 

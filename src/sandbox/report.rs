@@ -557,6 +557,19 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     }
     line(
         "limits",
+        "the memory and processes of the whole server together (a cgroup)".into(),
+        Status::Residual(match &kernel.cgroup {
+            Err(why) => format!(
+                "no cgroup v2 subtree is delegated here ({why}): memory is limited per process only (RLIMIT_DATA, RLIMIT_AS), so many processes each under the limit add up"
+            ),
+            Ok(dir) => format!(
+                "a cgroup v2 subtree is delegated at {}, but mcpguard does not create cgroups yet: memory is limited per process only (RLIMIT_DATA, RLIMIT_AS)",
+                dir.display()
+            ),
+        }),
+    );
+    line(
+        "limits",
         if req.limits.core_dumps {
             "core dumps allowed".into()
         } else {
