@@ -510,10 +510,11 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "kernel",
-        "system calls outside the deny lists reach the kernel (a deny list, not an allowlist such as systemd's @system-service)".into(),
-        Status::Residual(
-            "below the newest number the filter knows, a call it does not name is allowed; a kernel bug in one of them is reachable".into(),
+        format!(
+            "deny by default: only the {} system calls of an allowlist shaped like systemd's @system-service reach the kernel, any other is answered ENOSYS (seccomp)",
+            super::seccomp::allowed().len()
         ),
+        seccomp_status(false, ""),
     );
 
     // Limits.

@@ -1763,7 +1763,7 @@ fn without_namespaces_the_report_names_what_stays_open_and_it_is_true() {
             );
         }
         // Without namespaces: metadata, ld.so/mmap, setsid, later mounts, IPC, the process
-        // count and the temporary folder's size, besides stat, /proc and the deny list's shape
+        // count and the temporary folder's size, besides stat, /proc and the memory of the whole server
         // (and uid 0's file permissions as root).
         let open = report
             .lines()
@@ -2473,6 +2473,47 @@ fn a_write_grant_on_a_repository_plants_nothing_git_runs_later() {
         {
             t.failures.push(format!(
                 "[report, {}] sandbox-check does not name what stays open",
+                who.name()
+            ));
+        }
+    }
+    t.finish();
+}
+
+// ---- 20. a system call off the allowlist ------------------------------------------------------
+
+/// Deny by default: a call no `@system-service`-shaped set lists (`kcmp`, harmless and
+/// unprivileged) reaches the kernel unsandboxed and is answered ENOSYS sandboxed.
+#[test]
+fn a_system_call_off_the_allowlist_does_not_reach_the_kernel() {
+    let mut t = Tally::new("system calls off the allowlist");
+    for who in everyone() {
+        let w = World::new(who);
+        let s = w.check(Half::Sandboxed, &[], &["offlist"]);
+        t.keep_report(&s);
+        if !s.stdout.contains("errno 38") && !s.says_escaped() {
+            t.failures.push(format!(
+                "[{}] kcmp must be answered ENOSYS (38):\n{}",
+                who.name(),
+                s.brief()
+            ));
+        }
+        let o = w.check(Half::Off, &[], &["offlist"]);
+        t.judge(
+            "kcmp(getpid, getpid, KCMP_FILE, 0, 0)",
+            who,
+            Outcome::of(&o, o.says_escaped(), "the probe's result"),
+            Outcome::of(&s, s.says_escaped(), "the probe's result"),
+        );
+        let line = s
+            .report()
+            .lines()
+            .find(|l| l.contains("deny by default"))
+            .unwrap_or("")
+            .to_string();
+        if !line.contains("[enforced]") {
+            t.failures.push(format!(
+                "[{}] the report does not claim the allowlist: {line:?}",
                 who.name()
             ));
         }

@@ -145,16 +145,16 @@ fn sandbox_check_reports_the_kernel_and_every_rule() {
         "a PID namespace: no descendant outlives the server".into(),
         "no kernel keyrings".into(),
         "stat, access, readlink and inotify on paths outside the grants  [RESIDUAL RISK: ".into(),
-        // stat, /proc, the deny list's shape and the memory of the whole server (no cgroup);
+        // stat, /proc and the memory of the whole server (no cgroup);
         // as root also uid 0's file permissions and its exemption from the process limit
         // (sandbox.drop_root is off by default).
         format!(
             "verdict: the rules above are enforced on this kernel, but {} residual risk(s)",
             // SAFETY: geteuid has no preconditions.
             if unsafe { libc::geteuid() } == 0 {
-                6
+                5
             } else {
-                4
+                3
             }
         ),
         "the memory and processes of the whole server together (a cgroup)  [RESIDUAL RISK: ".into(),

@@ -927,6 +927,15 @@ static int move(const char *from, const char *to) {
     return escaped("moved %s to %s", from, to);
 }
 
+/* ---- 20. a system call off the allowlist -------------------------------------------- */
+
+/* kcmp(2) on itself: harmless, needs no privilege, and in no @system-service set. */
+static int offlist(void) {
+    long r = syscall(SYS_kcmp, (long)getpid(), (long)getpid(), 0L, 0L, 0L);
+    if (r < 0) return stopped("kcmp");
+    return escaped("kcmp answered %ld", r);
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -1099,6 +1108,7 @@ int main(int argc, char **argv) {
         NEED(1);
         return readfile(argv[2]);
     }
+    if (!strcmp(p, "offlist")) return offlist();
     if (!strcmp(p, "plant")) {
         NEED(2);
         return plant(argv[2], argv[3]);
