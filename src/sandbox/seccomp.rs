@@ -436,12 +436,12 @@ pub fn allowed() -> Vec<libc::c_long> {
         // @basic-io, @sync
         SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_pread64, SYS_pwrite64, SYS_preadv,
         SYS_pwritev, SYS_preadv2, SYS_pwritev2, SYS_lseek, SYS_close, SYS_close_range, SYS_dup,
-        SYS_dup3, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs, SYS_sync_file_range,
+        SYS_dup3, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs,
         // @file-system
         SYS_openat, SYS_openat2, SYS_faccessat, SYS_faccessat2, SYS_fstat, SYS_newfstatat,
         SYS_statx, SYS_statfs, SYS_fstatfs, SYS_chdir, SYS_fchdir, SYS_getcwd, SYS_mkdirat,
-        SYS_unlinkat, SYS_renameat, SYS_renameat2, SYS_linkat, SYS_symlinkat, SYS_readlinkat,
-        SYS_fchmod, SYS_fchmodat, SYS_fchmodat2, SYS_fchown, SYS_fchownat, SYS_truncate,
+        SYS_unlinkat, SYS_renameat2, SYS_linkat, SYS_symlinkat, SYS_readlinkat,
+        SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_truncate,
         SYS_ftruncate, SYS_fallocate, SYS_utimensat, SYS_getdents64, SYS_inotify_init1,
         SYS_inotify_add_watch, SYS_inotify_rm_watch, SYS_fcntl, SYS_flock, SYS_fadvise64,
         SYS_readahead, SYS_copy_file_range, SYS_sendfile, SYS_splice, SYS_tee, SYS_vmsplice,
@@ -469,7 +469,7 @@ pub fn allowed() -> Vec<libc::c_long> {
         SYS_membarrier, SYS_pkey_alloc, SYS_pkey_free, SYS_pkey_mprotect, SYS_mbind,
         SYS_get_mempolicy, SYS_set_mempolicy, SYS_mseal, SYS_futex, SYS_futex_waitv,
         // @resources, ids
-        SYS_getrlimit, SYS_setrlimit, SYS_prlimit64, SYS_getrusage, SYS_getpriority,
+        SYS_prlimit64, SYS_getrusage, SYS_getpriority,
         SYS_setpriority, SYS_sched_getaffinity, SYS_sched_setaffinity, SYS_sched_getparam,
         SYS_sched_setparam, SYS_sched_getscheduler, SYS_sched_setscheduler, SYS_sched_getattr,
         SYS_sched_setattr, SYS_sched_yield, SYS_sched_get_priority_max,
@@ -493,7 +493,11 @@ pub fn allowed() -> Vec<libc::c_long> {
     ];
     // cachestat, map_shadow_stack (glibc's shadow stacks), futex_wake, futex_wait,
     // futex_requeue: newer than the `libc` crate's tables.
-    calls.extend([451, 453, 454, 455, 456]);
+    // fchmodat2 too (452; the crate names it on x86_64 only).
+    calls.extend([451, 452, 453, 454, 455, 456]);
+    // getrlimit, setrlimit and sync_file_range, which the crate names on x86_64 only.
+    #[cfg(target_arch = "aarch64")]
+    calls.extend([163, 164, 84]);
     #[cfg(target_arch = "x86_64")]
     calls.extend([
         SYS_open, SYS_creat, SYS_access, SYS_stat, SYS_lstat, SYS_mkdir, SYS_rmdir, SYS_unlink,
@@ -501,7 +505,8 @@ pub fn allowed() -> Vec<libc::c_long> {
         SYS_utime, SYS_utimes, SYS_futimesat, SYS_getdents, SYS_inotify_init, SYS_mknod,
         SYS_dup2, SYS_pipe, SYS_epoll_create, SYS_epoll_wait, SYS_poll, SYS_select,
         SYS_eventfd, SYS_signalfd, SYS_pause, SYS_alarm, SYS_time, SYS_fork, SYS_vfork,
-        SYS_getpgrp, SYS_arch_prctl,
+        SYS_getpgrp, SYS_arch_prctl, SYS_renameat, SYS_getrlimit, SYS_setrlimit,
+        SYS_sync_file_range,
     ]);
     calls
 }
