@@ -23,6 +23,12 @@
 //!   mounts are private (`MS_REC|MS_PRIVATE`), not slaves of the host's: a file system the host
 //!   mounts later (removable media, a network share, an automount the server triggers) never
 //!   appears inside, so nothing arrives after the read-only pass that it did not cover.
+//! - **Trusted files inside writable grants.** What git, direnv, editors and hosts run or trust
+//!   later (`sandbox::pins`: `.git/hooks`, `.git/config`, `.envrc`, `.vscode` …) is
+//!   bind-mounted over itself and left read-only by the pass above, and the `.git` folder
+//!   holding them is mounted over itself writable: a mount point cannot be renamed or removed
+//!   (EBUSY), so the server can neither change those files nor move them away and make new
+//!   ones, while the rest of the project (and of `.git`) stays writable.
 //! - **Private temporary folder.** The run's `TMPDIR` is a fresh tmpfs with a size limit
 //!   (`sandbox.limits.tmp_mb`), noexec, nosuid and nodev, mounted over the directory mcpguard
 //!   created; what the server writes there counts against that limit, not the host's disk.
@@ -80,12 +86,25 @@ const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
 /// set.
 const SECUREBITS_LOCKED_DOWN: libc::c_ulong = 0b1110_1111;
 
-/// One read-write grant mounted writable inside the mount namespace.
+/// One read-write grant mounted writable inside the mount namespace, or one trusted file
+/// inside it mounted read-only over itself (`sandbox::pins`).
 #[derive(Debug)]
 struct Bind {
     path: CString,
     /// An `rwx` grant (the python preset's uv directories) keeps exec.
     exec: bool,
+    /// A trusted file or folder: read-only, and a mount point, so it can be neither changed
+    /// nor renamed, removed or replaced.
+    read_only: bool,
+}
+
+/// The trusted files of the writable grants (`sandbox::pins`), prepared by the caller: the
+/// folders to hold in place (mounted writable over themselves, with the exec flag of their
+/// grant) and the files and folders to mount read-only over themselves.
+#[derive(Debug, Default)]
+pub struct Pinned {
+    pub held: Vec<(std::path::PathBuf, bool)>,
+    pub read_only: Vec<std::path::PathBuf>,
 }
 
 /// The identity maps of an unprivileged user namespace: the user stays who they are.
@@ -177,25 +196,34 @@ impl Isolation {
     pub fn new(
         namespaces: bool,
         writable: Vec<(std::path::PathBuf, bool)>,
+        pinned: Pinned,
         tmp: Option<(&Path, u64)>,
         drop_root: bool,
     ) -> Isolation {
         let root = running_as_root();
         let namespaces = namespaces.then(|| {
-            let mut binds: Vec<Bind> = writable
-                .into_iter()
-                .filter_map(|(p, exec)| {
-                    Some(Bind {
-                        path: CString::new(p.as_os_str().as_bytes()).ok()?,
-                        exec,
-                    })
+            let bind = |p: &Path, exec: bool, read_only: bool| {
+                Some(Bind {
+                    path: CString::new(p.as_os_str().as_bytes()).ok()?,
+                    exec,
+                    read_only,
                 })
+            };
+            let mut binds: Vec<Bind> = writable
+                .iter()
+                .chain(pinned.held.iter())
+                .filter_map(|(p, exec)| bind(p, *exec, false))
+                .chain(pinned.read_only.iter().filter_map(|p| bind(p, false, true)))
                 .collect();
             // A grant inside another is mounted after it, so that it stays on top (a shorter
-            // path first); equal paths end up next to each other, so each is mounted once.
+            // path first); equal paths end up next to each other, so each is mounted once,
+            // and a path the policy grants for write by name stays writable (it sorts first).
             binds.sort_by(|a, b| {
-                (a.path.as_bytes().len(), a.path.as_bytes())
-                    .cmp(&(b.path.as_bytes().len(), b.path.as_bytes()))
+                (a.path.as_bytes().len(), a.path.as_bytes(), a.read_only).cmp(&(
+                    b.path.as_bytes().len(),
+                    b.path.as_bytes(),
+                    b.read_only,
+                ))
             });
             binds.dedup_by(|a, b| a.path == b.path);
             let drop_root = root && drop_root;
@@ -649,6 +677,17 @@ fn mount_all(ns: &Namespaces) -> io::Result<()> {
     }
     mount_setattr(c"/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)?;
     for b in &ns.binds {
+        if b.read_only {
+            // Covered by the read-only pass above already; said again so that the order of
+            // the binds can never make a trusted file writable.
+            mount_setattr(
+                &b.path,
+                0,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                0,
+            )?;
+            continue;
+        }
         let mut set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         if !b.exec {
             set |= MOUNT_ATTR_NOEXEC;
@@ -831,4 +870,56 @@ pub fn probe() -> Result<(), String> {
         (true, 2) => Err("the first process of a new PID namespace could not be started".into()),
         _ => Err("the namespace test process ended abnormally".into()),
     }
+}
+
+/// The cgroup v2 folder this process is in, when it is delegated to this user with the memory
+/// and pids controllers (so that a child cgroup for the server could limit the memory and the
+/// processes of all of its processes together); otherwise why not, in words for the report.
+/// Only detected: mcpguard does not create cgroups yet, so the report names the memory of the
+/// whole server as a residual risk either way.
+pub fn delegated_cgroup() -> Result<std::path::PathBuf, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let rel = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("this process is in no cgroup v2 hierarchy (cgroup v1 only)")?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let mount = mounts
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (right.split(' ').next()? == "cgroup2").then(|| left.split(' ').nth(4))?
+        })
+        .ok_or("no cgroup v2 file system is mounted")?;
+    let rel = rel.trim_start_matches('/');
+    let dir = if rel.is_empty() {
+        Path::new(mount).to_path_buf()
+    } else {
+        Path::new(mount).join(rel)
+    };
+    let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"))
+        .map_err(|e| format!("cannot read {}/cgroup.controllers: {e}", dir.display()))?;
+    let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
+    if !(has("memory") && has("pids")) {
+        return Err(format!(
+            "the cgroup v2 hierarchy at {} offers the controllers [{}], not memory and pids (they are on cgroup v1 here, or not delegated)",
+            dir.display(),
+            controllers.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    for name in ["", "cgroup.procs", "cgroup.subtree_control"] {
+        let p = dir.join(name);
+        let c = CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| format!("{} holds a NUL byte", p.display()))?;
+        // SAFETY: access reads the NUL-terminated path.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+            return Err(format!(
+                "{} is not writable by this user: the cgroup is not delegated to it",
+                p.display()
+            ));
+        }
+    }
+    Ok(dir)
 }

@@ -26,6 +26,7 @@
 pub mod explain;
 pub mod isolate;
 pub mod landlock;
+pub mod pins;
 mod prepare;
 pub mod presets;
 mod report;
@@ -66,6 +67,9 @@ pub struct Kernel {
     pub memfd_noexec_seal: bool,
     /// Whether mcpguard runs as root, so that the server would start with every capability.
     pub root: bool,
+    /// The cgroup v2 folder delegated to this user with the memory and pids controllers
+    /// (`isolate::delegated_cgroup`), or why there is none.
+    pub cgroup: Result<PathBuf, String>,
 }
 
 impl Kernel {
@@ -79,6 +83,7 @@ impl Kernel {
             namespaces: isolate::probe(),
             memfd_noexec_seal: seccomp::memfd_noexec_seal_available(),
             root: isolate::running_as_root(),
+            cgroup: isolate::delegated_cgroup(),
         }
     }
 
@@ -146,6 +151,9 @@ pub struct Request {
     pub limits: crate::policy::SandboxLimits,
     pub env: EnvPlan,
     pub tmpdir: Option<PathBuf>,
+    /// The trusted files inside each read-write grant of the policy and the command line
+    /// (`pins`), made read-only in the server's view.
+    pub pins: Vec<pins::Pins>,
 }
 
 /// Keeps the variables `allow` names (exact names only: a prefix would pass whatever a host or
@@ -463,7 +471,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         );
     }
     let mut grant_vars: Vec<(&'static str, Option<OsString>, String)> = Vec::new();
-    let paths = wanted
+    let paths: Vec<PathRule> = wanted
         .into_iter()
         .map(|(access, path, origin, automatic, var, sets)| {
             let state = if automatic && too_broad(&path, home) {
@@ -493,6 +501,9 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             }
         })
         .collect();
+    // The private caches and the run's own TMPDIR are the server's alone: nothing the person's
+    // tools trust is in them.
+    let pins = wanted_pins(&paths, inp.ctx.tmpdir.as_deref());
     let mut env_plan = filter_env(inp.env, &p.env);
     pass_grant_vars(&mut env_plan, inp.env, &grant_vars);
     pass_named_vars(&mut env_plan, inp.env, &inp.extra.env);
@@ -519,7 +530,26 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         limits: p.limits.clone(),
         env: env_plan,
         tmpdir: inp.ctx.tmpdir.clone(),
+        pins,
     })
+}
+
+/// The trusted files ([`pins::find`]) of the open read-write grants the policy or the command
+/// line made (a preset's are private caches), but the run's TMPDIR.
+fn wanted_pins(paths: &[PathRule], tmpdir: Option<&Path>) -> Vec<pins::Pins> {
+    paths
+        .iter()
+        .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+        .filter(|r| matches!(r.state, PathState::Open { dir: true, .. }))
+        .filter(|r| r.origin.starts_with("sandbox.") || r.origin.starts_with("--sandbox"))
+        .filter(|r| tmpdir.is_none_or(|t| r.path != t))
+        .filter_map(|r| pins::find(&r.path))
+        .fold(Vec::new(), |mut out: Vec<pins::Pins>, p| {
+            if !out.iter().any(|o| o.grant == p.grant) {
+                out.push(p);
+            }
+            out
+        })
 }
 
 /// The private temporary directory of one run: created 0700 under the inherited temporary

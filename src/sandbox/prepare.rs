@@ -163,7 +163,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     } else {
         Vec::new()
     };
-    let writable = req
+    let writable: Vec<(PathBuf, bool)> = req
         .paths
         .iter()
         .filter(|r| matches!(r.state, PathState::Open { .. }))
@@ -206,8 +206,14 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         Limit::Inherit => None,
     };
     let tmp = req.tmpdir.as_deref().zip(tmp_mb);
-    let isolation =
-        isolate::Isolation::new(kernel.namespaces.is_ok(), writable, tmp, req.drop_root);
+    let pinned = pinned(&req, &writable);
+    let isolation = isolate::Isolation::new(
+        kernel.namespaces.is_ok(),
+        writable,
+        pinned,
+        tmp,
+        req.drop_root,
+    );
     let tmp_rights = rights(Access::ReadWrite, landlock::handled_fs(abi), true);
     let explain = explain_context(&req);
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
@@ -223,6 +229,20 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
         isolation,
     })
+}
+
+/// The trusted files to pin: those of each grant that is mounted writable (a grant on a
+/// read-only file system needs none), held folders with their grant's exec flag.
+fn pinned(req: &Request, writable: &[(PathBuf, bool)]) -> isolate::Pinned {
+    let mut out = isolate::Pinned::default();
+    for p in &req.pins {
+        let Some((_, exec)) = writable.iter().find(|(w, _)| *w == p.grant) else {
+            continue;
+        };
+        out.held.extend(p.held.iter().map(|h| (h.clone(), *exec)));
+        out.read_only.extend(p.read_only.iter().cloned());
+    }
+    out
 }
 
 /// Why uid and gid `id` (with no other group) cannot use `path` with `access`: a directory on

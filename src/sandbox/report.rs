@@ -260,6 +260,63 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         "no code run from writable files: not executed (Landlock), not mapped executable by ld.so or mmap (noexec mounts)".into(),
         without_namespaces("`ld.so FILE` and mmap(PROT_EXEC) run code from a writable file"),
     );
+    for p in &req.pins {
+        let grant = p.grant.display();
+        let rel = |v: &[std::path::PathBuf]| -> Vec<String> {
+            v.iter()
+                .map(|x| x.strip_prefix(&p.grant).unwrap_or(x).display().to_string())
+                .collect()
+        };
+        let read_only = rel(&p.read_only);
+        line(
+            "files",
+            format!(
+                "read-only inside the read-write {grant}: what git, direnv, editors and MCP hosts run or trust later ({}): {}",
+                super::pins::TRUSTED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if read_only.is_empty() {
+                    "none of them exists".to_string()
+                } else {
+                    format!("pinned {}", read_only.join(", "))
+                }
+            ),
+            if read_only.is_empty() {
+                Status::Skipped("none of them exists at the start".into())
+            } else {
+                without_namespaces("the server can plant a git hook, a core.fsmonitor command or an editor task there, which runs later outside the sandbox")
+            },
+        );
+        let mut open = vec!["folders more than one level down are not searched".to_string()];
+        if !p.missing.is_empty() {
+            open.insert(
+                0,
+                format!(
+                    "missing at the start, so nothing covers them and a server could create them: {}",
+                    p.missing.join(", ")
+                ),
+            );
+        }
+        if !p.links.is_empty() {
+            open.push(format!(
+                "symbolic links, not pinned: {}",
+                p.links.join(", ")
+            ));
+        }
+        if p.partial {
+            open.push("only the first 1024 folders one level down were searched".into());
+        }
+        line(
+            "files",
+            format!("trusted files a server could still create inside the read-write {grant}"),
+            Status::Residual(format!(
+                "{} (move the trusted files out of the grant, or grant a folder beneath it)",
+                open.join("; ")
+            )),
+        );
+    }
     line(
         "files",
         "no executable memfds: memfd_create without MFD_NOEXEC_SEAL refused (seccomp)".into(),
@@ -453,10 +510,11 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "kernel",
-        "system calls outside the deny lists reach the kernel (a deny list, not an allowlist such as systemd's @system-service)".into(),
-        Status::Residual(
-            "below the newest number the filter knows, a call it does not name is allowed; a kernel bug in one of them is reachable".into(),
+        format!(
+            "deny by default: only the {} system calls of an allowlist shaped like systemd's @system-service reach the kernel, any other is answered ENOSYS (seccomp)",
+            super::seccomp::allowed().len()
         ),
+        seccomp_status(false, ""),
     );
 
     // Limits.
@@ -498,6 +556,19 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     ] {
         line("limits", rule, status);
     }
+    line(
+        "limits",
+        "the memory and processes of the whole server together (a cgroup)".into(),
+        Status::Residual(match &kernel.cgroup {
+            Err(why) => format!(
+                "no cgroup v2 subtree is delegated here ({why}): memory is limited per process only (RLIMIT_DATA, RLIMIT_AS), so many processes each under the limit add up"
+            ),
+            Ok(dir) => format!(
+                "a cgroup v2 subtree is delegated at {}, but mcpguard does not create cgroups yet: memory is limited per process only (RLIMIT_DATA, RLIMIT_AS)",
+                dir.display()
+            ),
+        }),
+    );
     line(
         "limits",
         if req.limits.core_dumps {

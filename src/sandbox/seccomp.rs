@@ -1,6 +1,6 @@
 //! The seccomp filters: what Landlock has no hook for on the kernels mcpguard runs on.
 //!
-//! Four filters are installed, and the kernel applies the strictest verdict of all of them:
+//! Five filters are installed, and the kernel applies the strictest verdict of all of them:
 //! 1. a guard, written here, that kills the process for a foreign architecture or the x32 ABI
 //!    on x86_64 (their system call numbers mean other calls, and seccompiler's own architecture
 //!    check does not look at the x32 bit), and answers ENOSYS to every system call numbered
@@ -22,13 +22,14 @@
 //!    the user may write, such as `/dev/log`; a stream pair is connected from birth, so the
 //!    kernel refuses a destination on it (`EISCONN`), and a seqpacket pair ignores one.
 //!
-//! Below [`HIGHEST_KNOWN`], everything else is allowed: a deny list grouped like systemd's `@mount`,
-//! `@module`, `@raw-io`, `@clock`, `@swap`, `@reboot`, `@debug`, `@keyring` sets, not an
-//! allowlist in the style of `@system-service`. An allowlist would be stricter, but the
-//! runtimes mcpguard confines (node, python, uv, their native modules) use system calls that a
-//! list would have to follow release by release, and a missing entry breaks a server in ways a
-//! user cannot diagnose; the confinement itself comes from Landlock, the dropped capabilities
-//! and the namespaces, and these filters close what those cannot see.
+//! 5. the allowlist (installed second, right after the guard): the calls of [`allowed`], shaped
+//!    like systemd's `@system-service`, pass; every other call is answered ENOSYS, so deny is
+//!    the default (issue 31). ENOSYS rather than EPERM because it is what a kernel without the
+//!    call answers, which runtimes handle by falling back; the deny list's calls keep their
+//!    EPERM (among equally strict answers the kernel keeps the newest filter's). The list was
+//!    checked against the calls real node and python servers, npx, uvx and uv run make (the
+//!    launch-shape and interoperability tests pass under it); a call a runtime gains later
+//!    fails with ENOSYS, which `sandbox-check`'s `deny by default` line names.
 //!
 //! The programs are computed in the parent as plain `Vec<libc::sock_filter>`; the child only
 //! hands pointers to the kernel (see [`install`]).
@@ -419,6 +420,124 @@ fn guard() -> Vec<libc::sock_filter> {
     p
 }
 
+/// The allowlist: the system calls a service needs, shaped like systemd's `@system-service`
+/// set (`@basic-io`, `@file-system`, `@io-event`, `@ipc`, `@network-io`, `@process`,
+/// `@resources`, `@signal`, `@sync`, `@timer`, `@aio`, memory and ids). Every other call is
+/// answered ENOSYS by the filter built from it ([`allowlist`]): what an older kernel answers, so
+/// that libc and the runtimes fall back rather than fail, as for calls above [`HIGHEST_KNOWN`].
+/// The deny filters still refuse what they name (and their arguments) with EPERM; this one
+/// closes the calls nobody reviewed (`kcmp`, `sysfs`, `ustat`, `name_to_handle_at`, `statmount`
+/// and the other newer interfaces). Numbers above what the `libc` crate names are written out
+/// (the same on x86_64 and aarch64 from 424 on).
+#[rustfmt::skip]
+pub fn allowed() -> Vec<libc::c_long> {
+    use libc::*;
+    let mut calls = vec![
+        // @basic-io, @sync
+        SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_pread64, SYS_pwrite64, SYS_preadv,
+        SYS_pwritev, SYS_preadv2, SYS_pwritev2, SYS_lseek, SYS_close, SYS_close_range, SYS_dup,
+        SYS_dup3, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs,
+        // @file-system
+        SYS_openat, SYS_openat2, SYS_faccessat, SYS_faccessat2, SYS_fstat, SYS_newfstatat,
+        SYS_statx, SYS_statfs, SYS_fstatfs, SYS_chdir, SYS_fchdir, SYS_getcwd, SYS_mkdirat,
+        SYS_unlinkat, SYS_renameat2, SYS_linkat, SYS_symlinkat, SYS_readlinkat,
+        SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_truncate,
+        SYS_ftruncate, SYS_fallocate, SYS_utimensat, SYS_getdents64, SYS_inotify_init1,
+        SYS_inotify_add_watch, SYS_inotify_rm_watch, SYS_fcntl, SYS_flock, SYS_fadvise64,
+        SYS_readahead, SYS_copy_file_range, SYS_sendfile, SYS_splice, SYS_tee, SYS_vmsplice,
+        SYS_mknodat, SYS_umask, SYS_getxattr, SYS_lgetxattr, SYS_fgetxattr, SYS_listxattr,
+        SYS_llistxattr, SYS_flistxattr, SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr,
+        SYS_removexattr, SYS_lremovexattr, SYS_fremovexattr, SYS_memfd_create, SYS_ioctl,
+        // @io-event, @timer
+        SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait, SYS_epoll_pwait2, SYS_ppoll,
+        SYS_pselect6, SYS_eventfd2, SYS_nanosleep, SYS_clock_nanosleep, SYS_clock_gettime,
+        SYS_clock_getres, SYS_gettimeofday, SYS_timer_create, SYS_timer_settime,
+        SYS_timer_gettime, SYS_timer_getoverrun, SYS_timer_delete, SYS_timerfd_create,
+        SYS_timerfd_settime, SYS_timerfd_gettime, SYS_getitimer, SYS_setitimer,
+        // @process, @signal
+        SYS_clone, SYS_clone3, SYS_execve, SYS_execveat, SYS_exit, SYS_exit_group, SYS_wait4,
+        SYS_waitid, SYS_kill, SYS_tgkill, SYS_tkill, SYS_getpid, SYS_getppid, SYS_gettid,
+        SYS_getpgid, SYS_setpgid, SYS_getsid, SYS_setsid, SYS_pidfd_open, SYS_pidfd_send_signal,
+        SYS_prctl, SYS_set_tid_address, SYS_set_robust_list, SYS_get_robust_list, SYS_rseq,
+        SYS_capget, SYS_capset, SYS_personality, SYS_restart_syscall, SYS_rt_sigaction,
+        SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_rt_sigpending, SYS_rt_sigtimedwait,
+        SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo, SYS_rt_sigsuspend, SYS_sigaltstack,
+        SYS_signalfd4,
+        // memory
+        SYS_brk, SYS_mmap, SYS_munmap, SYS_mprotect, SYS_mremap, SYS_madvise, SYS_msync,
+        SYS_mincore, SYS_mlock, SYS_mlock2, SYS_munlock, SYS_mlockall, SYS_munlockall,
+        SYS_membarrier, SYS_pkey_alloc, SYS_pkey_free, SYS_pkey_mprotect, SYS_mbind,
+        SYS_get_mempolicy, SYS_set_mempolicy, SYS_mseal, SYS_futex, SYS_futex_waitv,
+        // @resources, ids
+        SYS_prlimit64, SYS_getrusage, SYS_getpriority,
+        SYS_setpriority, SYS_sched_getaffinity, SYS_sched_setaffinity, SYS_sched_getparam,
+        SYS_sched_setparam, SYS_sched_getscheduler, SYS_sched_setscheduler, SYS_sched_getattr,
+        SYS_sched_setattr, SYS_sched_yield, SYS_sched_get_priority_max,
+        SYS_sched_get_priority_min, SYS_sched_rr_get_interval, SYS_ioprio_get, SYS_ioprio_set,
+        SYS_getcpu, SYS_sysinfo, SYS_uname, SYS_times, SYS_getrandom, SYS_getuid, SYS_geteuid,
+        SYS_getgid, SYS_getegid, SYS_getresuid, SYS_getresgid, SYS_getgroups, SYS_setuid,
+        SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setgroups,
+        SYS_setfsuid, SYS_setfsgid,
+        // @network-io
+        SYS_socket, SYS_socketpair, SYS_connect, SYS_accept, SYS_accept4, SYS_bind, SYS_listen,
+        SYS_getsockname, SYS_getpeername, SYS_getsockopt, SYS_setsockopt, SYS_sendto,
+        SYS_recvfrom, SYS_sendmsg, SYS_recvmsg, SYS_sendmmsg, SYS_recvmmsg, SYS_shutdown,
+        // @ipc (the server's own IPC namespace), @aio
+        SYS_pipe2, SYS_shmget, SYS_shmat, SYS_shmdt, SYS_shmctl, SYS_semget, SYS_semop,
+        SYS_semtimedop, SYS_semctl, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_mq_open,
+        SYS_mq_unlink, SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr,
+        SYS_io_setup, SYS_io_destroy, SYS_io_submit, SYS_io_cancel, SYS_io_getevents,
+        // A server may confine itself further: both only ever take rights away.
+        SYS_seccomp, SYS_landlock_create_ruleset, SYS_landlock_add_rule,
+        SYS_landlock_restrict_self,
+    ];
+    // cachestat, map_shadow_stack (glibc's shadow stacks), futex_wake, futex_wait,
+    // futex_requeue: newer than the `libc` crate's tables.
+    // fchmodat2 too (452; the crate names it on x86_64 only).
+    calls.extend([451, 452, 453, 454, 455, 456]);
+    // getrlimit, setrlimit and sync_file_range, which the crate names on x86_64 only.
+    #[cfg(target_arch = "aarch64")]
+    calls.extend([163, 164, 84]);
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        SYS_open, SYS_creat, SYS_access, SYS_stat, SYS_lstat, SYS_mkdir, SYS_rmdir, SYS_unlink,
+        SYS_rename, SYS_link, SYS_symlink, SYS_readlink, SYS_chmod, SYS_chown, SYS_lchown,
+        SYS_utime, SYS_utimes, SYS_futimesat, SYS_getdents, SYS_inotify_init, SYS_mknod,
+        SYS_dup2, SYS_pipe, SYS_epoll_create, SYS_epoll_wait, SYS_poll, SYS_select,
+        SYS_eventfd, SYS_signalfd, SYS_pause, SYS_alarm, SYS_time, SYS_fork, SYS_vfork,
+        SYS_getpgrp, SYS_arch_prctl, SYS_renameat, SYS_getrlimit, SYS_setrlimit,
+        SYS_sync_file_range,
+    ]);
+    calls
+}
+
+/// The allowlist filter: each of [`allowed`] allowed, everything else ENOSYS. Installed before
+/// the deny filters, so that a call both refuse keeps their EPERM (the kernel keeps the
+/// newest filter's answer among equally strict ones).
+fn allowlist() -> Vec<libc::sock_filter> {
+    let rules: BTreeMap<i64, Vec<SeccompRule>> =
+        allowed().into_iter().map(|nr| (nr, Vec::new())).collect();
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        SeccompAction::Allow,
+        TARGET,
+    )
+    .expect("allow and errno are different actions");
+    let program: seccompiler::BpfProgram = filter
+        .try_into()
+        .expect("the fixed allowlist compiles to a program within BPF's limits");
+    program
+        .into_iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
 /// The filters for `opts`, in the order they are installed.
 pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
     let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
@@ -444,6 +563,7 @@ pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
     // does on kernels before 5.3, whose flags the deny filter checks.
     let mut out = vec![
         guard(),
+        allowlist(),
         compile(deny, libc::EPERM),
         refusing(&[libc::SYS_clone3], libc::ENOSYS),
     ];
@@ -613,6 +733,32 @@ mod tests {
         for nr in [HIGHEST_KNOWN + 1, 467 /* open_tree_attr */, 469, 1023] {
             assert_eq!(call(&p, nr as i64, &[]), enosys, "{nr}");
         }
+    }
+
+    #[test]
+    fn calls_off_the_allowlist_are_unknown_and_denied_ones_keep_eperm() {
+        let p = strict();
+        let enosys = RET_ERRNO | libc::ENOSYS as u32;
+        for nr in [libc::SYS_kcmp, libc::SYS_name_to_handle_at] {
+            assert_eq!(call(&p, nr, &[]), enosys, "{nr}");
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(call(&p, libc::SYS_sysfs, &[]), enosys);
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_openat,
+            libc::SYS_futex,
+            libc::SYS_execve,
+            454,
+        ] {
+            assert_eq!(call(&p, nr, &[]), RET_ALLOW, "{nr}");
+        }
+        assert_eq!(
+            call(&p, libc::SYS_mount, &[]),
+            EPERM,
+            "the deny list's answer"
+        );
+        assert_eq!(call(&p, libc::SYS_ptrace, &[]), EPERM);
     }
 
     #[test]
@@ -839,6 +985,6 @@ mod tests {
             allow_other_sockets: true,
             ..base
         });
-        assert_eq!(everything.len(), 3, "no socket filter is needed");
+        assert_eq!(everything.len(), 4, "no socket filter is needed");
     }
 }

@@ -1763,7 +1763,7 @@ fn without_namespaces_the_report_names_what_stays_open_and_it_is_true() {
             );
         }
         // Without namespaces: metadata, ld.so/mmap, setsid, later mounts, IPC, the process
-        // count and the temporary folder's size, besides stat, /proc and the deny list's shape
+        // count and the temporary folder's size, besides stat, /proc and the memory of the whole server
         // (and uid 0's file permissions as root).
         let open = report
             .lines()
@@ -2354,5 +2354,169 @@ fn sandbox_check_names_root_only_files_in_a_read_grant() {
             && !report.contains("uid 0 keeps its file permissions"),
         "the report must say the server runs as 65534:\n{report}"
     );
+    t.finish();
+}
+
+// ---- 19. files trusted later inside a writable grant ------------------------------------------
+
+/// A fresh git repository owned by the world's user, with one ordinary file.
+fn repo(w: &World, name: &str) -> PathBuf {
+    let dir = w.owned_dir(name);
+    let out = run_bounded(Command::new("git").args(["init", "-q"]).arg(&dir));
+    assert!(out.status.success(), "git init: {}", text(&out.stderr));
+    std::fs::write(dir.join("README"), "project\n").unwrap();
+    if am_root() && w.who != Who::Root {
+        let owner = format!("{}:{}", w.who.uid(), w.who.gid());
+        let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&dir));
+        assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+    }
+    dir
+}
+
+/// A server with a write grant on a git repository plants what git runs later outside the
+/// sandbox: a pre-commit hook, a `core.fsmonitor` command in `.git/config`, or a new `.git`
+/// after moving the real one away. Unsandboxed each works; sandboxed, `.git/hooks` and
+/// `.git/config` are read-only mounts over themselves and `.git` is a mount point, while an
+/// ordinary file of the project stays writable (the grant's purpose).
+#[test]
+fn a_write_grant_on_a_repository_plants_nothing_git_runs_later() {
+    let mut t = Tally::new("files trusted later inside a write grant");
+    for who in everyone() {
+        let w = World::new(who);
+        for (case, target, probe) in [
+            (
+                "write .git/hooks/pre-commit",
+                ".git/hooks/pre-commit",
+                "plant",
+            ),
+            ("core.fsmonitor in .git/config", ".git/config", "plant"),
+            ("move .git away to make a new one", ".git", "move"),
+        ] {
+            let mut outcome = |half: Half| {
+                let dir = repo(&w, &format!("repo-{}-{half:?}", token("")));
+                let file = dir.join(target);
+                let tok = token("planted-");
+                let arg2 = match target {
+                    ".git/config" => format!("[core]\n\tfsmonitor = {tok}\n"),
+                    ".git" => dir.join(".git-moved").display().to_string(),
+                    _ => format!("#!/bin/sh\necho {tok}\n"),
+                };
+                let d = dir.display().to_string();
+                let f = file.display().to_string();
+                let run = w.check(half, &["--sandbox-write", &d], &[probe, &f, &arg2]);
+                if half == Half::Sandboxed {
+                    t.keep_report(&run);
+                }
+                let (escaped, observed) = match target {
+                    ".git/config" => {
+                        // What the git that runs later outside the sandbox reads.
+                        // As the repository's owner, or git refuses it as of dubious ownership.
+                        let mut git = Command::new("git");
+                        who.apply(&mut git);
+                        git.arg("-C")
+                            .arg(&dir)
+                            .args(["config", "core.fsmonitor"])
+                            .env("HOME", &w.home);
+                        let out = run_bounded(&mut git);
+                        let got = text(&out.stdout).trim().to_string();
+                        (got == tok, format!("git config core.fsmonitor: {got:?}"))
+                    }
+                    ".git" => {
+                        let moved = dir.join(".git-moved").exists();
+                        (moved, format!(".git-moved exists: {moved}"))
+                    }
+                    _ => {
+                        let now = std::fs::read_to_string(&file).unwrap_or_default();
+                        let has = now.contains(&tok);
+                        (has, format!("{target} holds the token: {has}"))
+                    }
+                };
+                Outcome::of(&run, escaped, &observed)
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
+        }
+        // The grant's purpose holds: an ordinary file of the project is still writable.
+        let dir = repo(&w, &format!("repo-{}-ordinary", token("")));
+        let readme = dir.join("README");
+        let tok = token("edited-");
+        let d = dir.display().to_string();
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d],
+            &["plant", &readme.display().to_string(), &tok],
+        );
+        let now = std::fs::read_to_string(&readme).unwrap_or_default();
+        if !now.contains(&tok) {
+            t.failures.push(format!(
+                "[README, {}] an ordinary file of the granted project is not writable:\n{}",
+                who.name(),
+                run.brief()
+            ));
+        }
+        let pinned = run
+            .report()
+            .lines()
+            .find(|l| l.contains("read-only inside the read-write"))
+            .unwrap_or("")
+            .to_string();
+        if !(pinned.contains("pinned .git/hooks, .git/config") && pinned.contains("[enforced]")) {
+            t.failures.push(format!(
+                "[report, {}] sandbox-check does not name the pinned files: {pinned:?}",
+                who.name()
+            ));
+        }
+        if !run
+            .report()
+            .contains("trusted files a server could still create inside")
+        {
+            t.failures.push(format!(
+                "[report, {}] sandbox-check does not name what stays open",
+                who.name()
+            ));
+        }
+    }
+    t.finish();
+}
+
+// ---- 20. a system call off the allowlist ------------------------------------------------------
+
+/// Deny by default: a call no `@system-service`-shaped set lists (`kcmp`, harmless and
+/// unprivileged) reaches the kernel unsandboxed and is answered ENOSYS sandboxed.
+#[test]
+fn a_system_call_off_the_allowlist_does_not_reach_the_kernel() {
+    let mut t = Tally::new("system calls off the allowlist");
+    for who in everyone() {
+        let w = World::new(who);
+        let s = w.check(Half::Sandboxed, &[], &["offlist"]);
+        t.keep_report(&s);
+        if !s.stdout.contains("errno 38") && !s.says_escaped() {
+            t.failures.push(format!(
+                "[{}] kcmp must be answered ENOSYS (38):\n{}",
+                who.name(),
+                s.brief()
+            ));
+        }
+        let o = w.check(Half::Off, &[], &["offlist"]);
+        t.judge(
+            "kcmp(getpid, getpid, KCMP_FILE, 0, 0)",
+            who,
+            Outcome::of(&o, o.says_escaped(), "the probe's result"),
+            Outcome::of(&s, s.says_escaped(), "the probe's result"),
+        );
+        let line = s
+            .report()
+            .lines()
+            .find(|l| l.contains("deny by default"))
+            .unwrap_or("")
+            .to_string();
+        if !line.contains("[enforced]") {
+            t.failures.push(format!(
+                "[{}] the report does not claim the allowlist: {line:?}",
+                who.name()
+            ));
+        }
+    }
     t.finish();
 }

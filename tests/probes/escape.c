@@ -904,6 +904,38 @@ static int readfile(const char *f) {
     return escaped("read \"%s\" from %s", buf, f);
 }
 
+/* ---- 19. files trusted later inside a writable grant ----------------------------------- */
+
+/* Appends `text` to `f`, creating it (mode 0755, as a hook would be). */
+static int plant(const char *f, const char *text) {
+    int fd = open(f, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0755);
+    if (fd < 0) return stopped("open");
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return stopped("write");
+    }
+    close(fd);
+    return escaped("appended %zu bytes to %s", len, f);
+}
+
+/* Moves `from` to `to` (a folder with read-only files in it, moved away to make a new one). */
+static int move(const char *from, const char *to) {
+    if (rename(from, to)) return stopped("rename");
+    return escaped("moved %s to %s", from, to);
+}
+
+/* ---- 20. a system call off the allowlist -------------------------------------------- */
+
+/* kcmp(2) on itself: harmless, needs no privilege, and in no @system-service set. */
+static int offlist(void) {
+    long r = syscall(SYS_kcmp, (long)getpid(), (long)getpid(), 0L, 0L, 0L);
+    if (r < 0) return stopped("kcmp");
+    return escaped("kcmp answered %ld", r);
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -1075,6 +1107,15 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "read")) {
         NEED(1);
         return readfile(argv[2]);
+    }
+    if (!strcmp(p, "offlist")) return offlist();
+    if (!strcmp(p, "plant")) {
+        NEED(2);
+        return plant(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "move")) {
+        NEED(2);
+        return move(argv[2], argv[3]);
     }
     printf("ERROR: unknown probe %s\n", p);
     return 2;

@@ -1,0 +1,247 @@
+//! The files inside a writable grant that the person's own tools run or trust later (issue 31):
+//! which ones ([`TRUSTED`]), and where they are in one grant ([`find`]). `isolate` mounts each
+//! one read-only over itself in the server's mount namespace, so the server can still edit the
+//! project it was given, but cannot plant a git hook, a `core.fsmonitor` command, a direnv
+//! script or an editor task that runs later outside the sandbox.
+//!
+//! Where the line is: editing the files of a project the person granted is the grant's
+//! purpose, and the person runs the project's code deliberately. What is pinned is what a tool
+//! runs or believes when the person merely enters the folder, opens it in an editor or a host,
+//! or commits in it. A mount needs an existing file to cover, so a name that does not exist at
+//! the start cannot be pinned: [`Pins::missing`] lists them, and the sandbox report names them
+//! as a residual risk. Only the grant itself and the folders one level down are searched (a
+//! folder of repositories); deeper ones are named in the report as not searched.
+
+use std::path::{Path, PathBuf};
+
+/// The trusted names, relative to a folder, and who runs or trusts each.
+pub const TRUSTED: &[(&str, &str)] = &[
+    (".git/hooks", "git runs the hooks in it"),
+    (
+        ".git/config",
+        "git runs the commands it names: core.fsmonitor, core.hooksPath, core.sshCommand, \
+         pagers, editors, filter and diff drivers, aliases, credential helpers, include.path",
+    ),
+    (".git/config.worktree", "git reads it as configuration"),
+    (
+        ".git/commondir",
+        "git reads configuration and hooks from the folder it names",
+    ),
+    (
+        ".git/modules",
+        "each submodule's git configuration and hooks",
+    ),
+    (
+        ".husky",
+        "husky's hooks, which git runs through core.hooksPath",
+    ),
+    (
+        ".pre-commit-config.yaml",
+        "pre-commit runs the commands it names at every commit",
+    ),
+    (".envrc", "direnv loads it when the shell enters the folder"),
+    (
+        ".vscode",
+        "VS Code's tasks (runOn folderOpen), settings (tool and interpreter paths) and MCP servers",
+    ),
+    (
+        ".devcontainer",
+        "dev containers run initializeCommand on the host",
+    ),
+    (
+        ".idea",
+        "JetBrains IDEs' run configurations and start-up tasks",
+    ),
+    (".claude", "Claude Code's hooks and settings"),
+    (
+        ".mcp.json",
+        "the MCP servers Claude Code starts for the project",
+    ),
+    (".cursor", "Cursor's MCP servers and rules"),
+    (".gemini", "Gemini CLI's settings and MCP servers"),
+];
+
+/// At most this many folders one level down are searched; a grant with more is named in the
+/// report as searched in part.
+const MAX_SUBDIRS: usize = 1024;
+
+/// The trusted files of one writable grant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pins {
+    /// The grant (its real path).
+    pub grant: PathBuf,
+    /// Folders mounted onto themselves, writable: a `.git` folder, or a folder one level down
+    /// that holds trusted files. A mount point cannot be renamed or removed (EBUSY), so the
+    /// server cannot move a folder with its read-only files away and make a new one.
+    pub held: Vec<PathBuf>,
+    /// Mounted read-only over themselves.
+    pub read_only: Vec<PathBuf>,
+    /// Trusted names missing at the start in the grant itself (relative): a server could
+    /// create them, and nothing can cover a file that does not exist.
+    pub missing: Vec<String>,
+    /// Trusted names that are symbolic links, or reached through one (relative): a mount would
+    /// cover the link's target, not the name, so they are not pinned.
+    pub links: Vec<String>,
+    /// Whether the grant had more folders than were searched.
+    pub partial: bool,
+}
+
+/// Finds the trusted files of the writable grant `grant` (a folder; `None` otherwise): in the
+/// grant itself and in each folder one level down.
+pub fn find(grant: &Path) -> Option<Pins> {
+    let root = std::fs::canonicalize(grant).ok()?;
+    if !std::fs::metadata(&root).ok()?.is_dir() {
+        return None;
+    }
+    let mut pins = Pins {
+        grant: root.clone(),
+        ..Pins::default()
+    };
+    search(&root, &root, &mut pins);
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    subdirs.sort();
+    if subdirs.len() > MAX_SUBDIRS {
+        subdirs.truncate(MAX_SUBDIRS);
+        pins.partial = true;
+    }
+    for dir in subdirs {
+        // The grant's own `.git` and editor folders were searched as names already.
+        if TRUSTED
+            .iter()
+            .any(|(name, _)| root.join(name.split('/').next().unwrap_or(name)) == dir)
+        {
+            continue;
+        }
+        let before = pins.read_only.len();
+        search(&root, &dir, &mut pins);
+        if pins.read_only.len() > before {
+            pins.held.push(dir);
+        }
+    }
+    pins.held.sort();
+    pins.held.dedup();
+    Some(pins)
+}
+
+/// Adds the trusted names of `dir` (the grant `root`, or a folder one level down) to `pins`.
+fn search(root: &Path, dir: &Path, pins: &mut Pins) {
+    let relative = |p: &Path| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let git = dir.join(".git");
+    let git_is_dir = std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir());
+    for (name, _) in TRUSTED {
+        let path = dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => pins.links.push(relative(&path)),
+            Ok(_) => {
+                // Every component must be the real one: a `.git` that is a link would make
+                // the mount cover a file elsewhere.
+                if std::fs::canonicalize(&path).ok().as_deref() != Some(path.as_path()) {
+                    pins.links.push(relative(&path));
+                    continue;
+                }
+                if git_is_dir && path.starts_with(&git) {
+                    pins.held.push(git.clone());
+                }
+                pins.read_only.push(path);
+            }
+            Err(_) if dir == root => {
+                // Inside a `.git` that is missing (or a gitdir file), the `.git` name itself
+                // is what a server could create.
+                if name.starts_with(".git/") && !git_is_dir {
+                    if std::fs::symlink_metadata(&git).is_err()
+                        && !pins.missing.iter().any(|m| m == ".git")
+                    {
+                        pins.missing.push(".git".into());
+                    }
+                    continue;
+                }
+                // git reads `config.worktree` only when the (pinned) configuration turns
+                // `extensions.worktreeConfig` on, so a missing one is no way in.
+                if *name != ".git/config.worktree" {
+                    pins.missing.push(name.to_string());
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    // A `.git` file (a worktree's or submodule's gitdir pointer) names the git folder to use.
+    if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
+        pins.read_only.push(git);
+    }
+}
+
+/// Who trusts `relative` (a path [`Pins`] names), for the report.
+pub fn why(relative: &str) -> Option<&'static str> {
+    TRUSTED
+        .iter()
+        .find(|(name, _)| relative == *name || relative.ends_with(&format!("/{name}")))
+        .map(|(_, why)| *why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_and_a_folder_of_repositories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        std::fs::write(root.join(".envrc"), "").unwrap();
+        std::fs::create_dir_all(root.join("sub/.git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("plain")).unwrap();
+        std::fs::write(root.join("README"), "").unwrap();
+        let p = find(&root).unwrap();
+        assert_eq!(
+            p.read_only,
+            vec![
+                root.join(".git/hooks"),
+                root.join(".git/config"),
+                root.join(".envrc"),
+                root.join("sub/.git/hooks"),
+            ]
+        );
+        assert_eq!(
+            p.held,
+            vec![root.join(".git"), root.join("sub"), root.join("sub/.git")]
+        );
+        assert!(p.missing.contains(&".git/commondir".to_string()));
+        assert!(p.missing.contains(&".vscode".to_string()));
+        assert!(!p.missing.contains(&".git".to_string()));
+        assert!(p.links.is_empty());
+        assert_eq!(
+            why(".git/config").map(|w| w.contains("fsmonitor")),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn no_repository_a_gitdir_file_and_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = find(&root).unwrap();
+        assert!(p.read_only.is_empty() && p.held.is_empty());
+        assert!(p.missing.contains(&".git".to_string()));
+        assert!(!p.missing.iter().any(|m| m.starts_with(".git/")));
+        std::fs::write(root.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join(".envrc")).unwrap();
+        let p = find(&root).unwrap();
+        assert_eq!(p.read_only, vec![root.join(".git")]);
+        assert_eq!(p.links, vec![".envrc".to_string()]);
+        assert!(find(&root.join(".git")).is_none(), "a file is no folder");
+    }
+}
