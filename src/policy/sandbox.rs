@@ -51,11 +51,12 @@ pub struct Sandbox {
 
 /// System files that programs read at start-up (the dynamic linker's cache, time zone, TLS roots,
 /// name resolution, the user database). `policies/default.toml` spells out the same list.
-pub const SYSTEM_READ: [&str; 18] = [
+pub const SYSTEM_READ: [&str; 19] = [
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
     "/etc/localtime",
+    "/etc/locale.alias",
     "/etc/ssl",
     "/etc/ca-certificates",
     "/etc/pki",

@@ -26,6 +26,7 @@
 pub mod explain;
 pub mod isolate;
 pub mod landlock;
+pub mod observe;
 mod prepare;
 pub mod presets;
 mod report;

@@ -55,6 +55,9 @@ pub struct Prepared {
     /// `argv[0]` when it must not be the command as written: a shim's interpreter gets its own
     /// path, so that it finds its prefix from it rather than from the shim's folder on PATH.
     pub argv0: Option<OsString>,
+    /// The observer that names what the sandbox refused (`observe`), where the kernel can hand
+    /// its listener over; started by the spawner once the child runs.
+    pub observer: Option<std::sync::Arc<super::observe::Observer>>,
     /// What an explanation of the server's failure needs to know of the grants.
     pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
@@ -224,9 +227,21 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         })
         .collect();
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
+    let observer = if kernel.seccomp && super::observe::available() {
+        let grants = observe_grants(&req, abi);
+        let observer = super::observe::Observer::new(grants).map_err(|e| {
+            Refused(format!(
+                "preparing the observer of the sandbox's denials failed: {e}"
+            ))
+        })?;
+        Some(std::sync::Arc::new(observer))
+    } else {
+        None
+    };
     Ok(Prepared {
         report,
         argv0,
+        observer,
         program,
         env: req.env.passed,
         explain,
@@ -297,6 +312,35 @@ fn explain_context(req: &Request) -> super::explain::Context {
         }
     }
     ctx
+}
+
+/// What the observer compares calls with: the granted paths as real paths (Landlock follows a
+/// granted symlink), the ports, and the server's own /proc entries.
+fn observe_grants(req: &Request, abi: u32) -> super::observe::Grants {
+    let paths = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .map(|r| {
+            (
+                r.access,
+                std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone()),
+            )
+        })
+        .collect();
+    super::observe::Grants {
+        paths,
+        tcp_connect: req.tcp_connect.clone(),
+        tcp_bind: req.tcp_bind.clone(),
+        allow_udp: req.allow_udp,
+        ports_enforced: landlock::handled_net(abi) != 0,
+        own_proc: super::presets::OWN_PROC
+            .iter()
+            .filter_map(|p| p.to_str().ok())
+            .filter_map(|p| p.strip_prefix("/proc/self/"))
+            .map(str::to_string)
+            .collect(),
+    }
 }
 
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
@@ -419,6 +463,10 @@ impl Prepared {
         }
         for f in &self.filters {
             seccomp::install(f)?;
+        }
+        // Last: from here on every open and connect waits for mcpguard's observer.
+        if let Some(o) = &self.observer {
+            o.install_in_child()?;
         }
         Ok(())
     }

@@ -524,3 +524,37 @@ fn the_runtime_facts_are_readable_and_other_processes_proc_entries_are_not() {
         assert!(off.status.success(), "{}", show(&off));
     }
 }
+
+/// Issue 33: a server that opens an ungranted path and says nothing about it on stderr still
+/// gets the denial named at the default level, with the path and the flag that grants it (the
+/// observer, `sandbox::observe`); the file stays unread.
+#[test]
+fn a_silent_denial_is_named_at_the_default_level_with_its_path_and_flag() {
+    let w = World::new();
+    let canary = std::fs::canonicalize(w.home.join("canary.txt")).unwrap();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--policy")
+        .arg(&w.sandboxed)
+        .args(["--", "sh", "-c"])
+        .arg("cat \"$HOME/canary.txt\" >/dev/null 2>&1; echo started >&2; read line; exit 0")
+        .env("HOME", &w.home)
+        .env_remove("MCPGUARD_LOG");
+    let mut p = Peer::start_with(&mut cmd);
+    p.wait_stderr("started");
+    let stderr = p.wait_stderr("sandbox denied");
+    let want = format!(
+        "mcpguard: warning: sandbox denied open of {c} (read); allow it with --sandbox-read {c} or sandbox.read = [\"{c}\"]",
+        c = canary.display()
+    );
+    assert!(stderr.contains(&want), "missing {want:?} in:\n{stderr}");
+    assert!(!stderr.contains(CANARY), "{stderr}");
+    assert_eq!(
+        stderr.matches("sandbox denied open of").count(),
+        stderr
+            .matches(&format!("open of {} ", canary.display()))
+            .count(),
+        "only the ungranted path is named:\n{stderr}"
+    );
+    p.close_stdin();
+    assert!(p.wait().success());
+}
