@@ -293,6 +293,21 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         format!("TCP connect only to ports: {}", ports(&req.tcp_connect)),
         landlock_status(4, "restricting TCP"),
     );
+    if !req.connect.is_empty() {
+        let list: Vec<String> = req.connect.iter().map(|d| d.to_string()).collect();
+        line(
+            "network",
+            format!(
+                "TCP destinations (sandbox.connect, --sandbox-connect): {}",
+                list.join(", ")
+            ),
+            if abi >= 4 {
+                Status::Residual("only their ports are enforced: Landlock confines TCP by port, not by address, so the server may connect to any host on these ports".into())
+            } else {
+                landlock_status(4, "restricting TCP")
+            },
+        );
+    }
     line(
         "network",
         format!("TCP bind only to ports: {}", ports(&req.tcp_bind)),

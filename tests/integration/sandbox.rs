@@ -558,3 +558,62 @@ fn a_silent_denial_is_named_at_the_default_level_with_its_path_and_flag() {
     p.close_stdin();
     assert!(p.wait().success());
 }
+
+/// Issue 33: a server connecting to a local TCP listener is refused by default, and the
+/// refusal is named at the default level with the address and `--sandbox-connect`; with
+/// `--sandbox-connect 127.0.0.1:PORT` it connects, and another port is still refused.
+#[test]
+fn a_tcp_destination_is_refused_and_named_until_sandbox_connect_grants_it() {
+    let w = World::new();
+    let granted = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    granted.set_nonblocking(true).unwrap();
+    other.set_nonblocking(true).unwrap();
+    let port = granted.local_addr().unwrap().port().to_string();
+    let other_port = other.local_addr().unwrap().port().to_string();
+    // The probe says nothing on stderr: only mcpguard can name the refusal.
+    let script = "import socket,sys\nfor p in sys.argv[1:]:\n s=socket.socket()\n s.settimeout(5)\n try:\n  s.connect(('127.0.0.1', int(p)))\n  print('connected', p)\n except OSError:\n  print('refused', p)\n";
+    let probe = [python(), "-c", script, &port, &other_port];
+    let out = w.check(&w.sandboxed, &[], &probe);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(
+        stdout.contains(&format!("refused {port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(granted.accept().is_err(), "the listener saw a connection");
+    let want = format!(
+        "sandbox denied connect to 127.0.0.1:{port} (TCP); allow it with --sandbox-connect 127.0.0.1:{port}"
+    );
+    assert!(stderr.contains(&want), "missing {want:?}:\n{}", show(&out));
+
+    let flag = format!("127.0.0.1:{port}");
+    let out = w.check(&w.sandboxed, &["--sandbox-connect", &flag], &probe);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("connected {port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        granted.accept().is_ok(),
+        "the granted listener saw no connection"
+    );
+    assert!(
+        stdout.contains(&format!("refused {other_port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(other.accept().is_err(), "another port was reached");
+    assert!(
+        text(&out.stderr).contains(&format!("sandbox denied connect to 127.0.0.1:{other_port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        text(&out.stdout).contains("only their ports are enforced"),
+        "the report says plainly that the address is not enforced:\n{}",
+        show(&out)
+    );
+}
