@@ -92,7 +92,7 @@ _mcpguard() {
 
     case "${cmd}" in
         mcpguard)
-            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit approvals lock demo wrap sandbox-check"
+            opts="-h -V --log-format --max-message-bytes --policy --audit-log --grace --manifest --sha256 --server --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --allow-unpinned --dry-run --help --version canonicalize hash capture review update show check diff policy audit approvals lock demo wrap sandbox-check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -139,6 +139,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-connect)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -298,7 +302,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__capture)
-            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,6 +352,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-connect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -360,7 +368,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__check)
-            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            opts="-h --sha256 --server --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -399,6 +407,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-connect)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -486,7 +498,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__lock__subcmd__add)
-            opts="-h --snapshot --lock --package --policy --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            opts="-h --snapshot --lock --package --policy --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -517,6 +529,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-connect)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -652,7 +668,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__sandbox__subcmd__check)
-            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -671,6 +687,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-connect)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -716,7 +736,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__update)
-            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --log-format --help"
+            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -766,6 +786,10 @@ _mcpguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-connect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -778,7 +802,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__wrap)
-            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --from-lock --yes --log-format --help"
+            opts="-h --dry-run --snapshot-dir --mcpguard --policy --pin --entry --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --from-lock --yes --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -809,6 +833,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-connect)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcpguard_global_optspecs
-    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= sandbox-env= allow-unpinned dry-run h/help V/version
+    string join \n log-format= max-message-bytes= policy= audit-log= grace= manifest= sha256= server= sandbox-read= sandbox-write= sandbox-env= sandbox-connect= allow-unpinned dry-run h/help V/version
 end
 
 function __fish_mcpguard_needs_command
@@ -36,6 +36,7 @@ complete -c mcpguard -n "__fish_mcpguard_needs_command" -l server -d 'Which serv
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_needs_command" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l allow-unpinned -d 'Without a snapshot, relay tools unpinned instead of serving none. Handshake ordering, capability blocking and error hygiene still apply'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -l dry-run -d 'Check, classify and (for writes) confirm calls exactly as usual, but never dispatch them: the host gets {dryRun, validatedInput, operationPolicy, operationSummary} instead'
 complete -c mcpguard -n "__fish_mcpguard_needs_command" -s h -l help -d 'Print help'
@@ -72,6 +73,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-messag
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l force -d 'Replace FILE if it exists (its reviews are lost)'
@@ -105,6 +107,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-message
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l yes -d 'Never ask: carry the reviews of identical tools and leave the rest unreviewed (what happens anyway without a terminal)'
@@ -125,6 +128,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l max-message-
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand check" -s h -l help -d 'Print help'
@@ -180,6 +184,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand lock; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
@@ -200,6 +205,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l entry -d 'The
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l from-lock -d 'Instead of wrapping: write an entry for every server of this lock file, pinned to the lock\'s snapshot and digest (entries of the same name are replaced, others kept)' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand wrap" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
@@ -211,6 +217,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l poli
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-read -d 'Let the server read PATH (a file, or a directory and everything beneath it). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-write -d 'Let the server read, write, create and remove under PATH (for example the one directory a filesystem server is given). Repeatable' -r -F
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-env -d 'Pass the environment variable NAME to the server (by exact name; its value is never logged), on top of the policy\'s sandbox.env. `mcpguard wrap` writes one for each variable a host configuration sets for the server. Repeatable' -r
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l sandbox-connect -d 'Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432, localhost:8080, [::1]:80), on top of the policy\'s sandbox.connect. Only the port is enforced (Landlock confines TCP by port, not by address). Repeatable' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -l log-format -d 'Diagnostics on stderr as text lines or as one JSON object per line (levels from MCPGUARD_LOG=error|warn|info|debug)' -r -f -a "text\t''
 json\t''"
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand sandbox-check" -s h -l help -d 'Print help'

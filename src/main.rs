@@ -32,6 +32,7 @@ fn extra(grants: &mcpguard::cli::flags::SandboxGrants) -> mcpguard::sandbox::Ext
         read: grants.read.clone(),
         read_write: grants.write.clone(),
         env: grants.env.clone(),
+        connect: grants.connect.clone(),
     }
 }
 
@@ -48,10 +49,16 @@ fn sandbox_for(
     use mcpguard::sandbox;
     // The per-run grants are held to the managed floor here too (capture, check, lock check),
     // not only in the proxy. The policy loaded before, so loading it again succeeds.
-    if !grants.read.is_empty() || !grants.write.is_empty() || !grants.env.is_empty() {
+    if !grants.read.is_empty()
+        || !grants.write.is_empty()
+        || !grants.env.is_empty()
+        || !grants.connect.is_empty()
+        || !policy.sandbox.connect.is_empty()
+    {
         if let Ok(layered) = policy::load_layered(policy_file) {
             layered
                 .check_overrides(None, None, &grants.read, &grants.write, &grants.env)
+                .and_then(|()| layered.check_connect(&grants.connect))
                 .map_err(|why| fail(&format!("refusing to start the server: {why}")))?;
         }
     }
@@ -779,13 +786,16 @@ fn run_proxy(mut args: mcpguard::cli::flags::ProxyArgs) -> ExitCode {
     }
     let policy = match policy::load_layered(args.policy.as_deref()) {
         Ok(layered) => {
-            if let Err(why) = layered.check_overrides(
-                args.audit_log.as_deref(),
-                args.max_message_bytes,
-                &args.grants.read,
-                &args.grants.write,
-                &args.grants.env,
-            ) {
+            if let Err(why) = layered
+                .check_overrides(
+                    args.audit_log.as_deref(),
+                    args.max_message_bytes,
+                    &args.grants.read,
+                    &args.grants.write,
+                    &args.grants.env,
+                )
+                .and_then(|()| layered.check_connect(&args.grants.connect))
+            {
                 return fail(&format!("refusing to start the server: {why}"));
             }
             for w in layered.policy.warnings() {

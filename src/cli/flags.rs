@@ -370,6 +370,11 @@ pub struct SandboxGrants {
     /// a host configuration sets for the server. Repeatable.
     #[arg(long = "sandbox-env", value_name = "NAME", value_parser = env_name)]
     pub env: Vec<String>,
+    /// Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432,
+    /// localhost:8080, [::1]:80), on top of the policy's sandbox.connect. Only the port is
+    /// enforced (Landlock confines TCP by port, not by address). Repeatable.
+    #[arg(long = "sandbox-connect", value_name = "HOST:PORT", value_parser = crate::policy::Destination::parse)]
+    pub connect: Vec<crate::policy::Destination>,
 }
 
 /// A variable name for `--sandbox-env`: one exact name, so that no pattern passes more than the

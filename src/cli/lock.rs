@@ -379,6 +379,7 @@ fn check_one(lock: &Lockfile, key: &str, s: &LockedServer, env: &Env<'_>) -> Sta
         read: s.sandbox_read.clone(),
         write: s.sandbox_write.clone(),
         env: s.sandbox_env.clone(),
+        connect: Vec::new(),
     };
     let setup = match (env.sandbox)(&policy, policy_file.as_deref(), &command, &grants) {
         Ok(s) => s,

@@ -141,6 +141,36 @@ impl Layered {
         Ok(())
     }
 
+    /// Holds the TCP destinations (the policy's `sandbox.connect` and `--sandbox-connect`) to
+    /// the floor: their ports become connect grants, so where the floor sets
+    /// `sandbox.tcp_connect` each destination's port must be one it lists (or the destination
+    /// one the floor's `sandbox.connect` lists), and where it sets `sandbox.connect` a flag may
+    /// name only a destination of that list.
+    pub fn check_connect(&self, flags: &[Destination]) -> Result<(), String> {
+        let s = &self.policy.sandbox;
+        if let Some(at) = self.floor_sets("sandbox.connect") {
+            if let Some(d) = flags.iter().find(|d| !s.connect.contains(d)) {
+                return Err(format!("--sandbox-connect cannot loosen sandbox.connect, which the managed policy floor sets at {at}; run without --sandbox-connect, or ask the administrator to change the floor ({d})"));
+            }
+        }
+        if let Some(at) = self.floor_sets("sandbox.tcp_connect") {
+            let floor_lists = |d: &Destination| {
+                self.floor_sets("sandbox.connect").is_some() && s.connect.contains(d)
+            };
+            for (origin, d) in s
+                .connect
+                .iter()
+                .map(|d| ("sandbox.connect", d))
+                .chain(flags.iter().map(|d| ("--sandbox-connect", d)))
+            {
+                if !s.tcp_connect.contains(&d.port) && !floor_lists(d) {
+                    return Err(format!("{origin} {d} cannot loosen sandbox.tcp_connect, which the managed policy floor sets at {at} without port {}; leave it out, or ask the administrator to change the floor", d.port));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `policy check`'s view: the effective policy, then where each value came from.
     pub fn effective_toml(&self) -> String {
         let mut out = self.policy.effective_toml();
@@ -372,7 +402,7 @@ fn rule(path: &[String]) -> Rule {
         ["limits", _] => Rule::Larger,
         ["audit", "sink"] => Rule::Join,
         ["sandbox", "mode"] => Rule::Ordered(&["require", "best-effort", "off"]),
-        ["sandbox", "read" | "read_write" | "execute" | "tcp_connect" | "tcp_bind" | "env"] => {
+        ["sandbox", "read" | "read_write" | "execute" | "tcp_connect" | "connect" | "tcp_bind" | "env"] => {
             Rule::Within
         }
         ["sandbox", "allow_udp" | "allow_unix_sockets" | "allow_other_sockets"] => {
@@ -731,5 +761,35 @@ mod tests {
         assert!(l
             .check_overrides(None, None, &[], &[], &["HOME".to_string()])
             .is_ok());
+    }
+
+    #[test]
+    fn a_destination_cannot_loosen_the_floors_connect_ports() {
+        let l = Layered {
+            policy: crate::policy::parse(
+                "[sandbox]\ntcp_connect = [5432]\nconnect = [\"127.0.0.1:22\"]\n",
+                "u",
+            )
+            .unwrap(),
+            floor: None,
+            floor_keys: [("sandbox.tcp_connect".to_string(), "floor:3".to_string())].into(),
+            origins: Default::default(),
+        };
+        let e = l.check_connect(&[]).unwrap_err();
+        assert!(
+            e.contains("sandbox.connect 127.0.0.1:22") && e.contains("floor:3"),
+            "{e}"
+        );
+        let l = Layered {
+            policy: crate::policy::parse("[sandbox]\ntcp_connect = [5432]\n", "u").unwrap(),
+            ..l
+        };
+        assert!(l
+            .check_connect(&[Destination::parse("localhost:5432").unwrap()])
+            .is_ok());
+        let e = l
+            .check_connect(&[Destination::parse("localhost:6379").unwrap()])
+            .unwrap_err();
+        assert!(e.contains("--sandbox-connect localhost:6379"), "{e}");
     }
 }

@@ -25,6 +25,11 @@ pub struct Sandbox {
     pub execute: Vec<PolicyPath>,
     /// TCP ports the server may connect to (any address).
     pub tcp_connect: Vec<u16>,
+    /// TCP destinations the server may connect to, as `HOST:PORT` (`127.0.0.1:5432`,
+    /// `localhost:8080`, `[::1]:80`, `db.example:5432`). Landlock confines ports only: the port
+    /// is enforced, the address is not (a server may reach any host on a listed port), which
+    /// `sandbox-check` names as a residual risk.
+    pub connect: Vec<Destination>,
     /// TCP ports the server may bind; 0 means an ephemeral port.
     pub tcp_bind: Vec<u16>,
     pub allow_udp: bool,
@@ -51,11 +56,12 @@ pub struct Sandbox {
 
 /// System files that programs read at start-up (the dynamic linker's cache, time zone, TLS roots,
 /// name resolution, the user database). `policies/default.toml` spells out the same list.
-pub const SYSTEM_READ: [&str; 18] = [
+pub const SYSTEM_READ: [&str; 19] = [
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
     "/etc/localtime",
+    "/etc/locale.alias",
     "/etc/ssl",
     "/etc/ca-certificates",
     "/etc/pki",
@@ -122,6 +128,7 @@ impl Default for Sandbox {
             read_write: paths(&DEFAULT_READ_WRITE),
             execute: paths(&SYSTEM_EXECUTE),
             tcp_connect: Vec::new(),
+            connect: Vec::new(),
             tcp_bind: Vec::new(),
             allow_udp: false,
             allow_unix_sockets: false,
@@ -132,6 +139,86 @@ impl Default for Sandbox {
             env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }
+    }
+}
+
+/// One `sandbox.connect` destination (and `--sandbox-connect`): `HOST:PORT`, where HOST is an
+/// IPv4 address, a bracketed IPv6 address or a host name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Destination {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Destination {
+    /// Whether reaching it needs a DNS lookup: a name other than `localhost`.
+    pub fn needs_dns(&self) -> bool {
+        self.host.parse::<std::net::IpAddr>().is_err()
+            && !self.host.eq_ignore_ascii_case("localhost")
+    }
+}
+
+impl TryFrom<String> for Destination {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Destination::parse(&s)
+    }
+}
+
+impl From<Destination> for String {
+    fn from(d: Destination) -> String {
+        d.to_string()
+    }
+}
+
+impl fmt::Display for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl Destination {
+    /// Parses `HOST:PORT`; the error says what is wrong and shows the form.
+    pub fn parse(s: &str) -> Result<Destination, String> {
+        let form = "write HOST:PORT, such as 127.0.0.1:5432, localhost:8080 or [::1]:80";
+        let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+            let (h, p) = rest
+                .split_once("]:")
+                .ok_or_else(|| format!("{s:?} is not a destination: {form}"))?;
+            h.parse::<std::net::Ipv6Addr>()
+                .map_err(|_| format!("{s:?}: {h:?} is not an IPv6 address; {form}"))?;
+            (h, p)
+        } else {
+            s.rsplit_once(':')
+                .ok_or_else(|| format!("{s:?} has no port: {form}"))?
+        };
+        if host.contains(':') && !s.starts_with('[') {
+            return Err(format!("{s:?}: an IPv6 address goes in brackets; {form}"));
+        }
+        let name_ok = !host.is_empty()
+            && host.len() <= 253
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b':');
+        if !name_ok {
+            return Err(format!(
+                "{s:?}: {host:?} is not a host name or address; {form}"
+            ));
+        }
+        let port: u16 = port
+            .parse()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| format!("{s:?}: {port:?} is not a port (1 to 65535); {form}"))?;
+        Ok(Destination {
+            host: host.to_string(),
+            port,
+        })
     }
 }
 
@@ -542,8 +629,12 @@ impl Policy {
                 ));
             }
         }
-        if !s.tcp_connect.is_empty() && !s.allow_udp {
-            w.push("sandbox.tcp_connect allows ports but allow_udp is false: DNS over UDP fails, so host names resolve only through a resolver reached over TCP".to_string());
+        // Only a name needs DNS: an address or `localhost` (from /etc/hosts) does not, so a
+        // policy of ports or loopback destinations is not warned about UDP.
+        if !s.allow_udp {
+            for d in s.connect.iter().filter(|d| d.needs_dns()) {
+                w.push(format!("sandbox.connect names {d}, whose name needs DNS, but allow_udp is false: DNS over UDP fails, so it resolves only through /etc/hosts or a resolver reached over TCP; write its address instead, or set allow_udp = true"));
+            }
         }
         for name in &s.env {
             let upper = name.to_ascii_uppercase();

@@ -731,8 +731,12 @@ fn sandbox_off_says_the_rest_is_ignored() {
 }
 
 #[test]
-fn tcp_without_udp_mentions_dns() {
-    let p = parse("[sandbox]\ntcp_connect = [443]\nread = [\"/usr\"]\n", "t").unwrap();
+fn a_destination_name_without_udp_mentions_dns() {
+    let p = parse(
+        "[sandbox]\nconnect = [\"api.example:443\"]\nread = [\"/usr\"]\n",
+        "t",
+    )
+    .unwrap();
     assert!(
         p.warnings().iter().any(|w| w.contains("DNS")),
         "{:?}",
@@ -1059,4 +1063,45 @@ fn every_policy_key_has_a_row_naming_an_existing_test() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn connect_destinations_parse_and_only_a_name_draws_the_udp_warning() {
+    let p = parse(
+        "[sandbox]\nconnect = [\"127.0.0.1:5432\", \"localhost:8080\", \"[::1]:80\"]\n",
+        "t.toml",
+    )
+    .unwrap();
+    let shown: Vec<String> = p.sandbox.connect.iter().map(|d| d.to_string()).collect();
+    assert_eq!(shown, ["127.0.0.1:5432", "localhost:8080", "[::1]:80"]);
+    assert!(
+        !p.warnings().iter().any(|w| w.contains("UDP")),
+        "{:?}",
+        p.warnings()
+    );
+    let p = parse("[sandbox]\ntcp_connect = [443]\n", "t.toml").unwrap();
+    assert!(
+        !p.warnings().iter().any(|w| w.contains("UDP")),
+        "{:?}",
+        p.warnings()
+    );
+    let p = parse("[sandbox]\nconnect = [\"db.example:5432\"]\n", "t.toml").unwrap();
+    assert!(
+        p.warnings()
+            .iter()
+            .any(|w| w.contains("db.example:5432") && w.contains("allow_udp")),
+        "{:?}",
+        p.warnings()
+    );
+    for bad in [
+        "127.0.0.1",
+        "127.0.0.1:0",
+        "::1:80",
+        "[::1]80",
+        "a b:1",
+        "host:99999",
+    ] {
+        let e = parse(&format!("[sandbox]\nconnect = [\"{bad}\"]\n"), "t.toml").unwrap_err();
+        assert!(e.to_string().contains("HOST:PORT"), "{bad}: {e}");
+    }
 }

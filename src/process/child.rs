@@ -123,7 +123,18 @@ pub fn spawn_with(
         });
     }
     let sandboxed = sandbox.is_some();
-    cmd.spawn().map_err(|e| {
+    let spawned = cmd.spawn();
+    if let (Ok(_), Some(observer)) = (&spawned, sandbox.and_then(|s| s.observer.as_ref())) {
+        // What the sandbox refuses is named at the default level (`sandbox::observe`); the
+        // path or address comes from the server, so it is made harmless like its stderr.
+        observer.start(Arc::new(|line: &str| {
+            crate::process::diag::emit(
+                crate::protocol::Level::Warn,
+                &sanitize::clean(line, Clean::LINE),
+            )
+        }));
+    }
+    spawned.map_err(|e| {
         let (reason, exit_code) = match e.kind() {
             io::ErrorKind::NotFound => (
                 "no such file or command (check the path and PATH)".to_string(),

@@ -26,6 +26,7 @@
 pub mod explain;
 pub mod isolate;
 pub mod landlock;
+pub mod observe;
 pub mod pins;
 mod prepare;
 pub mod presets;
@@ -53,6 +54,8 @@ pub struct Extra {
     /// Variables passed to the server by name for this run (`--sandbox-env`, which `wrap` writes
     /// for the names a host configuration sets), on top of `sandbox.env`.
     pub env: Vec<String>,
+    /// TCP destinations for this run (`--sandbox-connect`), on top of `sandbox.connect`.
+    pub connect: Vec<crate::policy::Destination>,
 }
 
 /// What the running kernel offers.
@@ -140,7 +143,11 @@ pub struct Request {
     pub program: Option<PathBuf>,
     pub shim: Option<String>,
     pub paths: Vec<PathRule>,
+    /// The TCP ports the server may connect to: `sandbox.tcp_connect` and the ports of the
+    /// destinations.
     pub tcp_connect: Vec<u16>,
+    /// `sandbox.connect` and `--sandbox-connect`, of which only the port is enforced.
+    pub connect: Vec<crate::policy::Destination>,
     pub tcp_bind: Vec<u16>,
     pub allow_udp: bool,
     pub allow_unix_sockets: bool,
@@ -470,6 +477,12 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
                 .map(|f| (f.access, f.path, f.origin, true, f.var, f.sets)),
         );
     }
+    // The read-only runtime facts (CPU and memory figures) every runtime may read.
+    wanted.extend(
+        presets::runtime_facts()
+            .into_iter()
+            .map(|f| (f.access, f.path, f.origin, true, f.var, f.sets)),
+    );
     let mut grant_vars: Vec<(&'static str, Option<OsString>, String)> = Vec::new();
     let paths: Vec<PathRule> = wanted
         .into_iter()
@@ -519,7 +532,21 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         program: program.map(Path::to_path_buf),
         shim: shim.map(|s| s.note),
         paths,
-        tcp_connect: p.tcp_connect.clone(),
+        tcp_connect: {
+            let mut ports = p.tcp_connect.clone();
+            for d in p.connect.iter().chain(&inp.extra.connect) {
+                if !ports.contains(&d.port) {
+                    ports.push(d.port);
+                }
+            }
+            ports
+        },
+        connect: p
+            .connect
+            .iter()
+            .chain(&inp.extra.connect)
+            .cloned()
+            .collect(),
         tcp_bind: p.tcp_bind.clone(),
         allow_udp: p.allow_udp,
         allow_unix_sockets: p.allow_unix_sockets,

@@ -55,9 +55,16 @@ pub struct Prepared {
     /// `argv[0]` when it must not be the command as written: a shim's interpreter gets its own
     /// path, so that it finds its prefix from it rather than from the shim's folder on PATH.
     pub argv0: Option<OsString>,
+    /// The observer that names what the sandbox refused (`observe`), where the kernel can hand
+    /// its listener over; started by the spawner once the child runs.
+    pub observer: Option<std::sync::Arc<super::observe::Observer>>,
     /// What an explanation of the server's failure needs to know of the grants.
     pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
+    /// The granted files in /proc, kept open for the run: a procfs inode is made anew when its
+    /// dentry is dropped from the cache, and a Landlock rule holds the old inode, so an open
+    /// descriptor (which holds the dentry) keeps the rule meaning the file.
+    _pinned: Vec<std::os::fd::OwnedFd>,
     /// The Landlock rights of the private TMPDIR, for the rule the child adds on its tmpfs.
     tmp_rights: u64,
     filters: Vec<Vec<libc::sock_filter>>,
@@ -216,14 +223,36 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     );
     let tmp_rights = rights(Access::ReadWrite, landlock::handled_fs(abi), true);
     let explain = explain_context(&req);
+    let pinned = req
+        .paths
+        .iter()
+        .filter(|r| r.path.starts_with("/proc"))
+        .filter_map(|r| match &r.state {
+            PathState::Open { fd, .. } => fd.try_clone().ok(),
+            _ => None,
+        })
+        .collect();
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
+    let observer = if kernel.seccomp && super::observe::available() {
+        let grants = observe_grants(&req, abi);
+        let observer = super::observe::Observer::new(grants).map_err(|e| {
+            Refused(format!(
+                "preparing the observer of the sandbox's denials failed: {e}"
+            ))
+        })?;
+        Some(std::sync::Arc::new(observer))
+    } else {
+        None
+    };
     Ok(Prepared {
         report,
         argv0,
+        observer,
         program,
         env: req.env.passed,
         explain,
         ruleset,
+        _pinned: pinned,
         tmp_rights,
         filters,
         rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
@@ -303,6 +332,35 @@ fn explain_context(req: &Request) -> super::explain::Context {
         }
     }
     ctx
+}
+
+/// What the observer compares calls with: the granted paths as real paths (Landlock follows a
+/// granted symlink), the ports, and the server's own /proc entries.
+fn observe_grants(req: &Request, abi: u32) -> super::observe::Grants {
+    let paths = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .map(|r| {
+            (
+                r.access,
+                std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone()),
+            )
+        })
+        .collect();
+    super::observe::Grants {
+        paths,
+        tcp_connect: req.tcp_connect.clone(),
+        tcp_bind: req.tcp_bind.clone(),
+        allow_udp: req.allow_udp,
+        ports_enforced: landlock::handled_net(abi) != 0,
+        own_proc: super::presets::OWN_PROC
+            .iter()
+            .filter_map(|p| p.to_str().ok())
+            .filter_map(|p| p.strip_prefix("/proc/self/"))
+            .map(str::to_string)
+            .collect(),
+    }
 }
 
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
@@ -393,6 +451,22 @@ impl Prepared {
             unsafe { libc::close(fd) };
             added?;
         }
+        if let Some(rs) = &self.ruleset {
+            // The server's own /proc entries (`presets::OWN_PROC`): /proc/self is only known
+            // here, in the process that execs the server (after the namespaces' forks). A
+            // missing entry is left ungranted, as any missing path is.
+            for path in super::presets::OWN_PROC {
+                // SAFETY: open reads a NUL-terminated static path.
+                let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+                if fd < 0 {
+                    continue;
+                }
+                let added = rs.allow_path_fd(fd, landlock::FS_READ_FILE);
+                // SAFETY: closes the descriptor opened above, once.
+                unsafe { libc::close(fd) };
+                added?;
+            }
+        }
         for r in &self.rlimits {
             // SAFETY: setrlimit reads one live rlimit struct.
             if unsafe { libc::setrlimit(resource_id(r.which), &r.value) } != 0 {
@@ -409,6 +483,10 @@ impl Prepared {
         }
         for f in &self.filters {
             seccomp::install(f)?;
+        }
+        // Last: from here on every open and connect waits for mcpguard's observer.
+        if let Some(o) = &self.observer {
+            o.install_in_child()?;
         }
         Ok(())
     }

@@ -240,6 +240,14 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         };
         line("files", rule, status);
     }
+    line(
+        "files",
+        format!(
+            "{:<18} /proc/self/{{cgroup,mountinfo,status,stat,statm,maps,limits,cmdline,auxv}}  (runtime facts: the server process's own entries)",
+            super::Access::Read.label()
+        ),
+        landlock_status(1, ""),
+    );
     let namespaces = &kernel.namespaces;
     let without_namespaces = |what: &str| match namespaces {
         Ok(()) => Status::Enforced,
@@ -342,6 +350,21 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         format!("TCP connect only to ports: {}", ports(&req.tcp_connect)),
         landlock_status(4, "restricting TCP"),
     );
+    if !req.connect.is_empty() {
+        let list: Vec<String> = req.connect.iter().map(|d| d.to_string()).collect();
+        line(
+            "network",
+            format!(
+                "TCP destinations (sandbox.connect, --sandbox-connect): {}",
+                list.join(", ")
+            ),
+            if abi >= 4 {
+                Status::Residual("only their ports are enforced: Landlock confines TCP by port, not by address, so the server may connect to any host on these ports".into())
+            } else {
+                landlock_status(4, "restricting TCP")
+            },
+        );
+    }
     line(
         "network",
         format!("TCP bind only to ports: {}", ports(&req.tcp_bind)),

@@ -493,3 +493,129 @@ fn a_withheld_host_variable_is_named_at_the_default_level_with_its_flag() {
     let err = run(&["--sandbox-env", "MEMORY_FILE_PATH"]);
     assert!(!err.contains("withheld from the server"), "{err}");
 }
+
+/// Issue 33: the runtime facts runtimes read (duckdb aborts without `/proc/self/cgroup`,
+/// `/proc/stat` and `/sys/devices/system/cpu/online`) are readable by the server under the
+/// default profile, while another process's `/proc` entries (the host's pid 1 and the test
+/// itself) stay unreadable. `exec` keeps the shell's pid, so `/proc/self` is the server's own.
+#[test]
+fn the_runtime_facts_are_readable_and_other_processes_proc_entries_are_not() {
+    let w = World::new();
+    let facts = "/proc/self/cgroup /proc/self/status /proc/self/stat /proc/self/maps \
+                 /proc/stat /proc/meminfo /proc/cpuinfo /sys/devices/system/cpu/online \
+                 /sys/devices/system/cpu/possible";
+    let script = format!("exec cat {facts} > /dev/null");
+    let out = w.check(&w.sandboxed, &[], &["sh", "-c", &script]);
+    assert!(
+        out.status.success(),
+        "the runtime facts were not readable in the sandbox:\n{}",
+        show(&out)
+    );
+    for other in [
+        "/proc/1/status".to_string(),
+        format!("/proc/{}/status", std::process::id()),
+        format!("/proc/{}/cmdline", std::process::id()),
+    ] {
+        let script = format!("exec cat {other}");
+        let (sandboxed, off) = w.both(&["sh", "-c", &script]);
+        assert!(
+            !sandboxed.status.success() && text(&sandboxed.stderr).contains("Permission denied"),
+            "{other} of another process was readable in the sandbox:\n{}",
+            show(&sandboxed)
+        );
+        assert!(off.status.success(), "{}", show(&off));
+    }
+}
+
+/// Issue 33: a server that opens an ungranted path and says nothing about it on stderr still
+/// gets the denial named at the default level, with the path and the flag that grants it (the
+/// observer, `sandbox::observe`); the file stays unread.
+#[test]
+fn a_silent_denial_is_named_at_the_default_level_with_its_path_and_flag() {
+    let w = World::new();
+    let canary = std::fs::canonicalize(w.home.join("canary.txt")).unwrap();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--policy")
+        .arg(&w.sandboxed)
+        .args(["--", "sh", "-c"])
+        .arg("cat \"$HOME/canary.txt\" >/dev/null 2>&1; echo started >&2; read line; exit 0")
+        .env("HOME", &w.home)
+        .env_remove("MCPGUARD_LOG");
+    let mut p = Peer::start_with(&mut cmd);
+    p.wait_stderr("started");
+    let stderr = p.wait_stderr("sandbox denied");
+    let want = format!(
+        "mcpguard: warning: sandbox denied open of {c} (read); allow it with --sandbox-read {c} or sandbox.read = [\"{c}\"]",
+        c = canary.display()
+    );
+    assert!(stderr.contains(&want), "missing {want:?} in:\n{stderr}");
+    assert!(!stderr.contains(CANARY), "{stderr}");
+    assert_eq!(
+        stderr.matches("sandbox denied open of").count(),
+        stderr
+            .matches(&format!("open of {} ", canary.display()))
+            .count(),
+        "only the ungranted path is named:\n{stderr}"
+    );
+    p.close_stdin();
+    assert!(p.wait().success());
+}
+
+/// Issue 33: a server connecting to a local TCP listener is refused by default, and the
+/// refusal is named at the default level with the address and `--sandbox-connect`; with
+/// `--sandbox-connect 127.0.0.1:PORT` it connects, and another port is still refused.
+#[test]
+fn a_tcp_destination_is_refused_and_named_until_sandbox_connect_grants_it() {
+    let w = World::new();
+    let granted = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    granted.set_nonblocking(true).unwrap();
+    other.set_nonblocking(true).unwrap();
+    let port = granted.local_addr().unwrap().port().to_string();
+    let other_port = other.local_addr().unwrap().port().to_string();
+    // The probe says nothing on stderr: only mcpguard can name the refusal.
+    let script = "import socket,sys\nfor p in sys.argv[1:]:\n s=socket.socket()\n s.settimeout(5)\n try:\n  s.connect(('127.0.0.1', int(p)))\n  print('connected', p)\n except OSError:\n  print('refused', p)\n";
+    let probe = [python(), "-c", script, &port, &other_port];
+    let out = w.check(&w.sandboxed, &[], &probe);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(
+        stdout.contains(&format!("refused {port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(granted.accept().is_err(), "the listener saw a connection");
+    let want = format!(
+        "sandbox denied connect to 127.0.0.1:{port} (TCP); allow it with --sandbox-connect 127.0.0.1:{port}"
+    );
+    assert!(stderr.contains(&want), "missing {want:?}:\n{}", show(&out));
+
+    let flag = format!("127.0.0.1:{port}");
+    let out = w.check(&w.sandboxed, &["--sandbox-connect", &flag], &probe);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("connected {port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        granted.accept().is_ok(),
+        "the granted listener saw no connection"
+    );
+    assert!(
+        stdout.contains(&format!("refused {other_port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(other.accept().is_err(), "another port was reached");
+    assert!(
+        text(&out.stderr).contains(&format!("sandbox denied connect to 127.0.0.1:{other_port}")),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        text(&out.stdout).contains("only their ports are enforced"),
+        "the report says plainly that the address is not enforced:\n{}",
+        show(&out)
+    );
+}
