@@ -462,6 +462,12 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
                 .map(|f| (f.access, f.path, f.origin, true, f.var, f.sets)),
         );
     }
+    // The read-only runtime facts (CPU and memory figures) every runtime may read.
+    wanted.extend(
+        presets::runtime_facts()
+            .into_iter()
+            .map(|f| (f.access, f.path, f.origin, true, f.var, f.sets)),
+    );
     let mut grant_vars: Vec<(&'static str, Option<OsString>, String)> = Vec::new();
     let paths = wanted
         .into_iter()

@@ -58,6 +58,10 @@ pub struct Prepared {
     /// What an explanation of the server's failure needs to know of the grants.
     pub explain: super::explain::Context,
     ruleset: Option<landlock::Ruleset>,
+    /// The granted files in /proc, kept open for the run: a procfs inode is made anew when its
+    /// dentry is dropped from the cache, and a Landlock rule holds the old inode, so an open
+    /// descriptor (which holds the dentry) keeps the rule meaning the file.
+    _pinned: Vec<std::os::fd::OwnedFd>,
     /// The Landlock rights of the private TMPDIR, for the rule the child adds on its tmpfs.
     tmp_rights: u64,
     filters: Vec<Vec<libc::sock_filter>>,
@@ -210,6 +214,15 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         isolate::Isolation::new(kernel.namespaces.is_ok(), writable, tmp, req.drop_root);
     let tmp_rights = rights(Access::ReadWrite, landlock::handled_fs(abi), true);
     let explain = explain_context(&req);
+    let pinned = req
+        .paths
+        .iter()
+        .filter(|r| r.path.starts_with("/proc"))
+        .filter_map(|r| match &r.state {
+            PathState::Open { fd, .. } => fd.try_clone().ok(),
+            _ => None,
+        })
+        .collect();
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     Ok(Prepared {
         report,
@@ -218,6 +231,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         env: req.env.passed,
         explain,
         ruleset,
+        _pinned: pinned,
         tmp_rights,
         filters,
         rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
@@ -372,6 +386,22 @@ impl Prepared {
             // SAFETY: closes the descriptor opened above, once.
             unsafe { libc::close(fd) };
             added?;
+        }
+        if let Some(rs) = &self.ruleset {
+            // The server's own /proc entries (`presets::OWN_PROC`): /proc/self is only known
+            // here, in the process that execs the server (after the namespaces' forks). A
+            // missing entry is left ungranted, as any missing path is.
+            for path in super::presets::OWN_PROC {
+                // SAFETY: open reads a NUL-terminated static path.
+                let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+                if fd < 0 {
+                    continue;
+                }
+                let added = rs.allow_path_fd(fd, landlock::FS_READ_FILE);
+                // SAFETY: closes the descriptor opened above, once.
+                unsafe { libc::close(fd) };
+                added?;
+            }
         }
         for r in &self.rlimits {
             // SAFETY: setrlimit reads one live rlimit struct.

@@ -333,6 +333,116 @@ pub fn node(program: &Path, args: &[OsString], env: &Env<'_>, ctx: &PathContext)
     out
 }
 
+/// The runtime facts every server gets to read, whatever its preset (issue 33): the CPU and
+/// memory figures that runtimes size their thread pools and heaps by. duckdb aborts without
+/// them; libuv (node), Go, glibc's `sysconf` and python's `os.cpu_count` read some. Each is
+/// named with why it is safe in `docs/threat-model.md` ("Runtime facts"). Read-only, files
+/// only (no directory is granted here), and only the ones that exist; the process's own
+/// `/proc/self` entries are [`OWN_PROC`], granted by the child itself.
+pub fn runtime_facts() -> Vec<Found> {
+    let mut out = Vec::new();
+    let mut add = |p: PathBuf| {
+        if p.exists() && !out.iter().any(|f: &Found| f.path == p) {
+            out.push(found(
+                Access::Read,
+                p,
+                "runtime facts: CPU and memory figures",
+            ));
+        }
+    };
+    for p in RUNTIME_FACTS {
+        add(PathBuf::from(p));
+    }
+    // The limits of the cgroup mcpguard runs in (the server starts in the same one), as
+    // `/proc/self/cgroup` names it: cgroup v2's unified line `0::PATH`, and v1's memory and
+    // cpu controllers.
+    if let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") {
+        for (dir, files) in cgroup_limit_files(&text) {
+            for f in files {
+                add(dir.join(f));
+            }
+        }
+    }
+    out
+}
+
+/// Host-wide runtime facts (see [`runtime_facts`]).
+pub const RUNTIME_FACTS: [&str; 8] = [
+    "/proc/stat",
+    "/proc/meminfo",
+    "/proc/cpuinfo",
+    "/sys/devices/system/cpu/online",
+    "/sys/devices/system/cpu/possible",
+    "/sys/devices/system/cpu/present",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
+];
+
+/// The entries of the server's own `/proc/self` it may read (each a file of its own process;
+/// the child grants them on itself before the sandbox is applied, `Prepared::apply_in_child`).
+/// Not `environ`, `mem`, `fd` or `net`: `net` shows the host's sockets (the server shares the
+/// host's network namespace).
+pub const OWN_PROC: [&std::ffi::CStr; 9] = [
+    c"/proc/self/cgroup",
+    c"/proc/self/mountinfo",
+    c"/proc/self/status",
+    c"/proc/self/stat",
+    c"/proc/self/statm",
+    c"/proc/self/maps",
+    c"/proc/self/limits",
+    c"/proc/self/cmdline",
+    c"/proc/self/auxv",
+];
+
+/// The cgroup folders and limit files a `/proc/self/cgroup` text names: for v2 (`0::PATH`)
+/// `cpu.max`, `cpu.weight`, `memory.max`, `memory.high`, `memory.current` and
+/// `cpuset.cpus.effective` in `/sys/fs/cgroup/PATH`; for v1, the memory and cpu controllers'
+/// limit files in `/sys/fs/cgroup/CONTROLLER/PATH`.
+fn cgroup_limit_files(text: &str) -> Vec<(PathBuf, &'static [&'static str])> {
+    let mut out: Vec<(PathBuf, &'static [&'static str])> = Vec::new();
+    let base = Path::new("/sys/fs/cgroup");
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let rel = path.trim_start_matches('/');
+        // A path that climbs out of the hierarchy is not a cgroup folder.
+        if rel.split('/').any(|c| c == "..") {
+            continue;
+        }
+        if controllers.is_empty() {
+            out.push((
+                base.join(rel),
+                &[
+                    "cpu.max",
+                    "cpu.weight",
+                    "memory.max",
+                    "memory.high",
+                    "memory.current",
+                    "cpuset.cpus.effective",
+                ],
+            ));
+            continue;
+        }
+        for c in controllers.split(',') {
+            match c {
+                "memory" => out.push((
+                    base.join("memory").join(rel),
+                    &["memory.limit_in_bytes", "memory.usage_in_bytes"],
+                )),
+                "cpu" | "cpuacct" => out.push((
+                    base.join(controllers).join(rel),
+                    &["cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares"],
+                )),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// The server's private cache folder: `$XDG_STATE_HOME/mcpguard/server-caches/ID` (else
 /// `~/.local/state/…`), where ID is the first 16 hex digits of the SHA-256 of the server command
 /// (program and arguments). Created 0700 here; `None` when no state folder is known or it
@@ -786,6 +896,25 @@ fn venv_home(venv: &Path) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cgroup_limit_files_follow_proc_self_cgroup_and_never_climb_out() {
+        use std::path::PathBuf;
+        let v2 = super::cgroup_limit_files("0::/user.slice/app.scope\n");
+        assert_eq!(v2.len(), 1);
+        assert_eq!(
+            v2[0].0,
+            PathBuf::from("/sys/fs/cgroup/user.slice/app.scope")
+        );
+        assert!(v2[0].1.contains(&"memory.max") && v2[0].1.contains(&"cpu.max"));
+        let v1 =
+            super::cgroup_limit_files("4:memory:/docker/x\n2:cpu,cpuacct:/docker/x\n7:blkio:/\n");
+        let dirs: Vec<_> = v1.iter().map(|(d, _)| d.clone()).collect();
+        assert!(dirs.contains(&PathBuf::from("/sys/fs/cgroup/memory/docker/x")));
+        assert!(dirs.contains(&PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/docker/x")));
+        assert!(!dirs.iter().any(|d| d.to_string_lossy().contains("blkio")));
+        assert!(super::cgroup_limit_files("0::/../../etc\n").is_empty());
+    }
+
     use super::*;
 
     #[test]

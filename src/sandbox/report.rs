@@ -240,6 +240,14 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         };
         line("files", rule, status);
     }
+    line(
+        "files",
+        format!(
+            "{:<18} /proc/self/{{cgroup,mountinfo,status,stat,statm,maps,limits,cmdline,auxv}}  (runtime facts: the server process's own entries)",
+            super::Access::Read.label()
+        ),
+        landlock_status(1, ""),
+    );
     let namespaces = &kernel.namespaces;
     let without_namespaces = |what: &str| match namespaces {
         Ok(()) => Status::Enforced,

@@ -491,3 +491,36 @@ fn a_withheld_host_variable_is_named_at_the_default_level_with_its_flag() {
     let err = run(&["--sandbox-env", "MEMORY_FILE_PATH"]);
     assert!(!err.contains("withheld from the server"), "{err}");
 }
+
+/// Issue 33: the runtime facts runtimes read (duckdb aborts without `/proc/self/cgroup`,
+/// `/proc/stat` and `/sys/devices/system/cpu/online`) are readable by the server under the
+/// default profile, while another process's `/proc` entries (the host's pid 1 and the test
+/// itself) stay unreadable. `exec` keeps the shell's pid, so `/proc/self` is the server's own.
+#[test]
+fn the_runtime_facts_are_readable_and_other_processes_proc_entries_are_not() {
+    let w = World::new();
+    let facts = "/proc/self/cgroup /proc/self/status /proc/self/stat /proc/self/maps \
+                 /proc/stat /proc/meminfo /proc/cpuinfo /sys/devices/system/cpu/online \
+                 /sys/devices/system/cpu/possible";
+    let script = format!("exec cat {facts} > /dev/null");
+    let out = w.check(&w.sandboxed, &[], &["sh", "-c", &script]);
+    assert!(
+        out.status.success(),
+        "the runtime facts were not readable in the sandbox:\n{}",
+        show(&out)
+    );
+    for other in [
+        "/proc/1/status".to_string(),
+        format!("/proc/{}/status", std::process::id()),
+        format!("/proc/{}/cmdline", std::process::id()),
+    ] {
+        let script = format!("exec cat {other}");
+        let (sandboxed, off) = w.both(&["sh", "-c", &script]);
+        assert!(
+            !sandboxed.status.success() && text(&sandboxed.stderr).contains("Permission denied"),
+            "{other} of another process was readable in the sandbox:\n{}",
+            show(&sandboxed)
+        );
+        assert!(off.status.success(), "{}", show(&off));
+    }
+}
