@@ -563,6 +563,24 @@ fn readme_entries_run_wrapped_with_no_hand_edit() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+
+    // The `--with` package is part of the pin: the entry edited to run sqlite with another SDK
+    // release is refused before anything starts, naming both.
+    let mut other = wrapped["mcpServers"]["sqlite"].clone();
+    for a in other["args"].as_array_mut().unwrap() {
+        if a == "mcp==1.30.0" {
+            *a = json!("mcp==1.29.0");
+        }
+    }
+    let mut peer = u.start_entry(&other);
+    let status = peer.wait_timeout(Duration::from_secs(60));
+    let stderr = peer.stderr();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("with --with mcp==1.29.0")
+            && stderr.contains("pinned it with --with mcp==1.30.0"),
+        "{stderr}"
+    );
 }
 
 /// Given too little: the notes entry as wrap wrote it, less the grant of its notes folder (the
