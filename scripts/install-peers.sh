@@ -10,6 +10,8 @@
 #                      Codex)
 #   .peers/uv          a venv with uv==0.13.9, for the `uv run --directory` launch-shape test
 #   .peers/runner-cache  npm and uv caches holding the packages the npx/uvx pinning tests pin
+#   .peers/first-hour  a uv cache holding the published servers of the first-hour test
+#                      (scripts/peers-first-hour/install.sh: sqlite, excel, pandoc, duckdb, fetch)
 #   .peers/defense-bench  a venv with mcp-defense-bench[fastmcp]==0.2.0, the public benchmark
 #                      of MCP defences that scripts/defense-bench.sh scores mcpguard on
 #   .peers/python3.13  CPython 3.13.5 built from the source tarball Debian ships (fast-agent
@@ -312,6 +314,12 @@ else
     rm -rf "$RUNNER_CACHE/warm-npm" "$RUNNER_CACHE/warm-uv"
     echo "$RUNNER_KEY" >"$RUNNER_STAMP"
 fi
+
+# --- the first hour's published servers (tests/integration/first_hour.rs) ----------------
+# uv's cache filled with the pinned PyPI servers a new user's configuration runs with `uvx`, and
+# Debian's pandoc; its own script, stamp and folder (.peers/first-hour).
+"$SCRIPT_DIR/peers-first-hour/install.sh" "$PEERS" "$UV_BIN" "$([[ $FORCE == 1 ]] && echo --force)" ||
+    die "installing the first hour's servers failed (see above)"
 
 # --- CPython 3.13 and fast-agent ----------------------------------------------
 # fast-agent needs Python >= 3.12. The machine has 3.11 and Debian 12 ships no newer one; uv's

@@ -81,6 +81,9 @@ pub struct Runner {
     pub bin: Option<String>,
     /// `uvx --python VERSION`.
     pub python: Option<String>,
+    /// `uvx --with NAME==VERSION`: packages installed beside the server's, each pinned to an
+    /// exact version, sorted.
+    pub with: Vec<String>,
     /// The server's own arguments.
     pub args: Vec<OsString>,
 }
@@ -99,6 +102,10 @@ pub struct Package {
     pub requested: String,
     /// The command of the package that runs (a `bin` entry or a console script).
     pub bin: String,
+    /// `uvx --with NAME==VERSION` packages the install holds beside the package, as the captured
+    /// command asked for them (sorted). Their files are in the install, so the content digest
+    /// covers them; the list is what a start compares with the command.
+    pub with: Vec<String>,
     /// `sha256:HEX`, the install's content digest ([`content_digest`]). `None` in a record
     /// captured before content pinning: such a record is refused at start (capture again).
     pub content: Option<String>,
@@ -116,6 +123,10 @@ impl Package {
         });
         if let (Some(c), Some(o)) = (&self.content, v.as_object_mut()) {
             o.insert("content".into(), Value::String(c.clone()));
+        }
+        // Only when there are any, so that a record without them is the one it always was.
+        if let (false, Some(o)) = (self.with.is_empty(), v.as_object_mut()) {
+            o.insert("with".into(), json!(self.with));
         }
         v
     }
@@ -136,6 +147,21 @@ impl Package {
             integrity: field("integrity")?,
             requested: field("requested")?,
             bin: field("bin")?,
+            with: match v.get("with") {
+                None => Vec::new(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|w| w.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(
+                        "the snapshot's package record has a `with` that is not a list of strings",
+                    )?,
+                Some(_) => {
+                    return Err(
+                        "the snapshot's package record has a `with` that is not a list".into(),
+                    )
+                }
+            },
             content: match v.get("content") {
                 None => None,
                 Some(Value::String(c)) => Some(c.clone()),
@@ -277,6 +303,7 @@ fn parse_npx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
         spec,
         bin,
         python: None,
+        with: Vec::new(),
         args: rest[i + 1..].to_vec(),
     })
 }
@@ -284,22 +311,24 @@ fn parse_npx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
 fn parse_uvx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
     let mut from: Option<String> = None;
     let mut python: Option<String> = None;
+    let mut with: Vec<String> = Vec::new();
     let mut i = 0;
     while i < rest.len() {
         let a = text(&rest[i])?;
         match a {
             "-q" | "--quiet" | "--offline" | "--isolated" | "--no-progress" => {}
-            "--from" | "--python" | "-p" => {
+            "--from" | "--python" | "-p" | "--with" | "-w" => {
                 i += 1;
                 let v = text(rest.get(i).ok_or(format!("uvx {a} needs a value"))?)?.to_string();
-                if a == "--from" {
-                    from = Some(v);
-                } else {
-                    python = Some(v);
+                match a {
+                    "--from" => from = Some(v),
+                    "--with" | "-w" => with.extend(with_specs(&v)?),
+                    _ => python = Some(v),
                 }
             }
             _ if a.starts_with("--from=") => from = Some(a["--from=".len()..].into()),
             _ if a.starts_with("--python=") => python = Some(a["--python=".len()..].into()),
+            _ if a.starts_with("--with=") => with.extend(with_specs(&a["--with=".len()..])?),
             _ if a.starts_with('-') => {
                 return Err(format!(
                     "mcpguard pins uvx packages but does not know the uvx option {a:?}; \
@@ -340,8 +369,41 @@ fn parse_uvx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
         spec,
         bin,
         python,
+        with: {
+            with.sort();
+            with.dedup();
+            with
+        },
         args: rest[i + 1..].to_vec(),
     })
+}
+
+/// The packages of one `uvx --with` value (uv takes a comma-separated list), each of which must
+/// name an exact version: mcpguard pins everything the server runs, and a range would let the
+/// registry choose another release at the next capture without the command changing.
+fn with_specs(value: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for spec in value.split(',').map(str::trim) {
+        let exact = spec
+            .split_once("==")
+            .filter(|(name, v)| {
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                    && is_exact_version(v)
+            })
+            .is_some();
+        if !exact {
+            return Err(format!(
+                "uvx --with {spec:?}: mcpguard pins every package a server runs, and this one names no exact \
+                 version from the registry; write it as `--with NAME==VERSION` (the version `uv pip show NAME` \
+                 prints for the one you use), or install the server into a virtual environment and run its console script"
+            ));
+        }
+        out.push(spec.to_string());
+    }
+    Ok(out)
 }
 
 /// `1.2.3`, `2026.1.26`, `1.0.0-beta.1`, `0.6.2`: digits and dots, optionally a pre-release or
@@ -518,6 +580,17 @@ fn folder(name: &str, version: &str) -> String {
     format!("{}@{version}", name.replace('/', "+"))
 }
 
+/// The store folder name of a PyPI install: with `uvx --with` packages, a suffix naming that
+/// set, so that the same server run with and without them (or with others) gets two installs.
+fn pypi_folder(name: &str, version: &str, with: &[String]) -> String {
+    let base = folder(&normalize(name), version);
+    if with.is_empty() {
+        return base;
+    }
+    let digest = hex(&Sha256::digest(with.join(",").as_bytes()));
+    format!("{base}+with-{}", &digest[..16])
+}
+
 /// A fresh scratch folder in the store, renamed into place once the install is known good.
 fn scratch(store: &Path, eco: Ecosystem) -> Result<PathBuf, String> {
     let base = store.join(eco.name());
@@ -603,6 +676,7 @@ fn install_npm(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String
         integrity,
         requested: r.spec.clone(),
         bin: String::new(),
+        with: Vec::new(),
         content: Some(content.digest),
     };
     npm_command(r, package, &dest)
@@ -710,12 +784,17 @@ fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), Strin
     run(venv.arg(dir), "`uv venv`")?;
     let mut install = Command::new(uv);
     install.args(["pip", "install", "--quiet", "--compile-bytecode"]);
+    let what = std::iter::once(spec)
+        .chain(r.with.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
     run(
         install
             .arg("--python")
             .arg(dir.join("bin/python"))
-            .arg(spec),
-        &format!("`uv pip install {spec}`"),
+            .arg(spec)
+            .args(&r.with),
+        &format!("`uv pip install {what}`"),
     )
     .map(drop)
 }
@@ -729,7 +808,7 @@ fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, Strin
     let (version, integrity) = pypi_record(tmp, &r.name)?;
     let dest = store
         .join("pypi")
-        .join(folder(&normalize(&r.name), &version));
+        .join(pypi_folder(&r.name, &version, &r.with));
     // An install already in the store is never adopted, even with the same RECORD: its files
     // may have been edited since (RECORD is text beside them). It is moved aside and the
     // package installed again in place, from uv's cache.
@@ -761,6 +840,7 @@ fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, Strin
         integrity,
         requested: r.spec.clone(),
         bin: r.bin.clone().unwrap_or_else(|| r.name.clone()),
+        with: r.with.clone(),
         content: Some(content.digest),
     };
     pypi_command(r, package, &dest)
@@ -904,6 +984,21 @@ fn pinned_folder(r: &Runner, pin: &Package, store: &Path) -> Result<PathBuf, Str
             pin.label()
         ));
     }
+    if r.with != pin.with {
+        let list = |w: &[String]| {
+            if w.is_empty() {
+                "no --with package".to_string()
+            } else {
+                format!("--with {}", w.join(","))
+            }
+        };
+        return Err(format!(
+            "the command runs {} with {}, but the snapshot pinned it with {}; {update}",
+            pin.label(),
+            list(&r.with),
+            list(&pin.with)
+        ));
+    }
     let same_request = r.spec == pin.requested;
     match &r.exact {
         Some(v) if *v != pin.version => {
@@ -924,13 +1019,10 @@ fn pinned_folder(r: &Runner, pin: &Package, store: &Path) -> Result<PathBuf, Str
         ))
         }
     }
-    Ok(store.join(pin.ecosystem.name()).join(folder(
-        &match pin.ecosystem {
-            Ecosystem::Npm => pin.name.clone(),
-            Ecosystem::Pypi => normalize(&pin.name),
-        },
-        &pin.version,
-    )))
+    Ok(store.join(pin.ecosystem.name()).join(match pin.ecosystem {
+        Ecosystem::Npm => folder(&pin.name, &pin.version),
+        Ecosystem::Pypi => pypi_folder(&pin.name, &pin.version, &pin.with),
+    }))
 }
 
 /// The checks of an existing install in `dir` against the pin: version, integrity, content.
@@ -1029,7 +1121,21 @@ mod tests {
         assert_eq!(r.bin.as_deref(), Some("mcp-server-fetch"));
         let r = runner("uvx --python 3.11 pkg");
         assert_eq!(r.python.as_deref(), Some("3.11"));
-        for bad in ["uvx --with x pkg", "uvx git+https://x/y", "uvx"] {
+        // `--with` packages are pinned with the server's: each must name an exact version.
+        let r = runner("uvx --with mcp==1.30.0,anyio==4.16.0 -w pydantic==2.14.4 mcp-server-sqlite --db-path x");
+        assert_eq!(r.with, ["anyio==4.16.0", "mcp==1.30.0", "pydantic==2.14.4"]);
+        assert_eq!(r.name, "mcp-server-sqlite");
+        assert_eq!(r.args, argv("--db-path x"));
+        assert_eq!(runner("uvx --with=mcp==1.30.0 pkg").with, ["mcp==1.30.0"]);
+        for bad in [
+            "uvx --with x pkg",
+            "uvx --with mcp<2 pkg",
+            "uvx --with mcp==1.30.0,x pkg",
+        ] {
+            let e = parse(&argv(bad)).unwrap_err();
+            assert!(e.contains("--with NAME==VERSION"), "{bad}: {e}");
+        }
+        for bad in ["uvx git+https://x/y", "uvx"] {
             assert!(parse(&argv(bad)).is_err(), "{bad}");
         }
     }
@@ -1055,9 +1161,17 @@ mod tests {
             integrity: "record-sha256:00".into(),
             requested: "x==1.0".into(),
             bin: "x".into(),
+            with: Vec::new(),
             content: Some("sha256:00".into()),
         };
         assert_eq!(Package::from_json(&p.to_json()).unwrap(), p);
+        // Without `--with` packages the record has no `with` (it is the record it always was).
+        assert!(p.to_json().get("with").is_none());
+        let with = Package {
+            with: vec!["mcp==1.30.0".into()],
+            ..p.clone()
+        };
+        assert_eq!(Package::from_json(&with.to_json()).unwrap(), with);
         assert!(Package::from_json(&json!({"ecosystem": "cargo"})).is_err());
         // A record from before content pinning reads (so that update can replace it), without
         // content; one whose content is not a string does not.
@@ -1136,6 +1250,7 @@ mod tests {
             integrity: "sha512-x".into(),
             requested: "srv@^1".into(),
             bin: "srv".into(),
+            with: Vec::new(),
             content: Some("sha256:00".into()),
         };
         let nowhere = Path::new("/nonexistent-mcpguard-store");
@@ -1145,6 +1260,30 @@ mod tests {
         assert!(e.contains("srv@^2") && e.contains("captured from"), "{e}");
         let e = verify(&runner("npx -y other"), &pin, nowhere).unwrap_err();
         assert!(e.contains("other"), "{e}");
+        // A `uvx --with` package is part of the pin: the command must ask for the same ones.
+        let py = Package {
+            ecosystem: Ecosystem::Pypi,
+            name: "srv".into(),
+            version: "1.0.0".into(),
+            integrity: "record-sha256:00".into(),
+            requested: "srv==1.0.0".into(),
+            bin: "srv".into(),
+            with: vec!["mcp==1.30.0".into()],
+            content: Some("sha256:00".into()),
+        };
+        for (cmd, said) in [
+            ("uvx srv==1.0.0", "with no --with package"),
+            (
+                "uvx --with mcp==1.29.0 srv==1.0.0",
+                "with --with mcp==1.29.0",
+            ),
+        ] {
+            let e = verify(&runner(cmd), &py, nowhere).unwrap_err();
+            assert!(
+                e.contains(said) && e.contains("pinned it with --with mcp==1.30.0"),
+                "{cmd}: {e}"
+            );
+        }
         // The same request, no version, or the pinned version reach the store check.
         for ok in ["npx -y srv@^1", "npx -y srv", "npx srv@1.0.0"] {
             let e = verify(&runner(ok), &pin, nowhere).unwrap_err();

@@ -286,6 +286,11 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         .sandbox
         .as_ref()
         .map(|p| Arc::new((p.explain.clone(), opts.command.clone())));
+    // The permission errors the server's stderr reports, read by the stderr relay: a failed call
+    // whose own error text names no path (a Python tool's "Error executing tool X") is explained
+    // from them.
+    let watch = opts.sandbox.as_ref().map(|_| child::DenialWatch::default());
+    let explained = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let sinks = |events: &mpsc::Sender<Event>| Sinks {
         host: to_host.clone(),
         server: to_server.clone(),
@@ -294,6 +299,8 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
         withheld: withheld.clone(),
         own_prefix: format!("mcpguard-{nonce}-"),
         explain: explain.clone(),
+        watch: watch.clone(),
+        explained: explained.clone(),
     };
     // The trusted path: every out-of-band approval is authenticated through polkit; the
     // socket and the desktop button only start it.
@@ -401,7 +408,6 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
             })?;
     }
     let (stderr_done, stderr_finished) = mpsc::channel::<()>();
-    let watch = opts.sandbox.as_ref().map(|_| child::DenialWatch::default());
     let relay_watch = watch.clone();
     thread::Builder::new()
         .name("server-stderr".into())
@@ -1105,6 +1111,10 @@ struct Sinks {
     /// The sandbox's grants and the server command, to explain a call that failed on a
     /// permission the sandbox may have denied (`None` when the server is not sandboxed).
     explain: Option<Arc<(crate::sandbox::explain::Context, Vec<std::ffi::OsString>)>>,
+    /// The denials the server's stderr reported (with `explain`), and how many of them a failed
+    /// call's explanation has already named.
+    watch: Option<child::DenialWatch>,
+    explained: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Sinks {
@@ -1121,6 +1131,7 @@ impl Sinks {
                 Out::Diag(level, msg) => diag::emit(level, &msg),
                 Out::Audit(note) => audit_failed |= !self.record(&note),
                 Out::ToolError { tool, text } => {
+                    let text = self.with_stderr_denials(text);
                     if let Some(why) = self.explain.as_ref().and_then(|e| {
                         crate::sandbox::explain::explain_call(&e.0, &tool, &text, &e.1)
                     }) {
@@ -1140,6 +1151,45 @@ impl Sinks {
         }
         // A failed server stdin means the server is exiting; its exit is reported separately.
         let _ = self.server.send(to_server, route == Route::FromHost);
+    }
+
+    /// A failed call's error text, followed by the permission errors the server's stderr reported
+    /// since the last explanation: many servers answer a denied path with a generic error ("Error
+    /// executing tool read_note") and print the `PermissionError` with its path only on stderr.
+    /// The server writes its stderr before its answer, but mcpguard reads the two pipes on two
+    /// threads, so a line may still be on its way: it is waited for, briefly (at most 200 ms,
+    /// and only for a failed call of a sandboxed server whose text names no denial).
+    fn with_stderr_denials(&self, text: String) -> String {
+        use std::sync::atomic::Ordering;
+        let (Some(_), Some(watch)) = (&self.explain, &self.watch) else {
+            return text;
+        };
+        let names_one = text
+            .lines()
+            .any(|l| crate::sandbox::explain::denial(l).is_some_and(|d| d.path.is_some()));
+        if names_one {
+            return text;
+        }
+        let from = self.explained.load(Ordering::Acquire);
+        let deadline = Instant::now() + Duration::from_millis(200);
+        loop {
+            let lines: Vec<String> = {
+                let w = watch.lock().unwrap_or_else(|p| p.into_inner());
+                w.denials()
+                    .iter()
+                    .skip(from)
+                    .map(|d| d.line.clone())
+                    .collect()
+            };
+            if !lines.is_empty() {
+                self.explained.fetch_add(lines.len(), Ordering::AcqRel);
+                return format!("{text}\n{}", lines.join("\n"));
+            }
+            if Instant::now() >= deadline {
+                return text;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Records one note; false when it could not be written to every sink.

@@ -14,6 +14,7 @@ mod docs;
 mod envelope;
 mod errors;
 mod escape;
+mod first_hour;
 mod floor;
 mod gate;
 mod gate_interop;

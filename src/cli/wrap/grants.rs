@@ -1,7 +1,9 @@
 //! The sandbox grants `wrap` proposes for a server it wraps: every existing path named in the
 //! entry's arguments (`--db-path F`, `--allow-dir=D`, a positional folder) and in its `env`
 //! values (`NOTES_DIR=/home/u/notes`), as `--sandbox-read`, or `--sandbox-write` when the flag or
-//! variable names data or storage (`db`, `data`, `dir`, `storage`, ...).
+//! variable names data or storage (`db`, `data`, `dir`, `storage`, ...). A database file named by
+//! a flag (`--db-path F`) is proposed as its folder, read-write: sqlite and duckdb create their
+//! journal or write-ahead log beside the file, even to read, and a grant can only name what exists.
 //!
 //! This module only proposes: it reads the entry and asks the file system whether each path is
 //! a directory or an existing file. Whether a proposal is applied is the person's decision
@@ -50,6 +52,17 @@ const WRITE_WORDS: [&str; 9] = [
     "notes",
     "allow",
 ];
+
+/// Words that say a file is a database, which its engine opens with files of its own beside it
+/// (sqlite's `-journal` and `-wal`, duckdb's `.wal`), created and removed as it goes.
+const DATABASE_WORDS: [&str; 3] = ["db", "database", "sqlite"];
+
+fn names_a_database(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| DATABASE_WORDS.contains(&word))
+}
 
 fn suggests_write(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
@@ -172,6 +185,28 @@ pub(super) fn propose(
             continue;
         };
         match flag.take() {
+            // A database file: its folder, read-write, because the engine creates its journal
+            // or write-ahead log beside the file (a grant can only name what exists, and those
+            // files come and go), unless the folder is too broad to give.
+            // A folder too broad, or holding what guards the server, is not given: the file is.
+            Some(n) if p.is_file() && names_a_database(n) => match p.parent() {
+                Some(dir)
+                    if !too_broad(dir)
+                        && !protected
+                            .iter()
+                            .any(|q| q.starts_with(dir) || dir.starts_with(q)) =>
+                {
+                    add(
+                        dir.to_path_buf(),
+                        true,
+                        format!(
+                        "argument --{n}: the folder of {}, where the database keeps its journal",
+                        p.display()
+                    ),
+                    )
+                }
+                _ => add(p, true, format!("argument --{n}")),
+            },
             Some(n) => add(p, suggests_write(n), format!("argument --{n}")),
             None => {
                 if p.is_file() && !script_seen {
@@ -201,7 +236,9 @@ mod tests {
     fn paths_in_arguments_and_env_are_proposed_with_write_for_data_names() {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let db = dir.path().join("notes.db");
+        let db_dir = dir.path().join("db");
+        let db = db_dir.join("notes.db");
+        std::fs::create_dir(&db_dir).unwrap();
         let script = dir.path().join("server.js");
         let docs = dir.path().join("docs");
         std::fs::create_dir(&data).unwrap();
@@ -224,10 +261,14 @@ mod tests {
         let (got, left_out) = propose(&args, env.as_object(), &[], &[]);
         assert!(left_out.is_empty());
         let want = vec![
+            // A database file's folder, where its engine writes its journal.
             Proposal {
-                path: db.clone(),
+                path: db_dir.clone(),
                 write: true,
-                from: "argument --db-path".into(),
+                from: format!(
+                    "argument --db-path: the folder of {}, where the database keeps its journal",
+                    db.display()
+                ),
             },
             Proposal {
                 path: data.clone(),
@@ -242,7 +283,7 @@ mod tests {
         ];
         assert_eq!(got, want);
         // A path already granted is not proposed again.
-        let (got, _) = propose(&args, env.as_object(), std::slice::from_ref(&db), &[]);
+        let (got, _) = propose(&args, env.as_object(), std::slice::from_ref(&db_dir), &[]);
         assert_eq!(got.len(), 2);
         // A folder holding the host configuration is never proposed; it is named instead.
         let config = data.join("claude_desktop_config.json");
@@ -261,6 +302,13 @@ mod tests {
         std::fs::create_dir(&ssh).unwrap();
         let (got, _) = propose(&["--key-dir".into(), s(&ssh)], None, &[], &[]);
         assert!(got.is_empty(), "{got:?}");
+    }
+
+    #[test]
+    fn database_words() {
+        assert!(names_a_database("db-path") && names_a_database("DATABASE_URL"));
+        assert!(names_a_database("sqlite-file"));
+        assert!(!names_a_database("allow-dir") && !names_a_database("dbx"));
     }
 
     #[test]
