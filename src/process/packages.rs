@@ -28,7 +28,9 @@
 //!
 //! Install scripts do not run (`npm install --ignore-scripts`): they would run outside the sandbox
 //! with the user's rights, before anything was reviewed. A package that needs its install script
-//! (a native addon) must be installed by hand and run by its entry point.
+//! (a native addon) must be installed by hand and run by its entry point. For the same reason
+//! PyPI packages are installed from wheels only (`uv pip install --no-build`): building a source
+//! distribution runs its build script.
 //!
 //! It knows nothing of MCP or the gate; the command line glue passes plain values in.
 
@@ -783,7 +785,16 @@ fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), Strin
     }
     run(venv.arg(dir), "`uv venv`")?;
     let mut install = Command::new(uv);
-    install.args(["pip", "install", "--quiet", "--compile-bytecode"]);
+    // `--no-build`: only built distributions (wheels) are installed. Building a source
+    // distribution runs the package's own build script, outside the sandbox, with the user's
+    // rights, before anything was reviewed — the same reason npm installs skip install scripts.
+    install.args([
+        "pip",
+        "install",
+        "--quiet",
+        "--compile-bytecode",
+        "--no-build",
+    ]);
     let what = std::iter::once(spec)
         .chain(r.with.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -794,9 +805,25 @@ fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), Strin
             .arg(dir.join("bin/python"))
             .arg(spec)
             .args(&r.with),
-        &format!("`uv pip install {what}`"),
+        &format!("`uv pip install --no-build {what}`"),
     )
     .map(drop)
+    .map_err(|e| no_build_hint(e, &what))
+}
+
+/// Says why an install that needed a source build was refused, and what the person can do: uv
+/// words this as "building source distributions is disabled" or names `--no-build`.
+fn no_build_hint(error: String, what: &str) -> String {
+    let lower = error.to_ascii_lowercase();
+    if !(lower.contains("no-build")
+        || lower.contains("building source distributions is disabled")
+        || lower.contains("no wheels"))
+    {
+        return error;
+    }
+    format!(
+        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it would run its build script outside the sandbox with your rights before anything was reviewed. Install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`), then give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
+    )
 }
 
 fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String> {

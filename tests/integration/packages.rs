@@ -828,3 +828,65 @@ fn lock_check_and_live_check_compare_pinned_packages() {
     let o = live_check(&time_file, "time", &time);
     assert_ne!(o.status.code(), Some(0), "{}", show(&o));
 }
+
+/// A pinned PyPI install never builds a source distribution: building one runs the package's own
+/// build backend, outside the sandbox and before any review. The attack is a package offered only
+/// as an sdist whose in-tree build backend writes a file the moment it is imported; `capture`
+/// must refuse it, say why and how to install it by hand, and the backend must never run.
+#[test]
+fn a_source_only_package_is_refused_and_its_build_script_never_runs() {
+    let u = User::new();
+    let links = u.path("links");
+    let src = u.path("src/evilpkg-1.0");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&links).unwrap();
+    let canary = u.path("built-outside-the-sandbox");
+    std::fs::write(
+        src.join("pyproject.toml"),
+        "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n\n[project]\nname = \"evilpkg\"\nversion = \"1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("backend.py"),
+        format!(
+            "open({:?}, 'w').write('ran')\ndef get_requires_for_build_wheel(config_settings=None):\n    return []\n",
+            canary.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("PKG-INFO"),
+        "Metadata-Version: 2.1\nName: evilpkg\nVersion: 1.0\n",
+    )
+    .unwrap();
+    let tar = Command::new("tar")
+        .arg("czf")
+        .arg(links.join("evilpkg-1.0.tar.gz"))
+        .arg("-C")
+        .arg(u.path("src"))
+        .arg("evilpkg-1.0")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let file = u.path("evil.json");
+    let out = run_bounded(
+        u.mcpguard()
+            .env("UV_FIND_LINKS", &links)
+            .env("UV_NO_INDEX", "1")
+            .args(["capture", "--server", "evil", "--out"])
+            .arg(&file)
+            .args(["--", "uvx", "evilpkg==1.0"]),
+    );
+    assert!(
+        !canary.exists(),
+        "the package's build backend ran outside the sandbox: {}",
+        show(&out)
+    );
+    assert!(!out.status.success(), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("wheels only") && stderr.contains("uv venv"),
+        "the refusal says why and how to install it by hand: {}",
+        show(&out)
+    );
+}
