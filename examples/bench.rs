@@ -1216,9 +1216,13 @@ fn result_figures(me: &Path, mcpguard: &Path, fixture: &Path, quick: bool) {
     let dir = std::env::temp_dir().join(format!("mcpguard-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let off = dir.join("off.toml");
+    // Calls of an unreviewed tool need a person's approval by default; the benchmark has none
+    // to give, so both policies forward them (the content checks do not depend on it).
+    let on = dir.join("on.toml");
+    std::fs::write(&on, "[confirmation]\nmode = \"allow\"\n").expect("policy");
     std::fs::write(
         &off,
-        "[secrets]\nresults = \"off\"\narguments = \"off\"\n\n[results]\ninjection = \"off\"\n",
+        "[confirmation]\nmode = \"allow\"\n\n[secrets]\nresults = \"off\"\narguments = \"off\"\n\n[results]\ninjection = \"off\"\n",
     )
     .expect("policy");
     let echo: Vec<OsString> = vec![fixture.into(), "--echo-bench".into()];
@@ -1232,6 +1236,7 @@ fn result_figures(me: &Path, mcpguard: &Path, fixture: &Path, quick: bool) {
             [
                 vec![
                     mcpguard.into(),
+                    "--allow-unpinned".into(),
                     "--policy".into(),
                     off.clone().into(),
                     "--".into(),
@@ -1242,7 +1247,17 @@ fn result_figures(me: &Path, mcpguard: &Path, fixture: &Path, quick: bool) {
         ),
         (
             "default",
-            [vec![mcpguard.into(), "--".into()], echo.clone()].concat(),
+            [
+                vec![
+                    mcpguard.into(),
+                    "--allow-unpinned".into(),
+                    "--policy".into(),
+                    on.clone().into(),
+                    "--".into(),
+                ],
+                echo.clone(),
+            ]
+            .concat(),
         ),
     ];
     println!();
