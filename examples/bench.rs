@@ -35,6 +35,18 @@ fn main() {
         content_cost(if quick { 200 } else { 2_000 });
         return;
     }
+    if args.iter().any(|a| a == "--scanner-only") {
+        scanner_cost(quick);
+        let dir = exe_dir();
+        let me = std::env::current_exe().expect("current exe");
+        result_figures(
+            &me,
+            &dir.join("../mcpguard"),
+            &dir.join("fixture_server"),
+            quick,
+        );
+        return;
+    }
     let dir = exe_dir();
     let mcpguard = dir.join("../mcpguard");
     let fixture = dir.join("fixture_server");
@@ -127,6 +139,8 @@ fn proxy_figures(
     );
     core_cost(pipelined);
     content_cost(if quick { 200 } else { 2_000 });
+    scanner_cost(quick);
+    result_figures(me, mcpguard, &exe_dir().join("fixture_server"), quick);
 
     println!();
     let big = if quick { 16 << 20 } else { 64 << 20 };
@@ -980,4 +994,362 @@ fn relay(cmd: &[OsString]) {
     }
     let _ = up.join();
     let _ = child.wait();
+}
+
+/// Deterministic pseudo-random numbers (xorshift64*), so every corpus is the same in every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[(self.next() % from.len() as u64) as usize]
+    }
+}
+
+/// `unit` repeated (with a counter, so repeats are not identical) to at least `size` bytes.
+fn repeat_to(size: usize, mut unit: impl FnMut(usize) -> String) -> String {
+    let mut out = String::with_capacity(size + 4096);
+    let mut i = 0;
+    while out.len() < size {
+        out.push_str(&unit(i));
+        i += 1;
+    }
+    out
+}
+
+/// The corpora of the content checks' benchmark (issue 34): realistic texts a tool returns, and
+/// hostile ones built to make a scanner slow (near-misses of every shape, many candidates).
+fn scanner_corpora(size: usize) -> Vec<(&'static str, bool, String)> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let source = concat!(
+        include_str!("../src/wire/envelope.rs"),
+        include_str!("../src/gate/session/results.rs"),
+        include_str!("../src/gate/content.rs"),
+    );
+    let code = repeat_to(size, |_| source.to_string());
+    let words = [
+        "the",
+        "build",
+        "parser",
+        "release",
+        "token",
+        "secret",
+        "basic",
+        "a",
+        "of",
+        "and",
+        "configuration",
+        "server",
+        "request",
+        "bearer",
+        "risk-free",
+        "task-list",
+        "shelf_life",
+    ];
+    let html = repeat_to(size, |i| {
+        format!(
+            "<div class=\"card\" id=\"item-{i}\"><h2><a href=\"https://example.com/docs/{i}?ref=nav\">{} {}</a></h2>\
+             <p>{} {} {} <code>--max-depth</code> {} <img src=\"/static/img/{i}.png\" alt=\"\"></p>\
+             <script src=\"https://cdn.example.net/lib-{i}.js\" integrity=\"sha384-{}\"></script></div>\n",
+            rng.pick(&words), rng.pick(&words), rng.pick(&words), rng.pick(&words), rng.pick(&words),
+            rng.pick(&words), rng.next()
+        )
+    });
+    let json = repeat_to(size, |i| {
+        format!(
+            "{{\"id\":{i},\"name\":\"{} {}\",\"email\":\"user{i}@example.org\",\"url\":\"https://api.example.com/v1/items/{i}\",\
+             \"created\":\"2026-12-03T17:{:02}:00Z\",\"tags\":[\"{}\",\"{}\"],\"score\":{}.{}}},\n",
+            rng.pick(&words), rng.pick(&words), i % 60, rng.pick(&words), rng.pick(&words),
+            rng.next() % 100, rng.next() % 1000
+        )
+    });
+    let prose = repeat_to(size, |_| {
+        let n = 8 + (rng.next() % 12) as usize;
+        let mut sentence: Vec<&str> = (0..n).map(|_| rng.pick(&words)).collect();
+        sentence.push("finished.\n");
+        sentence.join(" ")
+    });
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let base64 = repeat_to(size, |_| {
+        let mut line: String = (0..76)
+            .map(|_| B64[(rng.next() % 64) as usize] as char)
+            .collect();
+        line.push('\n');
+        line
+    });
+    let near = repeat_to(size, |i| {
+        format!(
+            "AKIA{:015} ghp_{:035} -----BEGIN RSA PRIVATE KEY---- eyJhbGciOiJIUzI1.eyJzdWIi Bearer abc \
+             Basic dXNlcg sk-ant-api0 xoxb-12345- glpat-short aws_secret_access_key=\"{:039}\" \
+             postgres://user:pass host https://hooks.slack.com/services/T0 AIza{:034}! npm_{:035}\n",
+            i, i, i, i, i
+        )
+    });
+    let anchors = repeat_to(size, |_| {
+        "://sk-eyJhf_npm_Basic earer ecret AKIA".to_string()
+    });
+    let colons = repeat_to(size, |_| "a://".to_string());
+    vec![
+        ("source code", true, code),
+        ("HTML page", true, html),
+        ("JSON records", true, json),
+        ("prose", true, prose),
+        ("base64 blobs", true, base64),
+        ("near-misses of every shape", false, near),
+        ("candidate anchors back to back", false, anchors),
+        ("one anchor over and over (a://)", false, colons),
+    ]
+}
+
+/// The secret scanner's throughput (MB/s) over each corpus, and the whole in-process result
+/// check (parse excluded: the quick test of the raw JSON, redaction, labels) with the default
+/// policy, each over one string of 1 MiB; then a deeply nested result.
+fn scanner_cost(quick: bool) {
+    use mcpguard::gate::content::Content;
+    let size = 1 << 20;
+    let rounds = if quick { 3 } else { 15 };
+    let content = Content::default();
+    let detector = &content.secrets;
+    println!();
+    println!("content checks (issue 34), in process, 1 MiB per corpus, default policy, best of {rounds}:");
+    println!(
+        "{:<36} {:>16} {:>22}",
+        "corpus", "secrets MB/s", "result checks MB/s"
+    );
+    for (what, realistic, text) in scanner_corpora(size) {
+        let mb = text.len() as f64 / 1e6;
+        let mut best_find = f64::MAX;
+        let mut best_all = f64::MAX;
+        let raw = serde_json::to_string(&serde_json::json!({
+            "content": [{"type": "text", "text": text}],
+        }))
+        .expect("json");
+        let value: serde_json::Value = serde_json::from_str(&raw).expect("json");
+        for _ in 0..rounds {
+            let start = Instant::now();
+            std::hint::black_box(detector.find(std::hint::black_box(&text)));
+            best_find = best_find.min(start.elapsed().as_secs_f64());
+            let mut v = value.clone();
+            let start = Instant::now();
+            if content.result_may_hold_secrets(&raw) {
+                std::hint::black_box(content.redact_result(&mut v));
+            }
+            std::hint::black_box(content.label_result(&mut v));
+            best_all = best_all.min(start.elapsed().as_secs_f64());
+        }
+        println!(
+            "{:<36} {:>16.0} {:>22.0}{}",
+            what,
+            mb / best_find,
+            mb / best_all,
+            if realistic { "" } else { "  (adversarial)" }
+        );
+    }
+    // Deep JSON: 100 levels of objects, each with a few strings (serde_json's own limit is 128).
+    let mut deep = serde_json::json!({"leaf": "the end of the road https://example.com/x"});
+    for i in 0..100 {
+        deep = serde_json::json!({
+            format!("level{i}"): deep,
+            "note": "sk-basic eyJ token://x risk-free",
+            "list": ["a", "bb", "Bearer short", i],
+        });
+    }
+    let raw = serde_json::to_string(&deep).expect("json");
+    let mut best = f64::MAX;
+    for _ in 0..rounds * 20 {
+        let mut v = deep.clone();
+        let start = Instant::now();
+        if content.result_may_hold_secrets(&raw) {
+            std::hint::black_box(content.redact_result(&mut v));
+        }
+        std::hint::black_box(content.label_result(&mut v));
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    println!(
+        "{:<36} {:>16} {:>22.0}  (adversarial; {} bytes, {:.1} µs)",
+        "deep JSON, 100 levels",
+        "-",
+        raw.len() as f64 / 1e6 / best,
+        raw.len(),
+        best * 1e6
+    );
+}
+
+/// A tools/call of the benchmark: the fixture's echo mode answers it with `bytes` of prose.
+fn call_request(id: usize, bytes: usize) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"bytes\":{bytes},\"note\":\"hello from the benchmark\"}}}}}}\n").into_bytes()
+}
+
+/// Starts `cmd` (a path to the fixture's echo mode) and completes the MCP handshake.
+fn start_session(
+    cmd: &[OsString],
+) -> (
+    Child,
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+) {
+    let mut child = spawn_with(cmd, Stdio::null());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("stdout"));
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n")
+        .expect("write");
+    let mut line = Vec::new();
+    stdout.read_until(b'\n', &mut line).expect("read");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .expect("write");
+    (child, stdin, stdout)
+}
+
+/// The added latency of a result with the content checks (issue 34): tools/call answered with 1
+/// KiB, 64 KiB and 1 MiB of prose through the pipe relay, mcpguard with the default policy and
+/// mcpguard with the content checks off, the three sessions open at once and the calls
+/// interleaved (a shared machine moves by tens of percent from minute to minute); then
+/// pipelined 1 KiB calls, the three paths in interleaved rounds.
+fn result_figures(me: &Path, mcpguard: &Path, fixture: &Path, quick: bool) {
+    let dir = std::env::temp_dir().join(format!("mcpguard-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let off = dir.join("off.toml");
+    // Calls of an unreviewed tool need a person's approval by default; the benchmark has none
+    // to give, so both policies forward them (the content checks do not depend on it).
+    let on = dir.join("on.toml");
+    std::fs::write(&on, "[confirmation]\nmode = \"allow\"\n").expect("policy");
+    std::fs::write(
+        &off,
+        "[confirmation]\nmode = \"allow\"\n\n[secrets]\nresults = \"off\"\narguments = \"off\"\n\n[results]\ninjection = \"off\"\n",
+    )
+    .expect("policy");
+    let echo: Vec<OsString> = vec![fixture.into(), "--echo-bench".into()];
+    let paths: Vec<(&str, Vec<OsString>)> = vec![
+        (
+            "pipe relay",
+            [vec![me.into(), "relay".into(), "--".into()], echo.clone()].concat(),
+        ),
+        (
+            "checks off",
+            [
+                vec![
+                    mcpguard.into(),
+                    "--allow-unpinned".into(),
+                    "--policy".into(),
+                    off.clone().into(),
+                    "--".into(),
+                ],
+                echo.clone(),
+            ]
+            .concat(),
+        ),
+        (
+            "default",
+            [
+                vec![
+                    mcpguard.into(),
+                    "--allow-unpinned".into(),
+                    "--policy".into(),
+                    on.clone().into(),
+                    "--".into(),
+                ],
+                echo.clone(),
+            ]
+            .concat(),
+        ),
+    ];
+    println!();
+    println!("tools/call results through the binary (issue 34), p50 µs, the three paths interleaved call by call:");
+    println!(
+        "{:<10} {:>12} {:>12} {:>12} {:>14} {:>14}",
+        "result", "pipe relay", "checks off", "default", "default - off", "off - relay"
+    );
+    for (bytes, n) in [(1usize << 10, 4000usize), (64 << 10, 600), (1 << 20, 60)] {
+        let n = if quick { n / 5 } else { n };
+        let mut sessions: Vec<_> = paths.iter().map(|(_, cmd)| start_session(cmd)).collect();
+        let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(n); sessions.len()];
+        let mut line = Vec::with_capacity(bytes + 256);
+        for i in 0..n + n / 10 {
+            for (k, (_, stdin, stdout)) in sessions.iter_mut().enumerate() {
+                let req = call_request(i + 1, bytes);
+                let start = Instant::now();
+                stdin.write_all(&req).expect("write");
+                line.clear();
+                stdout.read_until(b'\n', &mut line).expect("read");
+                if i >= n / 10 {
+                    samples[k].push(start.elapsed().as_secs_f64() * 1e6);
+                }
+                assert!(
+                    line.len() > bytes,
+                    "{}: short answer {:?}",
+                    paths[k].0,
+                    String::from_utf8_lossy(&line[..line.len().min(300)])
+                );
+            }
+        }
+        for (mut child, stdin, _) in sessions {
+            drop(stdin);
+            let _ = child.wait();
+        }
+        let p50: Vec<f64> = samples
+            .iter_mut()
+            .map(|s| {
+                s.sort_by(|a, b| a.total_cmp(b));
+                s[s.len() / 2]
+            })
+            .collect();
+        println!(
+            "{:<10} {:>12.1} {:>12.1} {:>12.1} {:>+14.1} {:>+14.1}",
+            format!("{} KiB", bytes >> 10),
+            p50[0],
+            p50[1],
+            p50[2],
+            p50[2] - p50[1],
+            p50[1] - p50[0]
+        );
+    }
+    let total = if quick { 20_000 } else { 100_000 };
+    let rounds = if quick { 3 } else { 5 };
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); paths.len()];
+    for _ in 0..rounds {
+        for (k, (_, cmd)) in paths.iter().enumerate() {
+            let (mut child, mut stdin, mut stdout) = start_session(cmd);
+            let start = Instant::now();
+            let writer = thread::spawn(move || {
+                let mut buf = Vec::with_capacity(1 << 17);
+                for i in 0..total {
+                    buf.extend_from_slice(&call_request(i + 1, 1024));
+                    if buf.len() > 1 << 16 {
+                        stdin.write_all(&buf).expect("write");
+                        buf.clear();
+                    }
+                }
+                stdin.write_all(&buf).expect("write");
+                stdin
+            });
+            let mut line = Vec::new();
+            for _ in 0..total {
+                line.clear();
+                stdout.read_until(b'\n', &mut line).expect("read");
+                assert!(!line.is_empty(), "the server stopped answering");
+            }
+            rates[k].push(total as f64 / start.elapsed().as_secs_f64());
+            drop(writer.join());
+            let _ = child.wait();
+        }
+    }
+    let median: Vec<f64> = rates
+        .iter_mut()
+        .map(|r| {
+            r.sort_by(|a, b| a.total_cmp(b));
+            r[r.len() / 2]
+        })
+        .collect();
+    println!(
+        "pipelined 1 KiB tools/call results, {total} calls, median of {rounds} interleaved rounds: pipe relay {:.0}/s, checks off {:.0}/s, default {:.0}/s; default / pipe relay {:.2}x (target >= 0.8x), off / pipe relay {:.2}x",
+        median[0], median[1], median[2], median[2] / median[0], median[1] / median[0]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1365,7 +1365,39 @@ fn bench_answer(line: &[u8], out: &mut Vec<u8>) {
     if let Ok(IdProbe { id: Some(id) }) = serde_json::from_slice::<IdProbe>(line) {
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         out.extend_from_slice(id.get().as_bytes());
-        out.extend_from_slice(b",\"result\":{}}\n");
+        if memchr::memmem::find(line, b"\"method\":\"initialize\"").is_some() {
+            out.extend_from_slice(br#","result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"echo-bench","version":"1"}}}"#);
+            out.push(b'\n');
+        } else if let Some(size) = bench_result_size(line) {
+            out.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
+            bench_text(size, out);
+            out.extend_from_slice(b"\"}]}}\n");
+        } else {
+            out.extend_from_slice(b",\"result\":{}}\n");
+        }
+    }
+}
+
+/// The size a `tools/call` of the benchmark asks for (`"arguments":{"bytes":N}`): the content
+/// checks' benchmark measures results of 1 KiB to 1 MiB of ordinary text.
+fn bench_result_size(line: &[u8]) -> Option<usize> {
+    memchr::memmem::find(line, b"\"method\":\"tools/call\"")?;
+    let at = memchr::memmem::find(line, b"\"bytes\":")? + 8;
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// `size` bytes of ordinary prose with links (no character JSON escapes), deterministic.
+fn bench_text(size: usize, out: &mut Vec<u8>) {
+    const PROSE: &[u8] = b"The build finished in 41.2 seconds on runner 7; 1,204 tests passed and 3 were skipped. \
+See the log at https://ci.example.com/runs/88231 for details, and the release notes for the new flag --max-depth. ";
+    let start = out.len();
+    while out.len() - start < size {
+        let room = size - (out.len() - start);
+        out.extend_from_slice(&PROSE[..room.min(PROSE.len())]);
     }
 }
 

@@ -254,7 +254,13 @@ impl Content {
     /// an object with unique names.
     pub fn redact_in(&self, v: &mut Value, prefix: &str, keep: &[&str]) -> Vec<Detection> {
         let mut found = Vec::new();
+        // Most strings of a result are short (types, names, ids, enum values): those shorter
+        // than any finding are passed over without a search.
+        let min_len = self.secrets.min_len();
         every_text(v, &mut Vec::new(), keep, &mut |segments, s, name| {
+            if s.len() < min_len {
+                return None;
+            }
             let (clean, hits) = self.secrets.redact(s)?;
             // A name's detection points at the member under its redacted name: the pointer
             // must never carry the value it reports.
@@ -325,27 +331,34 @@ impl Content {
         ctx: &injection::Context,
     ) -> Vec<Labelled> {
         let mut found = Vec::new();
-        // Member names repeat (the same keys in every record of a list): a name found clean
-        // once is not scanned again, so the names cost about one scan per distinct name.
-        let mut clean_names: std::collections::HashSet<String> = Default::default();
+        // Member names repeat (the same keys in every record of a list), and so do short values
+        // (types, enum values, flags): a name or a short value found clean once is not scanned
+        // again, so they cost about one scan per distinct text. Labels depend on the text
+        // alone, never on where it is. The empty text holds no label.
+        let mut clean: std::collections::HashSet<String> = Default::default();
         every_text(v, &mut Vec::new(), keep, &mut |segments, s, name| {
+            let remembered = name || s.len() <= SHORT_TEXT;
+            if s.is_empty() || (remembered && clean.contains(s)) {
+                return None;
+            }
+            let before = found.len();
             if name {
-                if clean_names.contains(s) {
-                    return None;
-                }
-                let before = found.len();
-                let pointer = format!("{prefix}{}/{}", pointer_of(segments), escape(s));
-                self.label_into(&pointer, s, &mut found, ctx);
-                if found.len() == before {
-                    clean_names.insert(s.to_string());
-                }
-            } else {
                 self.label_into(
-                    &format!("{prefix}{}", pointer_of(segments)),
+                    || format!("{prefix}{}/{}", pointer_of(segments), escape(s)),
                     s,
                     &mut found,
                     ctx,
                 );
+            } else {
+                self.label_into(
+                    || format!("{prefix}{}", pointer_of(segments)),
+                    s,
+                    &mut found,
+                    ctx,
+                );
+            }
+            if remembered && found.len() == before {
+                clean.insert(s.to_string());
             }
             None
         });
@@ -365,7 +378,7 @@ impl Content {
         ctx: &injection::Context,
     ) -> Vec<Labelled> {
         let mut found = Vec::new();
-        self.label_into(pointer, text, &mut found, ctx);
+        self.label_into(|| pointer.to_string(), text, &mut found, ctx);
         found
     }
 
@@ -374,9 +387,11 @@ impl Content {
         &self.labels
     }
 
+    /// The labels of one text, recorded at the pointer `pointer` makes (only when there are
+    /// any: most texts carry none, and a pointer costs an allocation).
     fn label_into(
         &self,
-        pointer: &str,
+        pointer: impl FnOnce() -> String,
         text: &str,
         found: &mut Vec<Labelled>,
         ctx: &injection::Context,
@@ -390,12 +405,16 @@ impl Content {
             .collect();
         if !labels.is_empty() {
             found.push(Labelled {
-                pointer: pointer.to_string(),
+                pointer: pointer(),
                 labels,
             });
         }
     }
 }
+
+/// Texts up to this many bytes are remembered when found clean (see [`Content::label_in`]):
+/// short ones repeat; long ones rarely do and would make the set large.
+const SHORT_TEXT: usize = 64;
 
 /// The labels of `found`, each once, in `Label` order.
 pub fn label_names(found: &[Labelled]) -> Vec<&'static str> {

@@ -15,7 +15,8 @@
 
 use std::ops::Range;
 
-use regex::{Regex, RegexBuilder};
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 /// One secret-shaped value in a text: what kind it is and where it is (byte offsets).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +47,17 @@ struct Builtin {
     kind: &'static str,
     pattern: &'static str,
     check: Option<fn(&str) -> bool>,
+    /// Fixed strings (from [`ANCHORS`]) at least one of which every match of the pattern
+    /// contains, starting at most [`ANCHOR_REACH`] bytes after the match's start. The scanner
+    /// runs the pattern only from a candidate anchor on (see [`Detector::find`]).
+    anchors: &'static [&'static str],
 }
+
+/// How far into a built-in match its anchor can start: the longest context a shape has before
+/// its anchor (`-----BEGIN` and up to 40 characters before `PRIVATE KEY`, a scheme of up to 21
+/// characters before `://`), with a margin. Searching from this far before a candidate anchor
+/// can only start the search earlier than the match, which is always exact.
+const ANCHOR_REACH: usize = 64;
 
 /// Fixed strings at least one of which every built-in shape contains (case-sensitive). A message with none of them holds no built-in shape, so the quick test is one
 /// literal search over the raw text instead of the shapes themselves. The built-in tests check
@@ -105,11 +116,15 @@ const BUILTINS: &[Builtin] = &[
         kind: "private-key",
         // The whole PEM block when it ends, else the header and the base64 body after it.
         pattern: r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s]*)",
+        anchors: &["PRIVATE KEY"],
         check: None,
     },
     Builtin {
         kind: "aws-access-key-id",
         pattern: r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
+        anchors: &[
+            "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA",
+        ],
         check: None,
     },
     Builtin {
@@ -118,66 +133,79 @@ const BUILTINS: &[Builtin] = &[
         // The key's name in the spellings configs use (snake, upper snake, camel), each with an
         // anchor below, so the quick test can be a case-sensitive literal search.
         pattern: r#"(?:aws_?secret_?access_?key|AWS_?SECRET_?ACCESS_?KEY|aws_?secret_?key|AWS_?SECRET_?KEY|(?:[Aa]ws)?[Ss]ecret[Aa]ccess[Kk]ey)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
+        anchors: &["ecret", "ECRET"],
         check: None,
     },
     Builtin {
         kind: "github-token",
         pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
+        anchors: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         check: None,
     },
     Builtin {
         kind: "gitlab-token",
         pattern: r"\bgl(?:pat|dt|rt|soat|ptt)-[A-Za-z0-9_-]{20,}",
+        anchors: &["glpat-", "gldt-", "glrt-", "glsoat-", "glptt-"],
         check: None,
     },
     Builtin {
         kind: "slack-token",
         pattern: r"\bxox[abposr]-[0-9]{6,}-[A-Za-z0-9-]{6,}",
+        anchors: &["xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"],
         check: None,
     },
     Builtin {
         kind: "slack-webhook",
         pattern: r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}",
+        anchors: &["hooks.slack.com"],
         check: None,
     },
     Builtin {
         kind: "stripe-key",
         pattern: r"\b(?:sk|rk|whsec)_(?:live|test)_[A-Za-z0-9]{20,}\b|\bwhsec_[A-Za-z0-9]{32,}\b",
+        anchors: &["sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"],
         check: None,
     },
     Builtin {
         kind: "anthropic-key",
         pattern: r"\bsk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{32,}",
+        anchors: &["sk-"],
         check: None,
     },
     Builtin {
         kind: "openai-key",
         pattern: r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,}|\bsk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}\b",
+        anchors: &["sk-"],
         check: None,
     },
     Builtin {
         kind: "google-api-key",
         pattern: r"\bAIza[0-9A-Za-z_-]{35}(?:[^0-9A-Za-z_-]|$)",
+        anchors: &["AIza"],
         check: None,
     },
     Builtin {
         kind: "npm-token",
         pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
+        anchors: &["npm_"],
         check: None,
     },
     Builtin {
         kind: "pypi-token",
         pattern: r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}",
+        anchors: &["pypi-"],
         check: None,
     },
     Builtin {
         kind: "huggingface-token",
         pattern: r"\bhf_[A-Za-z0-9]{34,}\b",
+        anchors: &["hf_"],
         check: Some(mixed_alphanumeric),
     },
     Builtin {
         kind: "jwt",
         pattern: r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
+        anchors: &["eyJ"],
         check: None,
     },
     Builtin {
@@ -185,18 +213,21 @@ const BUILTINS: &[Builtin] = &[
         // "Bearer" followed by a token of at least 20 characters that mixes letters and digits,
         // so that prose ("Bearer authentication is used") is left alone.
         pattern: r"\b[Bb]earer\s+(?P<s>[A-Za-z0-9\-._~+/]{20,}=*)",
+        anchors: &["earer"],
         check: Some(mixed_alphanumeric),
     },
     Builtin {
         kind: "basic-credential",
         // Only when the base64 decodes to `user:password`.
         pattern: r"\bBasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})",
+        anchors: &["Basic"],
         check: Some(basic_pair),
     },
     Builtin {
         kind: "connection-string-password",
         // scheme://user:password@host: the password only.
         pattern: r#"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@"'<>]{1,128}:(?P<s>[^\s@/"'<>]{1,256})@[A-Za-z0-9\[]"#,
+        anchors: &["://"],
         check: Some(not_placeholder),
     },
 ];
@@ -210,17 +241,27 @@ struct Pattern {
     group: bool,
 }
 
+/// The built-in shapes compiled, with the one-pass prefilter over their anchors.
+struct Builtins {
+    patterns: Vec<Pattern>,
+    /// Every anchor of [`BUILTINS`], each once, searched leftmost-first (no anchor is a prefix
+    /// of another, so at most one can start at a position; the scan restarts one byte after each
+    /// occurrence, so every occurrence is seen, overlapping ones included).
+    anchors: AhoCorasick,
+    /// Per anchor (by its id in `anchors`): the shapes (bit `i` for `BUILTINS[i]`) it starts.
+    shapes: Vec<u32>,
+}
+
 /// The built-in shapes, compiled on the first search that needs them (once per process): the
 /// quick test (`may_contain`) needs only the anchors, so a start-up, and every message without
 /// a secret-shaped anchor, never pays for compiling them. They are constants, compiled by the
 /// unit tests; if one still failed to compile here, the `Err` makes every search report the
 /// whole text as a finding (fail closed: redacted or refused, never passed unchecked).
-static BUILTIN_PATTERNS: std::sync::OnceLock<Result<Vec<Pattern>, String>> =
-    std::sync::OnceLock::new();
+static BUILTIN_PATTERNS: std::sync::OnceLock<Result<Builtins, String>> = std::sync::OnceLock::new();
 
-fn builtin_patterns() -> &'static Result<Vec<Pattern>, String> {
+fn builtin_patterns() -> &'static Result<Builtins, String> {
     BUILTIN_PATTERNS.get_or_init(|| {
-        BUILTINS
+        let patterns = BUILTINS
             .iter()
             .map(|b| {
                 let regex =
@@ -232,8 +273,47 @@ fn builtin_patterns() -> &'static Result<Vec<Pattern>, String> {
                     check: b.check,
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut names: Vec<&str> = Vec::new();
+        let mut shapes: Vec<u32> = Vec::new();
+        for (i, b) in BUILTINS.iter().enumerate() {
+            for a in b.anchors {
+                match names.iter().position(|n| n == a) {
+                    Some(at) => shapes[at] |= 1 << i,
+                    None => {
+                        names.push(a);
+                        shapes.push(1 << i);
+                    }
+                }
+            }
+        }
+        let anchors = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(&names)
+            .map_err(|e| format!("built-in anchors: {e}"))?;
+        Ok(Builtins {
+            patterns,
+            anchors,
+            shapes,
+        })
     })
+}
+
+/// The fewest bytes a match of `pattern` can have (0 when that cannot be told): a text shorter
+/// than that cannot hold a match, so it is not searched.
+fn minimum_len(pattern: &str) -> usize {
+    regex_syntax::Parser::new()
+        .parse(pattern)
+        .ok()
+        .and_then(|hir| hir.properties().minimum_len())
+        .unwrap_or(0)
+}
+
+/// A literal value to look for (from an environment variable the policy lists).
+struct Literal {
+    value: String,
+    kind: String,
+    finder: memchr::memmem::Finder<'static>,
 }
 
 /// The detectors one policy asks for, compiled once.
@@ -244,10 +324,18 @@ pub struct Detector {
     /// The policy's own patterns, compiled when the detector is made, so that a pattern that
     /// does not compile is refused at start-up.
     patterns: Vec<Pattern>,
+    /// The policy's patterns as one set: one pass over a text says which of them match at all,
+    /// and only those are run for their positions. `None` when the set does not compile within
+    /// the size bound (each pattern then runs on its own, as before).
+    pattern_set: Option<RegexSet>,
     /// Literal values, longest first, with their kind (`env:NAME`).
-    literals: Vec<(String, String)>,
-    /// The built-in shapes' anchors, for the quick test of a whole message.
-    union: Option<Regex>,
+    literals: Vec<Literal>,
+    /// The quick test of a whole message's raw JSON text: the built-in shapes' anchors, each
+    /// literal value raw and JSON-escaped, and the two escapes (`\u`, `\/`) that can spell an
+    /// anchor or a value differently from the text it decodes to; one multi-literal scan.
+    quick: Option<AhoCorasick>,
+    /// The shortest text that can hold any finding: shorter strings are not searched.
+    min_len: usize,
 }
 
 impl std::fmt::Debug for Detector {
@@ -265,7 +353,7 @@ impl std::fmt::Debug for Detector {
             )
             .field(
                 "literals",
-                &self.literals.iter().map(|l| &l.1).collect::<Vec<_>>(),
+                &self.literals.iter().map(|l| &l.kind).collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -285,8 +373,10 @@ impl Detector {
         Detector {
             builtin: false,
             patterns: Vec::new(),
+            pattern_set: None,
             literals: Vec::new(),
-            union: None,
+            quick: None,
+            min_len: 0,
         }
     }
 
@@ -299,13 +389,6 @@ impl Detector {
         literals: &[(String, String)],
     ) -> Result<Detector, String> {
         let mut out = Vec::new();
-        let union = if builtin {
-            // Only literals: the regex crate runs such an expression as a multi-literal search.
-            let all: Vec<String> = ANCHORS.iter().map(|a| regex::escape(a)).collect();
-            Some(compile(&all.join("|")).map_err(|e| format!("built-in anchors: {e}"))?)
-        } else {
-            None
-        };
         for (name, pattern) in patterns {
             let regex = compile(pattern).map_err(|e| format!("secret pattern {name:?}: {e}"))?;
             out.push(Pattern {
@@ -315,17 +398,75 @@ impl Detector {
                 check: None,
             });
         }
+        let pattern_set = if patterns.is_empty() {
+            None
+        } else {
+            let limit = PATTERN_SIZE_LIMIT.saturating_mul(patterns.len());
+            RegexSetBuilder::new(patterns.iter().map(|(_, p)| p))
+                .size_limit(limit)
+                .dfa_size_limit(limit)
+                .build()
+                .ok()
+        };
         let mut literals: Vec<(String, String)> = literals
             .iter()
             .filter(|(_, v)| !v.is_empty())
             .map(|(n, v)| (v.clone(), format!("env:{n}")))
             .collect();
         literals.sort_by_key(|l| std::cmp::Reverse(l.0.len()));
+        let literals: Vec<Literal> = literals
+            .into_iter()
+            .map(|(value, kind)| Literal {
+                finder: memchr::memmem::Finder::new(value.as_bytes()).into_owned(),
+                value,
+                kind,
+            })
+            .collect();
+        // The quick test's literals. Every anchor is free of characters JSON escapes, so it
+        // shows in the raw text as it is unless spelt with `\u` or `\/`, which are looked for too.
+        let mut quick: Vec<String> = Vec::new();
+        if builtin {
+            quick.extend(ANCHORS.iter().map(|a| a.to_string()));
+        }
+        for l in &literals {
+            quick.push(l.value.clone());
+            let escaped = serde_json::to_string(&l.value).unwrap_or_default();
+            quick.push(escaped.trim_matches('"').to_string());
+        }
+        let quick = if quick.is_empty() {
+            None
+        } else {
+            quick.push("\\u".to_string());
+            quick.push("\\/".to_string());
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .build(&quick)
+                    .map_err(|e| format!("secret anchors: {e}"))?,
+            )
+        };
+        // Shapes' lengths are known without compiling them (their compile is deferred).
+        let mut min_len = usize::MAX;
+        if builtin {
+            min_len = BUILTINS
+                .iter()
+                .map(|b| minimum_len(b.pattern))
+                .min()
+                .unwrap_or(0);
+        }
+        for (_, pattern) in patterns {
+            min_len = min_len.min(minimum_len(pattern));
+        }
+        for l in &literals {
+            min_len = min_len.min(l.value.len());
+        }
         Ok(Detector {
             builtin,
             patterns: out,
+            pattern_set,
             literals,
-            union,
+            quick,
+            min_len: if min_len == usize::MAX { 0 } else { min_len },
         })
     }
 
@@ -334,11 +475,17 @@ impl Detector {
         !self.builtin && self.patterns.is_empty() && self.literals.is_empty()
     }
 
+    /// The shortest text that can hold a finding: a caller walking many strings may skip the
+    /// shorter ones ([`Detector::find`] answers nothing for them anyway).
+    pub fn min_len(&self) -> usize {
+        self.min_len
+    }
+
     /// A quick test of a whole JSON message's text: `false` only when no string in it can hold
     /// a finding. It looks for the built-in shapes' anchors in the raw text, and answers `true` for
     /// what that cannot decide: an escape that could spell a value differently from the string
     /// it decodes to (`\u`, `\/`), a user-given pattern, or a literal value (searched raw and
-    /// JSON-escaped).
+    /// JSON-escaped). One multi-literal scan of the text.
     pub fn may_contain(&self, json_text: &str) -> bool {
         if self.is_empty() {
             return false;
@@ -347,84 +494,62 @@ impl Detector {
         if !self.patterns.is_empty() {
             return true;
         }
-        if json_text.contains("\\u") || json_text.contains("\\/") {
-            return true;
+        // Every string in the text decodes to at most as many bytes as its JSON spelling.
+        if json_text.len() < self.min_len {
+            return false;
         }
-        // Every anchor is free of characters JSON escapes, so it shows in the raw text as it is.
-        if self.union.as_ref().is_some_and(|u| u.is_match(json_text)) {
-            return true;
-        }
-        self.literals.iter().any(|(value, _)| {
-            json_text.contains(value.as_str()) || {
-                let escaped = serde_json::to_string(value).unwrap_or_default();
-                json_text.contains(escaped.trim_matches('"'))
-            }
-        })
+        self.quick
+            .as_ref()
+            .is_none_or(|q| q.is_match(json_text.as_bytes()))
     }
 
     /// Every secret-shaped value in `text`, in order, not overlapping (where two detectors
     /// overlap, the earlier-starting one wins, then the longer).
+    ///
+    /// One pass finds every built-in anchor; each shape's pattern then runs only from its first
+    /// candidate on (from [`ANCHOR_REACH`] bytes before it), and again from the next candidate
+    /// after each match, so a text without a candidate is never searched by a pattern. Every
+    /// match of a shape contains one of its anchors no further than that into it, so a search
+    /// from there finds exactly the match a search of the whole text finds next: the findings
+    /// are those of each pattern over the whole text (the tests hold the two to each other).
+    /// The policy's patterns run only when their set matches. Linear in the text: each search
+    /// either ends in a match after which the next one starts, or ends the shape.
     pub fn find(&self, text: &str) -> Vec<Hit> {
         let mut hits: Vec<Hit> = Vec::new();
-        let builtin: &[Pattern] = match (self.builtin, builtin_patterns()) {
-            (false, _) => &[],
-            (true, Ok(patterns)) => patterns,
-            (true, Err(_)) => {
-                return vec![Hit {
-                    kind: "built-in-detector-unavailable".to_string(),
-                    range: 0..text.len(),
-                }]
-            }
-        };
-        for p in builtin.iter().chain(&self.patterns) {
-            if p.group {
-                for caps in p.regex.captures_iter(text) {
-                    if let Some(m) = caps.name("s") {
-                        if p.check.is_none_or(|c| c(m.as_str())) {
-                            hits.push(Hit {
-                                kind: p.kind.clone(),
-                                range: m.range(),
-                            });
-                        }
-                    }
-                }
-            } else {
-                for m in p.regex.find_iter(text) {
-                    let range = trim_context(text, m.range());
-                    if !range.is_empty() && p.check.is_none_or(|c| c(&text[range.clone()])) {
-                        hits.push(Hit {
-                            kind: p.kind.clone(),
-                            range,
-                        });
-                    }
+        if text.len() < self.min_len {
+            return hits;
+        }
+        if self.builtin {
+            match builtin_patterns() {
+                Ok(b) => b.find(text, &mut hits),
+                Err(_) => {
+                    return vec![Hit {
+                        kind: "built-in-detector-unavailable".to_string(),
+                        range: 0..text.len(),
+                    }]
                 }
             }
         }
-        for (value, kind) in &self.literals {
+        if !self.patterns.is_empty() {
+            let matched = self.pattern_set.as_ref().map(|set| set.matches(text));
+            for (i, p) in self.patterns.iter().enumerate() {
+                if matched.as_ref().is_none_or(|m| m.matched(i)) {
+                    find_all(p, text, &mut hits);
+                }
+            }
+        }
+        for l in &self.literals {
             let mut from = 0;
-            while let Some(at) = text[from..].find(value.as_str()) {
+            while let Some(at) = l.finder.find(&text.as_bytes()[from..]) {
                 let start = from + at;
                 hits.push(Hit {
-                    kind: kind.clone(),
-                    range: start..start + value.len(),
+                    kind: l.kind.clone(),
+                    range: start..start + l.value.len(),
                 });
-                from = start + value.len();
+                from = start + l.value.len();
             }
         }
-        hits.sort_by(|a, b| {
-            a.range
-                .start
-                .cmp(&b.range.start)
-                .then(b.range.end.cmp(&a.range.end))
-        });
-        let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
-        for h in hits {
-            match kept.last() {
-                Some(last) if h.range.start < last.range.end => {}
-                _ => kept.push(h),
-            }
-        }
-        kept
+        keep_first(hits)
     }
 
     /// `text` with every finding replaced by its [`marker`], and the findings; `None` when
@@ -444,6 +569,117 @@ impl Detector {
         out.push_str(&text[at..]);
         Some((out, hits))
     }
+}
+
+impl Builtins {
+    /// The built-in shapes' findings in `text`, shape by shape in [`BUILTINS`] order (the order
+    /// [`keep_first`] breaks ties by).
+    fn find(&self, text: &str, hits: &mut Vec<Hit>) {
+        // Every anchor occurrence, with the shapes it starts.
+        let mut candidates: Vec<(usize, u32)> = Vec::new();
+        let mut any = 0u32;
+        let mut from = 0;
+        while from < text.len() {
+            let input = aho_corasick::Input::new(text.as_bytes()).span(from..text.len());
+            let Some(m) = self.anchors.find(input) else {
+                break;
+            };
+            let shapes = self.shapes[m.pattern().as_usize()];
+            candidates.push((m.start(), shapes));
+            any |= shapes;
+            from = m.start() + 1;
+        }
+        if any == 0 {
+            return;
+        }
+        for (i, p) in self.patterns.iter().enumerate() {
+            let bit = 1u32 << i;
+            if any & bit == 0 {
+                continue;
+            }
+            let mut next = candidates.iter().filter(|c| c.1 & bit != 0).map(|c| c.0);
+            let mut pos = 0;
+            // Each turn starts from the first candidate at or after the end of the last match.
+            while let Some(anchor) = next.by_ref().find(|&a| a >= pos) {
+                let mut start = anchor.saturating_sub(ANCHOR_REACH).max(pos);
+                while !text.is_char_boundary(start) {
+                    start -= 1;
+                }
+                let end = if p.group {
+                    let Some(caps) = p.regex.captures_at(text, start) else {
+                        break;
+                    };
+                    if let Some(m) = caps.name("s") {
+                        push_group(p, m, hits);
+                    }
+                    caps.get(0).map_or(text.len(), |m| m.end())
+                } else {
+                    let Some(m) = p.regex.find_at(text, start) else {
+                        break;
+                    };
+                    push_whole(p, text, m.range(), hits);
+                    m.end()
+                };
+                // Built-in shapes never match the empty text; should one, move on regardless.
+                pos = end.max(start + 1);
+            }
+        }
+    }
+}
+
+/// Every match of `p` in `text` (the policy's own patterns, and the reference search).
+fn find_all(p: &Pattern, text: &str, hits: &mut Vec<Hit>) {
+    if p.group {
+        for caps in p.regex.captures_iter(text) {
+            if let Some(m) = caps.name("s") {
+                push_group(p, m, hits);
+            }
+        }
+    } else {
+        for m in p.regex.find_iter(text) {
+            push_whole(p, text, m.range(), hits);
+        }
+    }
+}
+
+/// A match's group `s` is the secret, when the pattern's check accepts it.
+fn push_group(p: &Pattern, m: regex::Match<'_>, hits: &mut Vec<Hit>) {
+    if p.check.is_none_or(|c| c(m.as_str())) {
+        hits.push(Hit {
+            kind: p.kind.clone(),
+            range: m.range(),
+        });
+    }
+}
+
+/// A whole match is the secret, less its trailing context, when the pattern's check accepts it.
+fn push_whole(p: &Pattern, text: &str, range: Range<usize>, hits: &mut Vec<Hit>) {
+    let range = trim_context(text, range);
+    if !range.is_empty() && p.check.is_none_or(|c| c(&text[range.clone()])) {
+        hits.push(Hit {
+            kind: p.kind.clone(),
+            range,
+        });
+    }
+}
+
+/// The findings in order, not overlapping: where two overlap, the earlier-starting one wins,
+/// then the longer, then the detector listed first.
+fn keep_first(mut hits: Vec<Hit>) -> Vec<Hit> {
+    hits.sort_by(|a, b| {
+        a.range
+            .start
+            .cmp(&b.range.start)
+            .then(b.range.end.cmp(&a.range.end))
+    });
+    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+    for h in hits {
+        match kept.last() {
+            Some(last) if h.range.start < last.range.end => {}
+            _ => kept.push(h),
+        }
+    }
+    kept
 }
 
 /// A few built-in patterns end with one character of context (a pattern cannot say "not
@@ -536,5 +772,7 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+#[cfg(test)]
+mod oracle;
 #[cfg(test)]
 mod tests;

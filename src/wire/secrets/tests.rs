@@ -191,3 +191,303 @@ fn the_quick_test_never_misses_what_find_finds() {
     assert!(d.may_contain(r#"{"text":"\u0041KIAIOSFODNN7EXAMPLE"}"#));
     assert!(!Detector::none().may_contain("AKIAIOSFODNN7EXAMPLE"));
 }
+
+/// Deterministic pseudo-random numbers for the differential tests (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Pieces the generated texts are made of: every anchor, whole shapes, near-misses cut short,
+/// contexts that `\b` and the trailing checks look at, placeholders, multi-byte characters.
+fn pieces() -> Vec<String> {
+    let mut p: Vec<String> = ANCHORS.iter().map(|a| a.to_string()).collect();
+    p.extend(
+        [
+            "AKIAIOSFODNN7EXAMPLE",
+            "aws_secret_access_key = ",
+            "AWS_SECRET_KEY=\"",
+            "SecretAccessKey: ",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "-----BEGIN RSA PRIVATE KEY-----\n",
+            "-----BEGIN PRIVATE KEY-----",
+            "\n-----END RSA PRIVATE KEY-----",
+            "-----END PRIVATE KEY BLOCK-----",
+            "MIIEowIBAAKCAQEA1b2c3\n",
+            "Authorization: Bearer ",
+            "bearer ",
+            "Basic YWxpY2U6czNjcjN0LXBhc3M=",
+            "Basic aGVsbG8gd29ybGQ=",
+            "postgres://app:Tr0ub4dor&3@db.internal:5432/app",
+            "mongodb+srv://svc:hunter2hunter2@cluster0.example.net/",
+            "postgres://user:password@localhost/db",
+            "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/",
+            "https://example.com/path?x=1 ",
+            "a://b:c@d",
+            "sk-ant-api03-",
+            "sk-proj-",
+            "T3BlbkFJ",
+            "pypi-AgEIcHlwaS5vcmc",
+            "github_pat_",
+            ".eyJ",
+            "xoxb-123456789012-",
+            "sk_live_",
+            "whsec_",
+            "s3cr3t-value-42",
+            "itk_0123456789abcdef",
+            "é",
+            "日本",
+            "🙂",
+            "\u{200b}",
+            " ",
+            "\n",
+            "\"",
+            "'",
+            ":",
+            "=",
+            "@",
+            "/",
+            "_",
+            "-",
+            ".",
+            "\\u0041",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    p.push(format!("AIza{} ", filler(35)));
+    p.push(format!("npm_{}", filler(36)));
+    p.push(format!(
+        "eyJ{}.eyJ{}.{}",
+        filler(12),
+        filler(12),
+        filler(10)
+    ));
+    p.push(format!("ghp_{}", filler(36)));
+    p.push(format!("hf_{}", filler(34)));
+    p.push(filler(8));
+    p.push(filler(20));
+    p.push(filler(36));
+    p.push(filler(40));
+    p.push(filler(64));
+    p
+}
+
+/// A text of up to `n` pieces, with runs of token characters between them.
+fn generated(rng: &mut Rng, pieces: &[String], n: usize) -> String {
+    let mut text = String::new();
+    for _ in 0..rng.below(n) + 1 {
+        if rng.below(3) == 0 {
+            let len = rng.below(70);
+            let alphabet = b"AZaz09+/=_-.KEY";
+            for _ in 0..len {
+                text.push(alphabet[rng.below(alphabet.len())] as char);
+            }
+        } else {
+            text.push_str(&pieces[rng.below(pieces.len())]);
+        }
+    }
+    text
+}
+
+/// The detectors the differential tests compare: built-ins alone, with the policy's patterns
+/// and literals, and the patterns and literals alone.
+fn detectors() -> Vec<Detector> {
+    let patterns = vec![
+        ("internal".to_string(), r"itk_[0-9a-f]{16}".to_string()),
+        (
+            "grouped".to_string(),
+            r"key=(?P<s>[A-Za-z0-9]{8,})".to_string(),
+        ),
+        ("empty".to_string(), r"x*".to_string()),
+    ];
+    let literals = vec![
+        ("MY_TOKEN".to_string(), "s3cr3t-value-42".to_string()),
+        ("OVERLAP".to_string(), "AKIAIOSF".to_string()),
+        ("QUOTED".to_string(), "quote\"d-value/é".to_string()),
+    ];
+    vec![
+        Detector::new(true, &[], &[]).unwrap(),
+        Detector::new(true, &patterns[..2], &literals).unwrap(),
+        Detector::new(true, &[], &literals).unwrap(),
+        Detector::new(false, &patterns, &[]).unwrap(),
+        Detector::new(false, &[], &literals).unwrap(),
+    ]
+}
+
+/// Texts a tool returns for real: this repository's own documentation and sources (what a file
+/// read returns), the tests' fixtures among them.
+fn real_texts() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in [
+        "docs",
+        "src/wire",
+        "src/gate",
+        "tests/data/policies",
+        "tests/peers",
+    ] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                out.push(text);
+            }
+        }
+    }
+    for name in ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"] {
+        if let Ok(text) = std::fs::read_to_string(root.join(name)) {
+            out.push(text);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_scanner_finds_what_the_reference_search_finds() {
+    let pieces = pieces();
+    let detectors = detectors();
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut texts: Vec<String> = (0..2000)
+        .map(|_| generated(&mut rng, &pieces, 12))
+        .collect();
+    texts.extend((0..200).map(|_| generated(&mut rng, &pieces, 400)));
+    texts.extend(real_texts());
+    assert!(texts.len() > 2200, "the repository's texts were not found");
+    let mut found = 0;
+    for text in &texts {
+        for d in &detectors {
+            let want = oracle::find(d, text);
+            assert_eq!(d.find(text), want, "{d:?} over {text:?}");
+            assert_eq!(d.redact(text), d.redact(text));
+            found += want.len();
+        }
+    }
+    // The generated texts hold findings of every kind, so the comparison is not vacuous.
+    assert!(found > 1000, "only {found} findings");
+    let kinds: std::collections::BTreeSet<String> = texts
+        .iter()
+        .flat_map(|t| detectors[1].find(t))
+        .map(|h| h.kind)
+        .collect();
+    for b in BUILTINS {
+        assert!(kinds.contains(b.kind), "no {} among {kinds:?}", b.kind);
+    }
+}
+
+#[test]
+fn the_raw_quick_test_is_exact_where_it_says_no() {
+    let pieces = pieces();
+    let detectors = detectors();
+    let mut rng = Rng(0x0dd_ba11_cafe_f00d);
+    for _ in 0..1500 {
+        let strings: Vec<String> = (0..rng.below(4) + 1)
+            .map(|_| generated(&mut rng, &pieces, 6))
+            .collect();
+        let mut value = serde_json::json!({"content": strings});
+        if rng.below(2) == 0 {
+            value = serde_json::json!({"nested": [value, {"name": strings[0].clone()}]});
+        }
+        let mut raw = serde_json::to_string(&value).unwrap();
+        if rng.below(4) == 0 {
+            // Another spelling of the same strings: every `A` and `/` escaped.
+            raw = raw.replace('A', "\\u0041").replace('/', "\\/");
+        }
+        let decoded: serde_json::Value = serde_json::from_str(&raw).unwrap();
+        let mut texts = Vec::new();
+        collect_texts(&decoded, &mut texts);
+        for d in &detectors {
+            let quick = d.may_contain(&raw);
+            let any = texts.iter().any(|t| !oracle::find(d, t).is_empty());
+            assert!(
+                quick || !any,
+                "{d:?}: the quick test missed a finding in {raw}"
+            );
+            if raw.len() >= d.min_len() {
+                assert_eq!(quick, oracle::may_contain(d, &raw), "{d:?} over {raw}");
+            }
+        }
+    }
+}
+
+fn collect_texts(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|c| collect_texts(c, out)),
+        serde_json::Value::Object(o) => o.iter().for_each(|(k, c)| {
+            out.push(k.clone());
+            collect_texts(c, out)
+        }),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_shape_is_anchored_where_the_scanner_looks() {
+    let mut all: Vec<&str> = BUILTINS
+        .iter()
+        .flat_map(|b| b.anchors.iter().copied())
+        .collect();
+    all.sort();
+    all.dedup();
+    let mut listed: Vec<&str> = ANCHORS.to_vec();
+    listed.sort();
+    assert_eq!(
+        all, listed,
+        "the shapes' anchors and the quick test's differ"
+    );
+    // At most one anchor can start at a position, which the scanner's restart relies on.
+    for a in ANCHORS {
+        for b in ANCHORS {
+            assert!(a == b || !b.starts_with(a), "{a:?} is a prefix of {b:?}");
+        }
+    }
+    // Every match of a shape in the generated texts holds one of its anchors near its start.
+    let pieces = pieces();
+    let mut rng = Rng(0xfeed_beef_0000_0001);
+    let Ok(b) = builtin_patterns() else {
+        panic!("the built-in shapes compile")
+    };
+    for _ in 0..3000 {
+        let text = generated(&mut rng, &pieces, 12);
+        for (shape, p) in BUILTINS.iter().zip(&b.patterns) {
+            for m in p.regex.find_iter(&text) {
+                let near = &text[m.start()..m.end()];
+                let anchored = shape.anchors.iter().any(|a| {
+                    near.find(a)
+                        .is_some_and(|at| at <= ANCHOR_REACH && at + a.len() <= near.len())
+                });
+                assert!(
+                    anchored,
+                    "{} matched {near:?} without an anchor",
+                    shape.kind
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn texts_shorter_than_any_shape_are_not_searched_and_hold_nothing() {
+    let d = Detector::new(true, &[], &[]).unwrap();
+    assert!(d.min_len() >= 8, "{}", d.min_len());
+    assert!(d.find(&"a://b:c@d"[..d.min_len().min(9) - 1]).is_empty());
+    // A policy pattern that can match the empty text makes every text worth searching.
+    let any = Detector::new(true, &[("x".into(), "x*".into())], &[]).unwrap();
+    assert_eq!(any.min_len(), 0);
+    let lit = Detector::new(false, &[], &[("T".into(), "abcdefgh".into())]).unwrap();
+    assert_eq!(lit.min_len(), 8);
+    assert!(!lit.may_contain("\"abc\""));
+}
