@@ -302,7 +302,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__capture)
-            opts="-h --server --out --expires-in --protocol-version --force --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
+            opts="-h --server --out --expires-in --protocol-version --force --policy --build-from-source --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -325,6 +325,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --build-from-source)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -736,7 +740,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__update)
-            opts="-h --server --yes --config --expires-in --reviewer --policy --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
+            opts="-h --server --yes --config --expires-in --reviewer --policy --build-from-source --timeout --max-pages --max-message-bytes --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -759,6 +763,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --build-from-source)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -67,6 +67,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l out -d 'Th
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l expires-in -d 'How long the snapshot stays valid (at most the policy\'s maximum, 30 days by default)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l protocol-version -d 'The protocol version to capture at: up to 2025-11-25 through the initialize handshake, 2026-07-28 through server/discover and per-request envelopes' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l policy -d 'The local policy whose sandbox the server is captured in (default: the built-in policy), so that an untrusted server is confined from its very first run' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l build-from-source -d 'A PyPI package (a dependency of a `uvx` server) that may be built from its source distribution because it publishes no wheel. Building runs the package\'s own build script outside the sandbox with your rights, so each such package is named by you; every other package is installed from wheels only' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l timeout -d 'How long to wait for each answer of the server' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-pages -d 'The most tools/list pages followed before giving up' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand capture" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r
@@ -101,6 +102,7 @@ complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l config -d '
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l expires-in -d 'How long the new snapshot stays valid (default: as long as the old one was, at most the policy\'s maximum)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l reviewer -d 'Who reviews the changed tools on a terminal (asked when not given)' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l policy -d 'The local policy whose sandbox the server runs in (default: the built-in policy)' -r -F
+complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l build-from-source -d 'A PyPI package (a dependency of a `uvx` server) that may be built from its source distribution because it publishes no wheel. Building runs the package\'s own build script outside the sandbox with your rights, so each such package is named by you; every other package is installed from wheels only' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l timeout -d 'How long to wait for each answer of the server' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-pages -d 'The most tools/list pages followed before giving up' -r
 complete -c mcpguard -n "__fish_mcpguard_using_subcommand update" -l max-message-bytes -d 'Largest accepted message from the server, in bytes' -r

@@ -179,15 +179,17 @@ fn run_command(cmd: Command) -> ExitCode {
             protocol_version,
             force,
             policy,
+            build_from_source,
             live,
             server_command,
         } => {
             // A package runner is resolved and pinned first, outside the sandbox; what runs
             // under the sandbox is the install.
-            let (server_command, package) = match pinned_for_capture(server_command, "capture") {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
+            let (server_command, package) =
+                match pinned_for_capture(server_command, build_from_source, "capture") {
+                    Ok(c) => c,
+                    Err(code) => return code,
+                };
             let server_command = &server_command;
             // A server that cannot be found is a capture failure (exit 1) like any other.
             let (p, setup) = match load_policy(policy.as_deref())
@@ -395,14 +397,16 @@ fn run_command(cmd: Command) -> ExitCode {
             expires_in,
             reviewer,
             policy,
+            build_from_source,
             live,
             server_command,
         } => {
             // A package runner is resolved again, so that a new release gets in only here.
-            let (server_command, package) = match pinned_for_capture(server_command, "update") {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
+            let (server_command, package) =
+                match pinned_for_capture(server_command, build_from_source, "update") {
+                    Ok(c) => c,
+                    Err(code) => return code,
+                };
             let server_command = &server_command;
             let (p, setup) = match load_policy(policy.as_deref())
                 .map_err(|e| fail(&e))
@@ -539,9 +543,11 @@ fn run_command(cmd: Command) -> ExitCode {
 /// failure).
 fn pinned_for_capture(
     command: &[std::ffi::OsString],
+    build_from_source: &[String],
     what: &str,
 ) -> Result<(Vec<std::ffi::OsString>, Option<serde_json::Value>), ExitCode> {
-    mcpguard::cli::launch::for_capture(command).map_err(|e| fail(&format!("{what} failed: {e}")))
+    mcpguard::cli::launch::for_capture(command, build_from_source)
+        .map_err(|e| fail(&format!("{what} failed: {e}")))
 }
 
 fn fail(msg: &str) -> ExitCode {

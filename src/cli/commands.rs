@@ -159,10 +159,7 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
     Ok(0)
 }
 
-/// RFC 3339 in UTC with whole seconds, as the seed's examples write instants.
-pub fn rfc3339(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
+pub use crate::snapshot::manifest::rfc3339;
 
 /// One review as given on the command line or in a reviews file.
 pub struct ReviewArgs<'a> {

@@ -122,6 +122,12 @@ pub enum Command {
         /// policy), so that an untrusted server is confined from its very first run.
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// A PyPI package (a dependency of a `uvx` server) that may be built from its source
+        /// distribution because it publishes no wheel. Building runs the package's own build
+        /// script outside the sandbox with your rights, so each such package is named by you;
+        /// every other package is installed from wheels only.
+        #[arg(long, value_name = "PACKAGE")]
+        build_from_source: Vec<String>,
         #[command(flatten)]
         live: LiveArgs,
         /// The MCP server to capture, after `--`.
@@ -216,6 +222,12 @@ pub enum Command {
         /// The local policy whose sandbox the server runs in (default: the built-in policy).
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// A PyPI package (a dependency of a `uvx` server) that may be built from its source
+        /// distribution because it publishes no wheel. Building runs the package's own build
+        /// script outside the sandbox with your rights, so each such package is named by you;
+        /// every other package is installed from wheels only.
+        #[arg(long, value_name = "PACKAGE")]
+        build_from_source: Vec<String>,
         #[command(flatten)]
         live: LiveArgs,
         /// The MCP server to capture again, after `--`.

@@ -18,7 +18,6 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::{json, Map, Value};
 
-use crate::cli::commands::rfc3339;
 use crate::snapshot::diff::triage::{self, Triage};
 use crate::snapshot::manifest::{self, Acceptance, Manifest, SIDE_EFFECT_CLASSES};
 
@@ -444,7 +443,10 @@ fn ask_review<R: BufRead, W: Write>(
 
     let mut review = Map::new();
     review.insert("reviewer".into(), json!(reviewer));
-    review.insert("reviewedAt".into(), json!(rfc3339(Timestamp::now())));
+    review.insert(
+        "reviewedAt".into(),
+        json!(manifest::rfc3339(Timestamp::now())),
+    );
     review.insert("sideEffect".into(), json!(class));
     review.insert("assertions".into(), Value::Object(assertions));
     review.insert("inputChannels".into(), Value::Object(channels));

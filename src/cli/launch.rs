@@ -17,10 +17,16 @@ use crate::protocol::Level;
 use crate::snapshot::manifest;
 
 /// The command `capture` runs, and the package record for the snapshot when it is a runner.
-pub fn for_capture(command: &[OsString]) -> Result<(Vec<OsString>, Option<Value>), String> {
-    let Some(runner) = packages::parse(command)? else {
+/// `build_from_source` names the PyPI packages the person allows to be built from source
+/// (`--build-from-source`); every other package is installed from wheels only.
+pub fn for_capture(
+    command: &[OsString],
+    build_from_source: &[String],
+) -> Result<(Vec<OsString>, Option<Value>), String> {
+    let Some(mut runner) = packages::parse(command)? else {
         return Ok((command.to_vec(), None));
     };
+    runner.build_from_source = build_from_source.to_vec();
     let store = packages::store()?;
     let manager = match runner.ecosystem {
         packages::Ecosystem::Npm => "npm install",

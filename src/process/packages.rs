@@ -86,6 +86,9 @@ pub struct Runner {
     /// `uvx --with NAME==VERSION`: packages installed beside the server's, each pinned to an
     /// exact version, sorted.
     pub with: Vec<String>,
+    /// PyPI packages the person allowed to be built from source (`--build-from-source`):
+    /// their build scripts run outside the sandbox, so nothing else ever is.
+    pub build_from_source: Vec<String>,
     /// The server's own arguments.
     pub args: Vec<OsString>,
 }
@@ -298,6 +301,7 @@ fn parse_npx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
     }
     let exact = version.filter(|v| is_exact_version(v)).map(str::to_string);
     Ok(Runner {
+        build_from_source: Vec::new(),
         ecosystem: Ecosystem::Npm,
         program: program.to_os_string(),
         name: name.to_string(),
@@ -364,6 +368,7 @@ fn parse_uvx(program: &OsStr, rest: &[OsString]) -> Result<Runner, String> {
         .filter(|v| is_exact_version(v))
         .map(str::to_string);
     Ok(Runner {
+        build_from_source: Vec::new(),
         ecosystem: Ecosystem::Pypi,
         program: program.to_os_string(),
         name,
@@ -788,13 +793,16 @@ fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), Strin
     // `--no-build`: only built distributions (wheels) are installed. Building a source
     // distribution runs the package's own build script, outside the sandbox, with the user's
     // rights, before anything was reviewed — the same reason npm installs skip install scripts.
-    install.args([
-        "pip",
-        "install",
-        "--quiet",
-        "--compile-bytecode",
-        "--no-build",
-    ]);
+    install.args(["pip", "install", "--quiet", "--compile-bytecode"]);
+    if r.build_from_source.is_empty() {
+        install.arg("--no-build");
+    } else {
+        // Wheels for everything but the packages the person named, which may be built.
+        install.args(["--only-binary", ":all:"]);
+        for p in &r.build_from_source {
+            install.arg("--no-binary").arg(p);
+        }
+    }
     let what = std::iter::once(spec)
         .chain(r.with.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -805,7 +813,7 @@ fn uv_install(uv: &Path, r: &Runner, dir: &Path, spec: &str) -> Result<(), Strin
             .arg(dir.join("bin/python"))
             .arg(spec)
             .args(&r.with),
-        &format!("`uv pip install --no-build {what}`"),
+        &format!("`uv pip install {what}` (wheels only)"),
     )
     .map(drop)
     .map_err(|e| no_build_hint(e, &what))
@@ -817,12 +825,30 @@ fn no_build_hint(error: String, what: &str) -> String {
     let lower = error.to_ascii_lowercase();
     if !(lower.contains("no-build")
         || lower.contains("building source distributions is disabled")
-        || lower.contains("no wheels"))
+        || lower.contains("no wheels")
+        || lower.contains("no usable wheels"))
     {
         return error;
     }
+    // uv names each package it would have had to build: "Wheels are required for `pandoc`".
+    let mut named: Vec<&str> = error
+        .split("Wheels are required for `")
+        .skip(1)
+        .filter_map(|rest| rest.split('`').next())
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    let allow = if named.is_empty() {
+        "--build-from-source PACKAGE (the package uv names above)".to_string()
+    } else {
+        named
+            .iter()
+            .map(|n| format!("--build-from-source {n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     format!(
-        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it would run its build script outside the sandbox with your rights before anything was reviewed. Install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`), then give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
+        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it runs its build script outside the sandbox with your rights before anything was reviewed. If you trust that package's build, allow exactly it: add {allow} to this `capture` (and to later `update`s). Or install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`) and give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
     )
 }
 

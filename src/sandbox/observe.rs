@@ -86,17 +86,7 @@ const OPEN: Option<i64> = None;
 /// Whether this kernel can hand a notification filter's listener to mcpguard and let the call
 /// continue (Linux 5.5 and later).
 pub fn available() -> bool {
-    let action: u32 = RET_USER_NOTIF;
-    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 from the live pointer.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            2 as libc::c_uint, // SECCOMP_GET_ACTION_AVAIL
-            0 as libc::c_uint,
-            &action as *const u32,
-        )
-    };
-    r == 0
+    super::seccomp::action_available(RET_USER_NOTIF)
 }
 
 /// The notification filter: the observed calls go to the listener, everything else is allowed

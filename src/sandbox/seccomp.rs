@@ -375,6 +375,12 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Vec<libc::sock
         TARGET,
     )
     .expect("allow and errno are different actions");
+    lower(filter)
+}
+
+/// A fixed rule set as the kernel's BPF instructions. The rule tables are ours and small, so a
+/// failure here is a programming error that every test would show.
+fn lower(filter: SeccompFilter) -> Vec<libc::sock_filter> {
     let program: seccompiler::BpfProgram = filter
         .try_into()
         .expect("the fixed rule set compiles to a program within BPF's limits");
@@ -524,18 +530,7 @@ fn allowlist() -> Vec<libc::sock_filter> {
         TARGET,
     )
     .expect("allow and errno are different actions");
-    let program: seccompiler::BpfProgram = filter
-        .try_into()
-        .expect("the fixed allowlist compiles to a program within BPF's limits");
-    program
-        .into_iter()
-        .map(|i| libc::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect()
+    lower(filter)
 }
 
 /// The filters for `opts`, in the order they are installed.
@@ -576,7 +571,11 @@ pub fn programs(opts: Options) -> Vec<Vec<libc::sock_filter>> {
 /// Whether this kernel can run seccomp filters that return errors (Linux 4.14 and later with
 /// CONFIG_SECCOMP_FILTER).
 pub fn available() -> bool {
-    let action: u32 = RET_ERRNO;
+    action_available(RET_ERRNO)
+}
+
+/// Whether this kernel knows the filter return action `action` (`SECCOMP_GET_ACTION_AVAIL`).
+pub(super) fn action_available(action: u32) -> bool {
     // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 from the pointer, which is live.
     let r = unsafe {
         libc::syscall(

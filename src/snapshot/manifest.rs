@@ -656,6 +656,12 @@ pub fn to_pretty(doc: &Value) -> Vec<u8> {
     bytes
 }
 
+/// An instant as the snapshot writes it (`reviewedAt`, `capturedAt`, `expiresAt`): RFC 3339 in
+/// UTC with whole seconds, as the seed's examples write instants.
+pub fn rfc3339(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -679,4 +679,4 @@ mod tests {
 
 #[cfg(test)]
 #[path = "injection/corpus_tests.rs"]
-mod corpus_tests;
+pub(crate) mod corpus_tests;

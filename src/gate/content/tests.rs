@@ -213,3 +213,14 @@ fn repeated_texts_are_labelled_at_every_place_and_clean_ones_stay_clean() {
     assert_eq!(found.len(), 2);
     assert_eq!(r["a"][0], "id");
 }
+
+/// The label corpus (`wire::injection`, which may not import the policy) counts exactly the
+/// labels the policy's `[results]` counts by default.
+#[test]
+fn the_label_corpus_counts_the_policys_default_labels() {
+    let corpus: Vec<&str> = crate::wire::injection::corpus_tests::COUNTED_BY_DEFAULT
+        .iter()
+        .map(|l| l.name())
+        .collect();
+    assert_eq!(corpus, crate::policy::DEFAULT_RESULT_LABELS);
+}
