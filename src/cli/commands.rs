@@ -220,7 +220,7 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
             return Err(format!(
                 "{}: no review in it: nothing was recorded (each tool's review is a table; `mcpguard review {} --template` writes one for every unreviewed tool)",
                 from.display(),
-                super::wrap::shell_quote(&args.file.display().to_string())
+                super::shell_quote(&args.file.display().to_string())
             ));
         }
         // A tool's own reviewer wins, then --reviewer, then the file's top-level reviewer.

@@ -20,3 +20,16 @@ pub mod signed;
 pub mod template;
 pub mod update;
 pub mod wrap;
+
+/// Quotes a word for a POSIX shell when it needs quoting: the commands `wrap`, `review
+/// --template` and the refusals print for the person to paste.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./=:@%+,-~".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}

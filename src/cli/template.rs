@@ -322,11 +322,8 @@ pub fn render(
         .collect();
     let shown_file = comment_text(&file.display().to_string(), 200);
     let shown_server = comment_text(server, 100);
-    let cmd_file = comment_text(
-        &crate::cli::wrap::shell_quote(&file.display().to_string()),
-        200,
-    );
-    let cmd_server = comment_text(&crate::cli::wrap::shell_quote(server), 100);
+    let cmd_file = comment_text(&crate::cli::shell_quote(&file.display().to_string()), 200);
+    let cmd_server = comment_text(&crate::cli::shell_quote(server), 100);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -518,8 +515,8 @@ pub fn render(
     let _ = write!(
         summary,
         "; then record it: mcpguard review {} --server {} --from FILE",
-        crate::cli::wrap::shell_quote(&file.display().to_string()),
-        crate::cli::wrap::shell_quote(server)
+        crate::cli::shell_quote(&file.display().to_string()),
+        crate::cli::shell_quote(server)
     );
     Ok((out, summary))
 }

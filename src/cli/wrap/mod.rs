@@ -96,17 +96,7 @@ pub fn pending_pin(
     ))
 }
 
-/// Quotes a word for a POSIX shell when it needs quoting.
-pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./=:@%+,-~".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub use crate::cli::shell_quote;
 
 /// Claude Code's `~/.claude.json` also keeps servers per project (`projects.PATH.mcpServers`,
 /// its "local" scope). `wrap` rewrites the user-scope `mcpServers` only, and says so for each
