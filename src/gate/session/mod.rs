@@ -327,6 +327,9 @@ struct Confirming {
 #[derive(Debug)]
 pub struct Session {
     config: Config,
+    /// The labeller's context for this session's catalogue (the reviewed tool names, with their
+    /// automaton), built once: each result clones it (shared) and adds its tool and arguments.
+    catalogue: crate::wire::injection::Context,
     /// Requests from the host that the server has not answered yet. The one table on the path
     /// of every pipelined request, so it keeps ascending ids in order (`wire::id_table`).
     host_requests: IdTable<Pending>,
@@ -385,8 +388,15 @@ impl Session {
             Era::Modern => Phase::Ready,
         };
         let host_prefix = format!("mcpguard-{}-", host_nonce(&config.secret, nonce));
+        let catalogue = match &config.mode {
+            Mode::Pinned(pin) if config.content.scans_injection() => {
+                crate::wire::injection::Context::new(pin.tools.iter().map(|t| t.name.as_str()))
+            }
+            _ => crate::wire::injection::Context::default(),
+        };
         Session {
             config,
+            catalogue,
             host_requests: IdTable::default(),
             server_requests: IdMap::default(),
             own_requests: IdMap::default(),

@@ -161,11 +161,8 @@ impl Session {
         if !self.config.content.scans_injection() {
             return LabelContext::default();
         }
-        let names: Vec<&str> = match &self.config.mode {
-            Mode::Pinned(pin) => pin.tools.iter().map(|t| t.name.as_str()).collect(),
-            _ => Vec::new(),
-        };
-        LabelContext::new(names)
+        self.catalogue
+            .clone()
             .answering(tool)
             .arguments(arguments)
             .error(error)
@@ -346,11 +343,13 @@ impl Session {
                 if refuse {
                     withheld = Some(format!("it carried instruction-like text ({labels}; results.injection = \"refuse\")"));
                 } else {
-                    let at: Vec<String> = injection::findings_in(&clean, &ctx)
-                        .into_iter()
-                        .filter(|f| content.counted().contains(&f.label))
-                        .map(|f| place("/error/message", &f))
-                        .collect();
+                    let at = places(
+                        &Value::String(clean.clone()),
+                        "/error/message",
+                        &found,
+                        content.counted(),
+                        &ctx,
+                    );
                     text = format!("{clean}\n\n{}", label_note(&labels, &at));
                     // Cleaned and cut already: cutting again would cut the note away.
                     cleaned = true;

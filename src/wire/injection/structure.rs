@@ -54,9 +54,12 @@ pub const PAYLOAD_MIN: usize = 24;
 /// What the labeller knows about the text besides the text: the reviewed catalogue's tool names,
 /// the tool that answered, the string values of the call's arguments, and whether the text is
 /// error text. `Context::default()` knows nothing (a description outside any catalogue).
+///
+/// The catalogue part is shared (`Arc`): a session builds it once and clones it per result for
+/// the answering tool and the call's arguments.
 #[derive(Debug, Default, Clone)]
 pub struct Context {
-    tools: Vec<String>,
+    tools: std::sync::Arc<[String]>,
     matcher: Option<AhoCorasick>,
     answering: Option<String>,
     arguments: Vec<String>,
@@ -67,7 +70,7 @@ impl Context {
     /// A context for the tools of one catalogue (names shorter than three characters are left
     /// out: they occur in ordinary words).
     pub fn new<S: AsRef<str>>(tools: impl IntoIterator<Item = S>) -> Context {
-        let tools: Vec<String> = tools
+        let tools: std::sync::Arc<[String]> = tools
             .into_iter()
             .map(|s| s.as_ref().to_ascii_lowercase())
             .filter(|s| s.chars().count() >= 3)
@@ -77,7 +80,7 @@ impl Context {
                 AhoCorasickBuilder::new()
                     .ascii_case_insensitive(true)
                     .match_kind(MatchKind::LeftmostLongest)
-                    .build(&tools)
+                    .build(tools.iter())
                     .ok()
             })
             .flatten();
