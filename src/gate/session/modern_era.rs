@@ -598,12 +598,7 @@ impl Session {
                         )
                         .unwrap_or_default(),
                     ),
-                    Checked::Withheld(why) => {
-                        let c = if why.contains("secrets.results") {
-                            code::SECRET_IN_RESULT
-                        } else {
-                            code::INJECTION_IN_RESULT
-                        };
+                    Checked::Withheld(c, why) => {
                         let r = Refusal::new(
                             c,
                             Category::Policy,

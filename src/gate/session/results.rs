@@ -430,7 +430,7 @@ impl Session {
                     serde_json::to_vec(&m).unwrap_or_default(),
                 )));
             }
-            Checked::Withheld(why) => {
+            Checked::Withheld(_, why) => {
                 let what = format!("withheld {what}: {why}");
                 refuse_to_host(Some(id), codes::BAD_UPSTREAM_RESPONSE, &what, out);
             }
@@ -466,7 +466,7 @@ impl Session {
                 let m = json!({"jsonrpc": "2.0", "id": id.to_json_value(), "method": method, "params": v});
                 Ok(Bytes::from(serde_json::to_vec(&m).unwrap_or_default()))
             }
-            Checked::Withheld(why) => Err(format!("withheld {what}: {why}")),
+            Checked::Withheld(_, why) => Err(format!("withheld {what}: {why}")),
         }
     }
 
@@ -508,7 +508,7 @@ impl Session {
                     serde_json::to_vec(&m).unwrap_or_default(),
                 )));
             }
-            Checked::Withheld(why) => {
+            Checked::Withheld(_, why) => {
                 out.push(Out::Diag(Level::Warn, format!("dropped {what}: {why}")))
             }
         }
@@ -546,7 +546,7 @@ impl Session {
                     ..AuditNote::new(EventKind::SecretDetected)
                 });
                 if refuse {
-                    return Checked::Withheld(format!("it carried secret-shaped values ({listed}), and the policy refuses such text (secrets.results = \"refuse\"); set secrets.results = \"redact\" to pass it with each value replaced by a marker"));
+                    return Checked::Withheld(code::SECRET_IN_RESULT, format!("it carried secret-shaped values ({listed}), and the policy refuses such text (secrets.results = \"refuse\"); set secrets.results = \"redact\" to pass it with each value replaced by a marker"));
                 }
                 out.push(Out::Diag(
                     Level::Warn,
@@ -570,7 +570,7 @@ impl Session {
                     ..AuditNote::new(EventKind::ResultLabelled)
                 });
                 if refuse {
-                    return Checked::Withheld(format!("it carried instruction-like text ({labels} at {}), and the policy refuses such text (results.injection = \"refuse\"); set results.injection = \"label\" to pass it with a warning note, or narrow results.labels", pointers.join(", ")));
+                    return Checked::Withheld(code::INJECTION_IN_RESULT, format!("it carried instruction-like text ({labels} at {}), and the policy refuses such text (results.injection = \"refuse\"); set results.injection = \"label\" to pass it with a warning note, or narrow results.labels", pointers.join(", ")));
                 }
                 out.push(Out::Diag(
                     Level::Warn,
@@ -638,7 +638,7 @@ impl Session {
                     serde_json::to_vec(&v).unwrap_or_default(),
                 )));
             }
-            Checked::Withheld(why) => {
+            Checked::Withheld(_, why) => {
                 out.push(Out::Diag(Level::Warn, format!("dropped {what}: {why}")))
             }
         }
@@ -686,8 +686,9 @@ pub(super) enum Checked {
     Unchanged,
     /// Redacted or labelled in place: the part is serialized again.
     Changed,
-    /// The policy refuses what was found; why, with the key that changes it.
-    Withheld(String),
+    /// The policy refuses what was found: the refusal code (`secret_in_result` or
+    /// `injection_in_result`) and why, with the key that changes it.
+    Withheld(&'static str, String),
 }
 
 /// The members whose text a label note is appended to, outside a call's result: the ones a
