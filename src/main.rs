@@ -440,6 +440,11 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::Policy(PolicyCommand::Check { file }) => commands::policy_check(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file }) => commands::audit_verify(file),
         Command::Approvals(a) => mcpguard::cli::approvals::run(a),
+        Command::Lock(LockCommand::Add { grants, .. }) if !grants.connect.is_empty() => {
+            // A lock entry records paths and variable names, not destinations: refused rather
+            // than dropped, so that `lock check` never runs the server with less than was asked.
+            Err("lock add refused --sandbox-connect: a lock file does not record TCP destinations yet; put them in the policy the entry names (`[sandbox] connect = [\"HOST:PORT\"]`, with `lock add --policy FILE`)".to_string())
+        }
         Command::Lock(LockCommand::Add {
             key,
             snapshot,

@@ -1194,6 +1194,22 @@ fn wrap_proposes_the_data_paths_an_entry_names_as_grants() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read(&config).unwrap(), before);
+
+    // A TCP destination is an option of the entry too, never dropped.
+    let out = wrap(
+        &config,
+        &["--entry", "notes", "--sandbox-connect", "127.0.0.1:5432"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = read_json(&config);
+    let args = strings(&new["mcpServers"]["notes"]["args"]);
+    let at = args.iter().position(|a| *a == "--").unwrap();
+    assert!(
+        args[..at]
+            .windows(2)
+            .any(|w| w[0] == "--sandbox-connect" && w[1] == "127.0.0.1:5432"),
+        "{args:?}"
+    );
 }
 
 /// On a terminal, `wrap` asks about each proposed grant, the proposal as the default: Enter

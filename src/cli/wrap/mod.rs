@@ -463,7 +463,13 @@ fn regrant(
                 .iter()
                 .map(|p| ("--sandbox-write", p.display().to_string())),
         )
-        .chain(grants.env.iter().map(|v| ("--sandbox-env", v.clone())));
+        .chain(grants.env.iter().map(|v| ("--sandbox-env", v.clone())))
+        .chain(
+            grants
+                .connect
+                .iter()
+                .map(|d| ("--sandbox-connect", d.to_string())),
+        );
     for (flag, value) in wanted {
         if !has(flag, &value) && !added.windows(2).any(|w| w[0] == flag && w[1] == value) {
             added.extend([flag.to_string(), value]);
@@ -517,7 +523,8 @@ pub(super) fn rewrite(
     }
     let has_grants = !(args.grants.read.is_empty()
         && args.grants.write.is_empty()
-        && args.grants.env.is_empty());
+        && args.grants.env.is_empty()
+        && args.grants.connect.is_empty());
     let local: Vec<&str> = entries
         .iter()
         .filter(|(_, e)| matches!(e, Entry::Local { .. }))
@@ -624,6 +631,9 @@ pub(super) fn rewrite(
                         }
                         for p in &args.grants.write {
                             sandbox_opts.extend(["--sandbox-write".into(), p.display().to_string()]);
+                        }
+                        for d in &args.grants.connect {
+                            sandbox_opts.extend(["--sandbox-connect".into(), d.to_string()]);
                         }
                     }
                     // The paths the entry names, proposed as grants: applied when the person
