@@ -32,6 +32,10 @@ pub const TRUSTED: &[(&str, &str)] = &[
         "each submodule's git configuration and hooks",
     ),
     (
+        ".git/worktrees",
+        "each linked worktree's commondir and configuration, which git reads in that worktree",
+    ),
+    (
         ".husky",
         "husky's hooks, which git runs through core.hooksPath",
     ),

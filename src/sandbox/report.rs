@@ -298,6 +298,15 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             },
         );
         let mut open = vec!["folders more than one level down are not searched".to_string()];
+        if p.missing.iter().any(|m| m.ends_with(".git/commondir")) {
+            // The one missing name that undoes the rest: git reads hooks and configuration
+            // from the folder a commondir names, so a created one sidesteps the pinned
+            // `.git/hooks` and `.git/config` entirely.
+            open.insert(
+                0,
+                "a repository without .git/commondir (the usual case) lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there".to_string(),
+            );
+        }
         if !p.missing.is_empty() {
             open.insert(
                 0,

@@ -2379,7 +2379,7 @@ fn repo(w: &World, name: &str) -> PathBuf {
 /// `.git/config` are read-only mounts over themselves and `.git` is a mount point, while an
 /// ordinary file of the project stays writable (the grant's purpose).
 #[test]
-fn a_write_grant_on_a_repository_plants_nothing_git_runs_later() {
+fn a_write_grant_on_a_repository_cannot_rewrite_its_hooks_or_config() {
     let mut t = Tally::new("files trusted later inside a write grant");
     for who in everyone() {
         let w = World::new(who);
@@ -2473,6 +2473,17 @@ fn a_write_grant_on_a_repository_plants_nothing_git_runs_later() {
         {
             t.failures.push(format!(
                 "[report, {}] sandbox-check does not name what stays open",
+                who.name()
+            ));
+        }
+        // The repository has no .git/commondir, so the report must say that the pins do not
+        // stop a hostile server that creates one (git then follows it to another folder).
+        if !run
+            .report()
+            .contains("the pinned .git/hooks and .git/config do not stop a hostile server")
+        {
+            t.failures.push(format!(
+                "[report, {}] sandbox-check does not name the commondir route",
                 who.name()
             ));
         }
