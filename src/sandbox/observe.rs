@@ -270,9 +270,17 @@ impl Observer {
         };
         let weak = Arc::downgrade(self);
         let grants = self.grants.clone();
-        let _ = std::thread::Builder::new()
+        let said = say.clone();
+        if let Err(e) = std::thread::Builder::new()
             .name("sandbox-observer".into())
-            .spawn(move || run(parent, weak, grants, say));
+            .spawn(move || run(parent, weak, grants, say))
+        {
+            // Without the thread the queued listeners close, and every observed call of the
+            // server then fails with ENOSYS: say so, since nothing else would.
+            said(&format!(
+                "the sandbox's denial observer could not start ({e}): the server's open, connect and bind calls fail with ENOSYS in this run, so restart the server (the host restarts it when its entry is started again)"
+            ));
+        }
     }
 }
 

@@ -233,7 +233,9 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         })
         .collect();
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
-    let observer = if kernel.seccomp && super::observe::available() {
+    // Only where Landlock decides: without a ruleset nothing denies an open, and the observer
+    // would name refusals that never happened.
+    let observer = if ruleset.is_some() && kernel.seccomp && super::observe::available() {
         let grants = observe_grants(&req, abi);
         let observer = super::observe::Observer::new(grants).map_err(|e| {
             Refused(format!(
