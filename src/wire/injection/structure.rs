@@ -27,8 +27,12 @@
 //! Cost: [`may_have_signals`] is one Aho-Corasick pass over the text for the anchor literals
 //! ([`anchors`]) plus, for a catalogue, one over the tool names; only a text that holds an
 //! anchor gets the analysis, which is linear too: one tokenizing pass, constant work per token,
-//! at most [`MAX_REGIONS`] hidden regions of at most [`REGION_MAX`] bytes each and at most
-//! [`MAX_PAYLOADS`] decoded payloads, each analysed once without further decoding.
+//! then every hidden region and every decoded payload, each analysed once without further
+//! decoding. There is no count or byte cap that decoys could fill to hide a later region or
+//! payload: regions of one kind never overlap (each search goes on after the previous region)
+//! and base64 runs never overlap, so all of them together are at most a few times the text.
+//! Only a hidden element's closing tag is looked for within [`REGION_MAX`] bytes (an element
+//! left open would otherwise send every later search to the end of the text).
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -39,15 +43,9 @@ use super::Label;
 
 /// How close (in bytes) two signals must be to count as one passage.
 pub const WINDOW: usize = 200;
-/// The most hidden regions one text is searched for.
-pub const MAX_REGIONS: usize = 64;
-/// The longest hidden region analysed (a longer one is cut there).
+/// How far a hidden element's closing tag is looked for (the element is cut there when none
+/// is found).
 pub const REGION_MAX: usize = 16 * 1024;
-/// The most bytes of hidden regions one text analyses in all (so a text made of hidden
-/// elements costs a bounded amount beyond its own scan).
-pub const REGION_BUDGET: usize = 64 * 1024;
-/// The most base64 payloads one text decodes.
-pub const MAX_PAYLOADS: usize = 16;
 /// The shortest run of base64 characters that is decoded.
 pub const PAYLOAD_MIN: usize = 24;
 
@@ -1105,54 +1103,40 @@ fn is_verb(w: &str) -> bool {
 
 /// The regions of `text` a person reading the rendered page does not see, with their kind:
 /// HTML comments, script blocks (JSON-LD included), elements hidden by style or attribute,
-/// Markdown comments. At most [`MAX_REGIONS`], each cut at [`REGION_MAX`] bytes, all together
-/// about [`REGION_BUDGET`] bytes.
+/// Markdown comments, in text order. Every one of them: the regions of one kind never overlap,
+/// so together they are at most four times the text.
 fn hidden_regions(text: &str) -> Vec<(&'static str, Range<usize>)> {
     let lower = text.to_ascii_lowercase();
     let mut out = Vec::new();
-    let cut = |from: usize, end: Option<usize>| -> usize {
-        let end = end
-            .unwrap_or(text.len())
-            .min(from + REGION_MAX)
-            .min(text.len());
-        // Never cut inside a character.
-        (from..=end)
+    // Never cut inside a character.
+    let boundary = |end: usize| -> usize {
+        (0..=end.min(text.len()))
             .rev()
             .find(|&e| text.is_char_boundary(e))
-            .unwrap_or(from)
+            .unwrap_or(0)
     };
     // HTML comments, one after the other (so the search is linear).
     let mut from = 0;
-    while out.len() < MAX_REGIONS {
-        let Some(open) = lower[from..].find("<!--").map(|o| from + o + 4) else {
-            break;
-        };
+    while let Some(open) = lower[from..].find("<!--").map(|o| from + o + 4) {
         let close = lower[open..].find("-->").map(|c| open + c);
-        let end = cut(open, close);
-        out.push(("html-comment", open..end));
+        out.push(("html-comment", open..close.unwrap_or(text.len())));
         from = close.map_or(lower.len(), |c| c + 3);
     }
     // Script blocks.
     let mut from = 0;
-    while out.len() < MAX_REGIONS {
-        let Some(open) = lower[from..].find("<script").map(|o| from + o) else {
-            break;
-        };
+    while let Some(open) = lower[from..].find("<script").map(|o| from + o) {
         let body = lower[open..]
             .find('>')
             .map_or(lower.len(), |g| open + g + 1);
         let close = lower[body..].find("</script").map(|c| body + c);
-        let end = cut(body, close);
-        out.push(("script-block", body..end));
+        out.push(("script-block", body..close.unwrap_or(text.len())));
         from = close.unwrap_or(lower.len()).max(body);
     }
     // Elements hidden by style or attribute: from the end of the opening tag to the element's
-    // closing tag (or the cut).
+    // closing tag (looked for within REGION_MAX bytes, the element cut there otherwise). The
+    // next tag is looked for after the region, so hidden elements never overlap.
     let mut from = 0;
-    while out.len() < MAX_REGIONS {
-        let Some(lt) = lower[from..].find('<').map(|o| from + o) else {
-            break;
-        };
+    while let Some(lt) = lower[from..].find('<').map(|o| from + o) {
         let Some(gt) = lower[lt..].find('>').map(|g| lt + g) else {
             break;
         };
@@ -1181,44 +1165,38 @@ fn hidden_regions(text: &str) -> Vec<(&'static str, Range<usize>)> {
         if !hidden {
             continue;
         }
-        // The closing tag is looked for within the cut only, so many hidden elements cost at
-        // most MAX_REGIONS × REGION_MAX bytes of search.
-        let window = cut(gt + 1, None);
-        let close = lower[gt + 1..window]
+        let window = boundary(gt + 1 + REGION_MAX);
+        let end = lower[gt + 1..window]
             .find(&format!("</{name}"))
-            .map(|c| gt + 1 + c);
-        let end = cut(gt + 1, close);
+            .map_or(window, |c| gt + 1 + c);
         out.push(("hidden-element", gt + 1..end));
+        from = end.max(gt + 1);
     }
-    // Markdown comments: `[//]: # (…)` and `[comment]: <> (…)`, to the end of the line.
+    // Markdown comments: `[//]: # (…)` and `[comment]: <> (…)`, to the end of the line; a
+    // marker inside the previous one's region is part of it.
     for marker in ["[//]:", "[comment]:"] {
+        let mut past = 0;
         for (at, _) in lower.match_indices(marker) {
-            if out.len() >= MAX_REGIONS {
-                break;
+            if at < past {
+                continue;
             }
             let start = at + marker.len();
             let end = lower[start..].find('\n').map_or(lower.len(), |e| start + e);
-            out.push(("markdown-comment", start..cut(start, Some(end))));
+            out.push(("markdown-comment", start..end));
+            past = end;
         }
     }
-    // The budget: regions in text order until their bytes reach REGION_BUDGET.
     out.sort_by_key(|(_, r)| r.start);
-    let mut spent = 0usize;
-    out.retain(|(_, r)| {
-        let keep = spent < REGION_BUDGET;
-        spent += r.len();
-        keep
-    });
     out
 }
 
 /// The base64 runs of `text` (at least [`PAYLOAD_MIN`] characters) that decode to mostly
-/// printable text, with the text. At most [`MAX_PAYLOADS`].
+/// printable text, with the text: every one (the runs never overlap).
 fn payloads(text: &str) -> Vec<(Range<usize>, String)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < bytes.len() && out.len() < MAX_PAYLOADS {
+    while i < bytes.len() {
         if !is_b64(bytes[i]) {
             i += 1;
             continue;
