@@ -1123,6 +1123,7 @@ impl Sinks {
     fn dispatch(&self, out: &mut Vec<Out>, route: Route) {
         let mut to_host = Vec::new();
         let mut to_server = Vec::new();
+        let mut failed_calls = Vec::new();
         let mut audit_failed = false;
         for o in out.drain(..) {
             match o {
@@ -1130,14 +1131,7 @@ impl Sinks {
                 Out::Server(b) => to_server.push(b),
                 Out::Diag(level, msg) => diag::emit(level, &msg),
                 Out::Audit(note) => audit_failed |= !self.record(&note),
-                Out::ToolError { tool, text } => {
-                    let text = self.with_stderr_denials(text);
-                    if let Some(why) = self.explain.as_ref().and_then(|e| {
-                        crate::sandbox::explain::explain_call(&e.0, &tool, &text, &e.1)
-                    }) {
-                        diag::emit(Level::Warn, &why);
-                    }
-                }
+                Out::ToolError { tool, text } => failed_calls.push((tool, text)),
             }
         }
         if audit_failed {
@@ -1151,6 +1145,18 @@ impl Sinks {
         }
         // A failed server stdin means the server is exiting; its exit is reported separately.
         let _ = self.server.send(to_server, route == Route::FromHost);
+        // Explained after the messages went on: the explanation may wait briefly for the
+        // server's stderr, and the host's answer must not wait with it.
+        for (tool, text) in failed_calls {
+            let text = self.with_stderr_denials(text);
+            if let Some(why) = self
+                .explain
+                .as_ref()
+                .and_then(|e| crate::sandbox::explain::explain_call(&e.0, &tool, &text, &e.1))
+            {
+                diag::emit(Level::Warn, &why);
+            }
+        }
     }
 
     /// A failed call's error text, followed by the permission errors the server's stderr reported
@@ -1173,19 +1179,22 @@ impl Sinks {
         let from = self.explained.load(Ordering::Acquire);
         let deadline = Instant::now() + Duration::from_millis(200);
         loop {
-            let lines: Vec<String> = {
+            let (lines, full): (Vec<String>, bool) = {
                 let w = watch.lock().unwrap_or_else(|p| p.into_inner());
-                w.denials()
+                let lines = w
+                    .denials()
                     .iter()
                     .skip(from)
                     .map(|d| d.line.clone())
-                    .collect()
+                    .collect();
+                (lines, w.is_full())
             };
             if !lines.is_empty() {
                 self.explained.fetch_add(lines.len(), Ordering::AcqRel);
                 return format!("{text}\n{}", lines.join("\n"));
             }
-            if Instant::now() >= deadline {
+            // A full watch records nothing new: there is nothing to wait for.
+            if full || Instant::now() >= deadline {
                 return text;
             }
             thread::sleep(Duration::from_millis(10));

@@ -144,7 +144,7 @@ impl Watch {
     const MAX: usize = 8;
 
     pub fn observe(&mut self, line: &str) {
-        if self.seen.len() >= Self::MAX {
+        if self.is_full() {
             return;
         }
         if let Some(d) = denial(line) {
@@ -160,6 +160,11 @@ impl Watch {
 
     pub fn denials(&self) -> &[Denial] {
         &self.seen
+    }
+
+    /// Whether it records nothing more (see [`Watch::observe`]).
+    pub fn is_full(&self) -> bool {
+        self.seen.len() >= Self::MAX
     }
 }
 
