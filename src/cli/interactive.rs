@@ -495,10 +495,18 @@ fn propose_class(name: &str, tool: &Value, previous: Option<&Value>) -> (String,
     let destructive = tool
         .pointer("/annotations/destructiveHint")
         .and_then(Value::as_bool);
-    let (by_name, verb) = class_of_name(name);
+    let (named, verb) = class_of_name(name);
     // An update verb decides nothing here: the server's destructiveHint may still propose the
-    // more cautious delete, and without hints update is proposed anyway.
-    let by_name = by_name.filter(|c| *c != "update");
+    // more cautious delete, and without hints update is proposed anyway. But it is never
+    // overruled by the server's readOnlyHint: a write_* tool that claims to be read-only
+    // contradicts its name, as the template says too.
+    if named == Some("update") && read_only == Some(true) && destructive != Some(true) {
+        return (
+            "update".into(),
+            format!("proposed from the name's verb {verb:?}; !! the server claims readOnlyHint, which contradicts the name; you decide"),
+        );
+    }
+    let by_name = named.filter(|c| *c != "update");
     match (by_name, read_only, destructive) {
         // The server's own hint only ever moves the proposal away from "read".
         (Some("read"), Some(false), _) => (
@@ -676,6 +684,10 @@ mod tests {
         assert_eq!(propose_class("delete_notes", &json!({}), None).0, "delete");
         assert_eq!(propose_class("echo", &t, None).0, "read");
         assert_eq!(propose_class("frobnicate", &json!({}), None).0, "update");
+        // A write-named tool's readOnlyHint never makes the proposal a read.
+        let (class, why) = propose_class("write_file", &t, None);
+        assert_eq!(class, "update");
+        assert!(why.contains("contradicts the name"), "{why}");
         let prev = json!({"sideEffect": "create", "inputChannels": {"/opts": "authority", "/path": "data"}});
         assert_eq!(
             propose_class("get_file", &json!({}), Some(&prev)).0,
