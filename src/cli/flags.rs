@@ -122,10 +122,11 @@ pub enum Command {
         /// policy), so that an untrusted server is confined from its very first run.
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
-        /// A PyPI package (a dependency of a `uvx` server) that may be built from its source
-        /// distribution because it publishes no wheel. Building runs the package's own build
-        /// script outside the sandbox with your rights, so each such package is named by you;
-        /// every other package is installed from wheels only.
+        /// A PyPI package (a dependency of a `uvx` server) that is built from its source
+        /// distribution (even when it also publishes a wheel), for packages that publish none.
+        /// Building runs the package's own build script outside the sandbox with your rights,
+        /// so each such package is named by you; every other package is installed from wheels
+        /// only. Not recorded: give it again to every later `update`.
         #[arg(long, value_name = "PACKAGE")]
         build_from_source: Vec<String>,
         #[command(flatten)]
@@ -222,10 +223,11 @@ pub enum Command {
         /// The local policy whose sandbox the server runs in (default: the built-in policy).
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
-        /// A PyPI package (a dependency of a `uvx` server) that may be built from its source
-        /// distribution because it publishes no wheel. Building runs the package's own build
-        /// script outside the sandbox with your rights, so each such package is named by you;
-        /// every other package is installed from wheels only.
+        /// A PyPI package (a dependency of a `uvx` server) that is built from its source
+        /// distribution (even when it also publishes a wheel), for packages that publish none.
+        /// Building runs the package's own build script outside the sandbox with your rights,
+        /// so each such package is named by you; every other package is installed from wheels
+        /// only. Not recorded: give it again to every later `update`.
         #[arg(long, value_name = "PACKAGE")]
         build_from_source: Vec<String>,
         #[command(flatten)]

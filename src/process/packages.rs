@@ -848,7 +848,7 @@ fn no_build_hint(error: String, what: &str) -> String {
             .join(" ")
     };
     format!(
-        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it runs its build script outside the sandbox with your rights before anything was reviewed. If you trust that package's build, allow exactly it: add {allow} to this `capture` (and to later `update`s). Or install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`) and give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
+        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it runs its build script outside the sandbox with your rights before anything was reviewed. If you trust that package's build, allow exactly it: add {allow} to the `mcpguard capture` or `mcpguard update` that failed (and to later `update`s: it is not recorded). Or install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`) and give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
     )
 }
 
