@@ -78,7 +78,7 @@ pub(super) fn write_with_backup(
         let _ = std::fs::remove_file(&tmp);
         return Err(format!("cannot write {}: {e}", target.display()));
     }
-    prune_backups(dir, &file_name);
+    prune_backups(dir, &file_name, &backup);
     Ok(backup)
 }
 
@@ -106,8 +106,9 @@ fn backup_key(candidate: &str, file_name: &str) -> Option<(String, u32)> {
 /// Bounds the backups of `file_name` in `dir` to [`KEPT_BACKUPS`]: every `wrap`, `wrap --pin`
 /// and `update --config` writes one, and a folder that grows a file per pin hides the one that
 /// matters. Only regular files named exactly as `write_with_backup` names them are removed; a
-/// failure to remove one is not an error (the configuration is already written).
-fn prune_backups(dir: &Path, file_name: &str) {
+/// failure to remove one is not an error (the configuration is already written). `written`, the
+/// backup just made, is never removed, even when a clock stepped back sorts it before others.
+fn prune_backups(dir: &Path, file_name: &str, written: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -125,7 +126,9 @@ fn prune_backups(dir: &Path, file_name: &str) {
     found.sort();
     let last = found.len() - 1;
     for (_, path) in &found[1..last] {
-        let _ = std::fs::remove_file(path);
+        if path != written {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
