@@ -106,8 +106,8 @@ fn backup_key(candidate: &str, file_name: &str) -> Option<(String, u32)> {
 /// Bounds the backups of `file_name` in `dir` to [`KEPT_BACKUPS`]: every `wrap`, `wrap --pin`
 /// and `update --config` writes one, and a folder that grows a file per pin hides the one that
 /// matters. Only regular files named exactly as `write_with_backup` names them are removed; a
-/// failure to remove one is not an error (the configuration is already written). `written`, the
-/// backup just made, is never removed, even when a clock stepped back sorts it before others.
+/// failure to remove one is not an error (the configuration is already written). The newest kept
+/// is `written`, the backup just made, wherever it sorts.
 fn prune_backups(dir: &Path, file_name: &str, written: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -123,9 +123,11 @@ fn prune_backups(dir: &Path, file_name: &str, written: &Path) {
     if found.len() <= KEPT_BACKUPS {
         return;
     }
+    // Kept: the oldest and the one just written. The newest by name is not always the one just
+    // written: a free `-N` suffix of the same second, left by an earlier pruning, sorts before a
+    // higher one.
     found.sort();
-    let last = found.len() - 1;
-    for (_, path) in &found[1..last] {
+    for (_, path) in &found[1..] {
         if path != written {
             let _ = std::fs::remove_file(path);
         }
