@@ -719,3 +719,102 @@ fn confirmation_channels_and_timeout_refuse_a_write_nobody_approves() {
     p.wait();
     assert!(calls_received(&log).is_empty());
 }
+
+/// `confirmation.allow_tool_for_session`: a host (or a person) that approves a write "for this
+/// tool for the session" gets that standing approval only when the policy allows it. With the
+/// key on, the question offers the scope and a second call of the tool, with other arguments,
+/// passes unasked; with it off, the question offers no scope, the same answer approves that one
+/// call only, and the second call is asked about again (and, unanswered, refused after the
+/// timeout without reaching the server).
+#[test]
+fn allow_tool_for_session_decides_whether_one_answer_lets_later_calls_through() {
+    for allowed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+        let log = dir.path().join("server.log");
+        // `echo` is made a write without an authority argument, so it may get a standing
+        // approval at all (`write_note`'s path is an authority: never).
+        let reads = reads_policy_with("");
+        let as_write = reads.replace(
+            "[writes.tools.echo]\nside_effect = \"read\"",
+            "[writes.tools.echo]\nside_effect = \"create\"",
+        );
+        assert_ne!(reads, as_write);
+        let policy = dir.path().join("policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "{as_write}\n[confirmation]\nchannels = [\"host\"]\ntimeout = \"2s\"\nallow_tool_for_session = {allowed}\n"
+            ),
+        )
+        .unwrap();
+        let mut p = guarded_with(
+            &snap,
+            &digest,
+            &["--policy".to_string(), policy.display().to_string()],
+            &["--log".to_string(), log.display().to_string()],
+        );
+        p.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                   "clientInfo": {"name": "itest", "version": "0"}}),
+        );
+        p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let echo = |p: &mut Peer, id: i64, text: &str| {
+            p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": text}}}));
+        };
+
+        // 1. The first call is asked about; the answer asks for the whole tool.
+        echo(&mut p, 1, "first");
+        let mut offered = None;
+        let first = loop {
+            let v = p.recv_json();
+            if v["method"] == "elicitation/create" {
+                offered = Some(
+                    v["params"]["requestedSchema"]["properties"]["scope"]["enum"]
+                        .as_array()
+                        .is_some_and(|e| e.contains(&json!("tool"))),
+                );
+                p.send_json(&json!({"jsonrpc": "2.0", "id": v["id"], "result":
+                    {"action": "accept", "content": {"approve": true, "scope": "tool"}}}));
+            } else if v["id"] == 1 && v.get("method").is_none() {
+                break v;
+            }
+        };
+        let stderr = p.stderr();
+        assert_eq!(offered, Some(allowed), "allowed = {allowed}: {stderr}");
+        assert_eq!(
+            first["result"]["structuredContent"]["text"], "first",
+            "{first}"
+        );
+
+        // 2. A second call of the tool, with other arguments, nobody answering.
+        echo(&mut p, 2, "second");
+        let (second, seen) = p.recv_response(&json!(2));
+        let asked = seen.iter().any(|m| m["method"] == "elicitation/create");
+        p.close_stdin();
+        p.wait();
+        let stderr = p.stderr();
+        if allowed {
+            assert!(
+                !asked,
+                "covered by the standing approval: {seen:?}\n{stderr}"
+            );
+            assert_eq!(
+                second["result"]["structuredContent"]["text"], "second",
+                "{second}\n{stderr}"
+            );
+            assert_eq!(calls_received(&log), vec!["echo", "echo"]);
+        } else {
+            assert!(asked, "asked again: {second}\n{stderr}");
+            assert_eq!(contract(&second)["code"], "consent_required", "{second}");
+            assert_eq!(
+                calls_received(&log),
+                vec!["echo"],
+                "the second call never reaches the server"
+            );
+        }
+    }
+}

@@ -5,6 +5,11 @@
 //! can be seen from outside, the test checks the effect itself: the bytes a listener received,
 //! the file's mode, the victim's nice value, the process still alive.
 //!
+//! Section 21 proves the keys of `[sandbox]` that let something through (`allow_unix_sockets`,
+//! `allow_other_sockets`, `scope_abstract_unix_sockets`, the limits, `preset`): both halves run
+//! under the sandbox, once with the permissive value (the attempt must work) and once with the
+//! strict one (it must not, and the report must say `[enforced]`).
+//!
 //! Every case prints one `ESCAPE-TABLE | class | case | who | unsandboxed: .. | sandboxed: .. |`
 //! line (see them with `--nocapture`). A test runs all its cases before it fails, and then
 //! lists every escape it saw, with the probe's output.
@@ -2530,4 +2535,423 @@ fn a_system_call_off_the_allowlist_does_not_reach_the_kernel() {
         }
     }
     t.finish();
+}
+
+// ---- 21. the keys of [sandbox] and [sandbox.limits] -----------------------------------------
+
+impl World {
+    /// `sandbox-check` under a policy of this world whose text is `policy`, running `probe`.
+    fn check_under(&self, file: &str, policy: &str, probe: &[&str]) -> Run {
+        let path = self.path(file);
+        std::fs::write(&path, policy).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut cmd = self.guard();
+        cmd.arg("sandbox-check")
+            .arg("--policy")
+            .arg(&path)
+            .arg("--")
+            .arg(&bins().escape)
+            .args(probe);
+        Run::new(probe.first().copied().unwrap_or(""), run_bounded(&mut cmd))
+    }
+}
+
+impl Tally {
+    /// One key, both values, both under the sandbox: the escape must work with the permissive
+    /// value (or the strict half proves nothing) and not with the strict one, whose report
+    /// line (the one containing `rule`) must say `[enforced]`.
+    fn judge_key(
+        &mut self,
+        case: &str,
+        who: Who,
+        rule: &str,
+        (permissive, open): (&str, Outcome),
+        (strict, shut, report): (&str, Outcome, &str),
+    ) {
+        println!(
+            "ESCAPE-TABLE | {} | {case} | {} | {permissive}: {} | {strict}: {} |",
+            self.class,
+            who.name(),
+            if open.escaped {
+                "works"
+            } else {
+                "did not work"
+            },
+            if shut.escaped {
+                "ESCAPES"
+            } else if shut.ran {
+                "stopped"
+            } else {
+                "did not run"
+            }
+        );
+        let line = report.lines().find(|l| l.contains(rule)).unwrap_or("");
+        if !line.contains("[enforced]") {
+            self.failures.push(format!(
+                "[{case}, {}] with {strict} the report does not say the rule is enforced: {line:?}",
+                who.name()
+            ));
+        }
+        if !open.escaped {
+            self.failures.push(format!(
+                "[{case}, {}] with {permissive} the attempt did not work either, so the other \
+                 half proves nothing:\n{}",
+                who.name(),
+                open.detail
+            ));
+        }
+        if shut.escaped {
+            self.failures.push(format!(
+                "[{case}, {}] ESCAPED with {strict}:\n{}",
+                who.name(),
+                shut.detail
+            ));
+        } else if !shut.ran {
+            self.failures.push(format!(
+                "[{case}, {}] the probe did not run with {strict}, so nothing was tested:\n{}",
+                who.name(),
+                shut.detail
+            ));
+        }
+    }
+}
+
+/// The policy text of a sandbox that is the default profile, required, plus `extra`.
+fn required_with(extra: &str) -> String {
+    format!("[sandbox]\nmode = \"require\"\n{extra}")
+}
+
+/// `sandbox.limits.open_files`: a server that raises its soft limit and floods descriptors stops
+/// at the key's value (64 here); with `"inherit"` it gets mcpguard's limit.
+#[test]
+fn sandbox_limits_open_files_stops_a_descriptor_flood() {
+    let mut t = Tally::new("sandbox.limits.open_files");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: &str| {
+            let r = w.check_under(
+                "open-files.toml",
+                &required_with(&format!("[sandbox.limits]\nopen_files = {v}\n")),
+                &["openmany", "300"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run("\"inherit\"");
+        let (shut, r) = run("64");
+        t.keep_report(&r);
+        if !shut.escaped && !r.stdout.contains("STOPPED: openmany: dup") {
+            t.failures.push(format!(
+                "[{}] the flood must stop at the limit (EMFILE), not fail before:\n{}",
+                who.name(),
+                r.brief()
+            ));
+        }
+        t.judge_key(
+            "300 more descriptors",
+            who,
+            "open files at most 64",
+            ("open_files = \"inherit\"", open),
+            ("open_files = 64", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.limits.address_space_mb`: a reservation with no access (what V8 makes, and what
+/// `data_mb` does not count) stops at the key's value; with `"inherit"` it succeeds.
+#[test]
+fn sandbox_limits_address_space_mb_stops_a_big_reservation() {
+    let mut t = Tally::new("sandbox.limits.address_space_mb");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: &str| {
+            let r = w.check_under(
+                "address-space.toml",
+                &required_with(&format!("[sandbox.limits]\naddress_space_mb = {v}\n")),
+                &["reserve", "3000"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run("\"inherit\"");
+        let (shut, r) = run("512");
+        t.keep_report(&r);
+        t.judge_key(
+            "a 3000 MiB PROT_NONE reservation",
+            who,
+            "address space at most 512 MiB",
+            ("address_space_mb = \"inherit\"", open),
+            ("address_space_mb = 512", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.limits.core_dumps`: a child of the server with a secret in its memory crashes after
+/// raising its soft core limit; with `false` the kernel writes no core file, with `true` it does
+/// (where the hard limit mcpguard inherits allows one at all).
+#[test]
+fn sandbox_limits_core_dumps_false_writes_no_core_file() {
+    let mut hard = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one live rlimit struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_CORE, &mut hard) };
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    if hard.rlim_max == 0 || pattern.starts_with('|') {
+        println!(
+            "the hard core limit is 0 or core_pattern pipes to a program ({pattern:?}): a core \
+             file cannot be seen here, nothing to test"
+        );
+        return;
+    }
+    let mut t = Tally::new("sandbox.limits.core_dumps");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: bool| {
+            let r = w.check_under(
+                "core.toml",
+                &required_with(&format!("[sandbox.limits]\ncore_dumps = {v}\n")),
+                &["coredump"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "a crash in TMPDIR",
+            who,
+            "no core dumps",
+            ("core_dumps = true", open),
+            ("core_dumps = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// Reads what one connection to `l` sends within `bound` (a UNIX listener).
+fn receive_unix(l: &std::os::unix::net::UnixListener, bound: Duration) -> Option<String> {
+    l.set_nonblocking(true).unwrap();
+    let until = Instant::now() + bound;
+    let mut s = loop {
+        match l.accept() {
+            Ok((s, _)) => break s,
+            Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => return None,
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut got = String::new();
+    let _ = s.read_to_string(&mut got);
+    Some(got)
+}
+
+/// `sandbox.allow_unix_sockets`: a UNIX socket reached by path (a session bus, a container
+/// engine's socket) is a way out. With `false` the server cannot create a UNIX socket of its own
+/// and the listener outside receives nothing; with `true` it connects and sends.
+#[test]
+fn allow_unix_sockets_decides_whether_the_server_reaches_a_named_socket() {
+    let mut t = Tally::new("sandbox.allow_unix_sockets");
+    for who in everyone() {
+        let w = World::new(who);
+        let path = w.path("engine.sock");
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let p = path.display().to_string();
+        let run = |v: bool| {
+            let tok = token("unix-");
+            let r = w.check_under(
+                "unix.toml",
+                &required_with(&format!("allow_unix_sockets = {v}\n")),
+                &["unix-send", &p, &tok],
+            );
+            let got = receive_unix(&l, Duration::from_millis(300));
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(&r, escaped, &format!("the named socket received {got:?}")),
+                r,
+            )
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "connect + send to a named socket outside",
+            who,
+            "no UNIX sockets of its own",
+            ("allow_unix_sockets = true", open),
+            ("allow_unix_sockets = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.scope_abstract_unix_sockets`: even with UNIX sockets allowed, an abstract socket
+/// outside the sandbox (D-Bus and X11 listen there) is out of reach with `true` (Landlock
+/// scoping, ABI 6); with `false` the server connects and the listener receives its token.
+#[test]
+fn scope_abstract_unix_sockets_keeps_an_abstract_socket_outside_out_of_reach() {
+    use std::os::linux::net::SocketAddrExt;
+    if crate::sandbox::require_landlock() < 6 {
+        println!("Landlock ABI below 6: abstract sockets cannot be scoped here, nothing to test");
+        return;
+    }
+    let mut t = Tally::new("sandbox.scope_abstract_unix_sockets");
+    for who in everyone() {
+        let w = World::new(who);
+        let name = token("mcpguard-abstract-");
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+        let at = format!("@{name}");
+        let run = |v: bool| {
+            let tok = token("abstract-");
+            let r = w.check_under(
+                "abstract.toml",
+                &required_with(&format!(
+                    "allow_unix_sockets = true\nscope_abstract_unix_sockets = {v}\n"
+                )),
+                &["unix-send", &at, &tok],
+            );
+            let got = receive_unix(&l, Duration::from_millis(300));
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(
+                    &r,
+                    escaped,
+                    &format!("the abstract socket received {got:?}"),
+                ),
+                r,
+            )
+        };
+        let (open, _) = run(false);
+        let (shut, r) = run(true);
+        t.keep_report(&r);
+        t.judge_key(
+            "connect + send to an abstract socket outside",
+            who,
+            "no connections to abstract UNIX sockets outside the sandbox",
+            ("scope_abstract_unix_sockets = false", open),
+            ("scope_abstract_unix_sockets = true", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.allow_other_sockets`: a netlink socket lists the machine's interfaces (and, with
+/// capabilities, would change them); packet, raw, MPTCP and SCTP sockets are refused with it.
+/// With `false` the socket cannot be created; with `true` the kernel answers.
+#[test]
+fn allow_other_sockets_decides_whether_the_server_opens_a_netlink_socket() {
+    let mut t = Tally::new("sandbox.allow_other_sockets");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: bool| {
+            let r = w.check_under(
+                "other.toml",
+                &required_with(&format!("allow_other_sockets = {v}\n")),
+                &["netlink"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "a routing netlink dump",
+            who,
+            "no other socket families",
+            ("allow_other_sockets = true", open),
+            ("allow_other_sockets = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.preset`: the runtime preset grants what the interpreter needs to run the server's
+/// script and its modules, read only. With `"none"` a python server outside the system paths
+/// cannot even be read; with `"python"` (or `"auto"`, which picks it for `python3`) it runs and
+/// imports the module beside it, and still cannot write into its own folder (a planted module
+/// would run at its next start).
+#[test]
+fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        println!("no /usr/bin/python3: nothing to test");
+        return;
+    }
+    let mut failures = Vec::new();
+    for who in everyone() {
+        let w = World::new(who);
+        let app = w.path("app");
+        std::fs::create_dir(&app).unwrap();
+        std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let tok = token("preset-");
+        std::fs::write(app.join("helper.py"), format!("TOKEN = {tok:?}\n")).unwrap();
+        std::fs::write(
+            app.join("main.py"),
+            "import os, sys\nimport helper\nprint('PRESET-RAN', helper.TOKEN, flush=True)\n\
+             try:\n    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'planted.py'), 'w').write('x')\n    print('PLANTED', flush=True)\n\
+             except OSError as e:\n    print('NOT-PLANTED', e, flush=True)\n",
+        )
+        .unwrap();
+        for f in ["helper.py", "main.py"] {
+            std::fs::set_permissions(app.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        for preset in ["none", "python", "auto"] {
+            let policy = w.path(&format!("preset-{preset}.toml"));
+            std::fs::write(&policy, required_with(&format!("preset = \"{preset}\"\n"))).unwrap();
+            std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let mut cmd = w.guard();
+            cmd.arg("sandbox-check")
+                .arg("--policy")
+                .arg(&policy)
+                .arg("--")
+                .arg(python)
+                .arg("-B")
+                .arg(app.join("main.py"));
+            let out = run_bounded(&mut cmd);
+            let stdout = text(&out.stdout);
+            let what = format!(
+                "[preset = {preset}, {}] {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+                who.name(),
+                out.status,
+                text(&out.stderr)
+            );
+            let ran = stdout.contains(&format!("PRESET-RAN {tok}"));
+            let planted = app.join("planted.py").exists();
+            let _ = std::fs::remove_file(app.join("planted.py"));
+            println!(
+                "ESCAPE-TABLE | sandbox.preset | preset = {preset} | {} | script ran: {ran} | planted a module: {planted} |",
+                who.name()
+            );
+            if planted {
+                failures.push(format!("WROTE INTO THE SCRIPT'S FOLDER: {what}"));
+            }
+            match preset {
+                "none" if ran => failures.push(format!(
+                    "the script ran without the preset's grant, so the preset proves nothing: {what}"
+                )),
+                "python" | "auto" if !ran => {
+                    failures.push(format!("the preset did not grant the script: {what}"))
+                }
+                "python" | "auto" if !stdout.contains("NOT-PLANTED") => {
+                    failures.push(format!("the write was not refused: {what}"))
+                }
+                _ => {}
+            }
+            if preset != "none" && !stdout.contains("preset: python") {
+                failures.push(format!(
+                    "the report does not name the python preset: {what}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

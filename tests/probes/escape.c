@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -936,6 +937,129 @@ static int offlist(void) {
     return escaped("kcmp answered %ld", r);
 }
 
+/* ---- 21. the keys of [sandbox] and [sandbox.limits] ---------------------------------- */
+
+/* Raises the soft limit of RESOURCE to its hard limit, as a server would before a descriptor
+ * flood or a big reservation: a limit that only the soft value holds is no limit. */
+static void raise_soft(int resource) {
+    struct rlimit r;
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(resource, &r);
+    }
+}
+
+/* Holds N more descriptors open at once (duplicates of stderr). */
+static int openmany(const char *count) {
+    raise_soft(RLIMIT_NOFILE);
+    int n = atoi(count), got = 0, e = 0;
+    int *fds = calloc(n, sizeof *fds);
+    if (!fds) return error("calloc");
+    for (; got < n; got++) {
+        int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) {
+            e = errno;
+            break;
+        }
+        fds[got] = fd;
+    }
+    for (int i = 0; i < got; i++) close(fds[i]);
+    if (got == n) return escaped("held %d more descriptors open", n);
+    errno = e;
+    printf("opened %d of %d\n", got, n);
+    return stopped("dup");
+}
+
+/* Reserves MB MiB of address space with no access (PROT_NONE: counted against RLIMIT_AS, not
+ * RLIMIT_DATA), as V8 and WebAssembly do. */
+static int reserve(const char *mb) {
+    raise_soft(RLIMIT_AS);
+    size_t len = (size_t)atol(mb) << 20;
+    void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return stopped("mmap(PROT_NONE)");
+    munmap(p, len);
+    return escaped("reserved %s MiB of address space", mb);
+}
+
+/* A child with a secret in its memory crashes in $TMPDIR (the soft core limit raised first):
+ * escaped when the kernel wrote a core file. */
+static int coredump(void) {
+    raise_soft(RLIMIT_CORE);
+    struct rlimit r;
+    getrlimit(RLIMIT_CORE, &r);
+    printf("core limit: soft %lld, hard %lld\n", (long long)r.rlim_cur, (long long)r.rlim_max);
+    if (chdir(tmpdir())) return error("chdir $TMPDIR");
+    pid_t c = fork();
+    if (c < 0) return error("fork");
+    if (c == 0) {
+        static volatile char secret[] = "core-secret-token";
+        (void)secret[0];
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    }
+    int status = 0;
+    if (waitpid(c, &status, 0) != c) return error("waitpid");
+    if (!WIFSIGNALED(status)) return error("the child did not crash");
+    struct stat st;
+    char name[64];
+    snprintf(name, sizeof name, "core.%d", (int)c);
+    const char *file = stat("core", &st) == 0 ? "core" : stat(name, &st) == 0 ? name : NULL;
+    if (file) unlink(file);
+    if (WCOREDUMP(status))
+        return escaped("the crashed child dumped core (%s, %lld bytes)", file ? file : "?",
+                       file ? (long long)st.st_size : -1LL);
+    errno = 0;
+    return stopped("dumping core (the kernel wrote none)");
+}
+
+/* Connects a UNIX stream socket of its own to PATH (`@NAME`: the abstract NAME) and sends
+ * TOKEN. */
+static int unix_send(const char *path, const char *token) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return stopped("socket(AF_UNIX)");
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    socklen_t len;
+    if (path[0] == '@') {
+        size_t n = strlen(path + 1);
+        if (n >= sizeof a.sun_path) return error("name too long");
+        memcpy(a.sun_path + 1, path + 1, n);
+        len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    } else {
+        snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+        len = sizeof a;
+    }
+    if (connect(fd, (struct sockaddr *)&a, len)) return stopped("connect");
+    if (send(fd, token, strlen(token), 0) < 0) return stopped("send");
+    close(fd);
+    return escaped("sent %s to %s", token, path);
+}
+
+/* Asks the kernel's routing netlink for the machine's network interfaces. */
+static int netlink(void) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */);
+    if (fd < 0) return stopped("socket(AF_NETLINK)");
+    struct {
+        struct {
+            uint32_t len;
+            uint16_t type, flags;
+            uint32_t seq, pid;
+        } h;
+        unsigned char family, pad[3];
+    } req;
+    memset(&req, 0, sizeof req);
+    req.h.len = sizeof req;
+    req.h.type = 18;         /* RTM_GETLINK */
+    req.h.flags = 0x1 | 0x300; /* NLM_F_REQUEST | NLM_F_DUMP */
+    req.h.seq = 1;
+    if (send(fd, &req, sizeof req, 0) < 0) return stopped("send (netlink)");
+    static char buf[65536];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0) return stopped("recv (netlink)");
+    return escaped("netlink answered %zd bytes about the machine's interfaces", n);
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -1109,6 +1233,20 @@ int main(int argc, char **argv) {
         return readfile(argv[2]);
     }
     if (!strcmp(p, "offlist")) return offlist();
+    if (!strcmp(p, "openmany")) {
+        NEED(1);
+        return openmany(argv[2]);
+    }
+    if (!strcmp(p, "reserve")) {
+        NEED(1);
+        return reserve(argv[2]);
+    }
+    if (!strcmp(p, "coredump")) return coredump();
+    if (!strcmp(p, "unix-send")) {
+        NEED(2);
+        return unix_send(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "netlink")) return netlink();
     if (!strcmp(p, "plant")) {
         NEED(2);
         return plant(argv[2], argv[3]);
