@@ -380,3 +380,130 @@ fn the_memory_of_the_whole_server_is_never_claimed_without_a_cgroup() {
     // The detection runs on this machine without failing (its answer depends on the machine).
     let _ = super::isolate::delegated_cgroup();
 }
+
+/// Every id `plan` emits over a matrix of requests and kernels: every key of the profile that
+/// changes a line on and off, root or not, with and without namespaces, Landlock ABI 0, 4 and
+/// 7, with and without seccomp and `MFD_NOEXEC_SEAL`. Returns (ids ever enforced, all ids).
+fn report_ids() -> (
+    std::collections::BTreeSet<&'static str>,
+    std::collections::BTreeSet<&'static str>,
+) {
+    use crate::policy::Limit;
+    let mut enforced = std::collections::BTreeSet::new();
+    let mut all = std::collections::BTreeSet::new();
+    for open in [false, true] {
+        let mut req = request(SandboxMode::Require);
+        req.allow_udp = open;
+        req.allow_unix_sockets = open;
+        req.allow_other_sockets = open;
+        req.scope_signals = !open;
+        req.scope_abstract_unix_sockets = !open;
+        req.drop_root = !open;
+        req.tcp_bind = if open { vec![8080] } else { Vec::new() };
+        req.connect = vec![crate::policy::Destination::parse("127.0.0.1:5432").unwrap()];
+        let limit = if open { Limit::Inherit } else { Limit::Max(64) };
+        req.limits = crate::policy::SandboxLimits {
+            open_files: limit,
+            processes: limit,
+            address_space_mb: limit,
+            data_mb: limit,
+            tmp_mb: limit,
+            core_dumps: open,
+        };
+        req.env.for_grants = vec![("UV_CACHE_DIR".into(), "preset python".into())];
+        req.env.for_run = vec!["MEMORY_FILE_PATH".into()];
+        req.pins = vec![pins::Pins {
+            grant: PathBuf::from("/nonexistent-grant"),
+            read_only: if open {
+                Vec::new()
+            } else {
+                vec![PathBuf::from("/nonexistent-grant/.git/hooks")]
+            },
+            ..pins::Pins::default()
+        }];
+        for abi in [0, 4, 7] {
+            for seccomp in [false, true] {
+                for root in [false, true] {
+                    for namespaces in [true, false] {
+                        for seal in [false, true] {
+                            let mut k = kernel(abi, seccomp);
+                            k.root = root;
+                            k.memfd_noexec_seal = seal;
+                            if !namespaces {
+                                k.namespaces = Err("no user namespaces here".into());
+                            }
+                            for l in plan(&req, &k).lines {
+                                all.insert(l.id);
+                                if l.status == Status::Enforced {
+                                    enforced.insert(l.id);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (enforced, all)
+}
+
+/// Issue 32's mechanism for the sandbox: docs/threat-model.md's table "Every enforced sandbox
+/// rule and the probe that proves it" has a row for every rule id the report can print as
+/// `[enforced]`, naming integration tests that exist (`module::function`, a `fn function(` in
+/// `tests/integration/module.rs`), and no row for an id the report never prints. A rule that
+/// cannot be proven is reported as a residual risk, not enforced.
+#[test]
+fn every_rule_the_report_can_enforce_has_a_probe_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/threat-model.md")).unwrap();
+    let (_, table) = doc
+        .split_once("## Every enforced sandbox rule and the probe that proves it")
+        .expect("docs/threat-model.md has the table of sandbox rules and tests");
+    let table = table.split("\n#").next().unwrap_or(table);
+    let rows: std::collections::BTreeMap<String, String> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let id = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((id.to_string(), cells.get(3)?.to_string()))
+        })
+        .collect();
+    let (enforced, all) = report_ids();
+    assert!(
+        enforced.len() > 30,
+        "the matrix reaches the rules: {enforced:?}"
+    );
+    let mut problems = Vec::new();
+    for id in &enforced {
+        let Some(tests) = rows.get(*id) else {
+            problems.push(format!("{id}: can be printed as enforced but has no row"));
+            continue;
+        };
+        if tests.is_empty() || tests == "none" {
+            problems.push(format!("{id}: names no test"));
+            continue;
+        }
+        for named in tests.split(", ") {
+            let named = named.trim_matches('`');
+            let Some((module, function)) = named.rsplit_once("::") else {
+                problems.push(format!("{id}: {named:?} is not module::function"));
+                continue;
+            };
+            let file = root.join(format!("tests/integration/{module}.rs"));
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            if !text.contains(&format!("fn {function}(")) {
+                problems.push(format!("{id}: no test {named} in {}", file.display()));
+            }
+        }
+    }
+    for id in rows.keys() {
+        if !all.contains(id.as_str()) {
+            problems.push(format!("{id}: a row for an id the report never prints"));
+        } else if !enforced.contains(id.as_str()) {
+            problems.push(format!(
+                "{id}: a row for a rule the report never prints as enforced"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -9,6 +9,9 @@
 //! `allow_other_sockets`, `scope_abstract_unix_sockets`, the limits, `preset`): both halves run
 //! under the sandbox, once with the permissive value (the attempt must work) and once with the
 //! strict one (it must not, and the report must say `[enforced]`).
+//! Section 22 proves the report's remaining enforced rules (docs/threat-model.md's table of
+//! rule ids and tests): TCP bind ports, cross-process access and io_uring, set-user-id
+//! programs, `--sandbox-env`.
 //!
 //! Every case prints one `ESCAPE-TABLE | class | case | who | unsandboxed: .. | sandboxed: .. |`
 //! line (see them with `--nocapture`). A test runs all its cases before it fails, and then
@@ -2951,6 +2954,218 @@ fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() 
                     "the report does not name the python preset: {what}"
                 ));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+// ---- 22. the rest of the report's enforced rules ---------------------------------------------
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Connects to 127.0.0.1:`port` until something answers or `bound` passes, and returns what
+/// the first answering listener sent.
+fn connect_and_read(port: u16, bound: Duration) -> std::thread::JoinHandle<Option<String>> {
+    std::thread::spawn(move || {
+        let until = Instant::now() + bound;
+        while Instant::now() < until {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                s.set_read_timeout(Some(Duration::from_millis(500))).ok();
+                let mut got = String::new();
+                let _ = s.read_to_string(&mut got);
+                return Some(got);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        None
+    })
+}
+
+/// `sandbox.tcp_bind` (report rule `network.tcp-bind`): the server listens only on its ports.
+/// With the port granted it binds, listens and a client outside gets its token; with another
+/// port granted (so `listen` itself is allowed and only Landlock's bind rule stands in the
+/// way) the bind is refused and nothing answers.
+#[test]
+fn tcp_bind_lets_the_server_listen_only_on_its_ports() {
+    let mut t = Tally::new("sandbox.tcp_bind");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |granted: u16, port: u16| {
+            let tok = token("bind-");
+            let client = connect_and_read(port, Duration::from_secs(6));
+            let r = w.check_under(
+                "bind.toml",
+                &required_with(&format!("tcp_bind = [{granted}]\n")),
+                &["bindlisten", &port.to_string(), &tok],
+            );
+            let got = client.join().unwrap();
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(
+                    &r,
+                    escaped,
+                    &format!("a client on port {port} read {got:?}"),
+                ),
+                r,
+            )
+        };
+        let port = free_port();
+        let other = free_port();
+        let (open, _) = run(port, port);
+        let (shut, r) = run(other, port);
+        t.keep_report(&r);
+        t.judge_key(
+            "bind + listen on a port not granted",
+            who,
+            "TCP bind only to ports",
+            (&format!("tcp_bind = [{port}]"), open),
+            (&format!("tcp_bind = [{other}]"), shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// Report rule `processes.cross-process`: another process's memory (`process_vm_readv`, a
+/// `ptrace` attach), its descriptors (`pidfd_getfd`) and an io_uring, whose operations no
+/// seccomp filter sees. The victim is the probe's own child, the easiest target there is.
+#[test]
+fn another_process_memory_descriptors_and_io_uring_are_out_of_reach() {
+    let mut t = Tally::new("cross-process access and io_uring");
+    for who in everyone() {
+        let w = World::new(who);
+        let s = w.check(Half::Sandboxed, &[], &["crossmem"]);
+        t.keep_report(&s);
+        let line = s
+            .report()
+            .lines()
+            .find(|l| l.contains("no io_uring, ptrace"))
+            .unwrap_or("")
+            .to_string();
+        if !line.contains("[enforced]") {
+            t.failures.push(format!(
+                "[{}] the report does not claim the rule: {line:?}",
+                who.name()
+            ));
+        }
+        let o = w.check(Half::Off, &[], &["crossmem"]);
+        t.judge(
+            "process_vm_readv, ptrace, pidfd_getfd, io_uring_setup",
+            who,
+            Outcome::of(&o, o.says_escaped(), "the probe's result"),
+            Outcome::of(&s, s.says_escaped(), "the probe's result"),
+        );
+    }
+    t.finish();
+}
+
+/// Report rule `processes.no-new-privs`: an ordinary user's server executes a set-user-id root
+/// program (a copy of the probe, in a folder the policy lets it execute from) and must not gain
+/// euid 0. Started directly, the same user does. As root there is nothing to gain.
+#[test]
+fn a_set_user_id_program_gives_the_server_no_privilege() {
+    if !am_root() {
+        println!("not running as root: no set-user-id root program can be made here");
+        return;
+    }
+    let mut t = Tally::new("set-user-id programs");
+    let who = Who::User {
+        uid: NOBODY,
+        gid: NOBODY,
+    };
+    let w = World::new(who);
+    let dir = w.path("suid");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = dir.join("escape-suid");
+    std::fs::copy(&bins().escape, &prog).unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let p = prog.display().to_string();
+    let o = Run::new(
+        "setuid-exec",
+        run_bounded(&mut w.direct_cmd(&["setuid-exec", p.as_str()])),
+    );
+    let s = w.check_under(
+        "suid.toml",
+        &required_with(&format!(
+            "execute = [\"/usr\", \"/bin\", \"/sbin\", \"/lib\", \"/lib64\", \"{}\"]\n",
+            dir.display()
+        )),
+        &["setuid-exec", &p],
+    );
+    t.keep_report(&s);
+    let line = s
+        .report()
+        .lines()
+        .find(|l| l.contains("no_new_privs"))
+        .unwrap_or("")
+        .to_string();
+    if !line.contains("[enforced]") {
+        t.failures
+            .push(format!("the report does not claim no_new_privs: {line:?}"));
+    }
+    if !s.stdout.contains("probe euid start") {
+        t.failures.push(format!(
+            "the set-user-id program did not run under the sandbox, so nothing was tested:\n{}",
+            s.brief()
+        ));
+    }
+    t.judge(
+        "exec of a set-user-id root program",
+        who,
+        Outcome::of(&o, o.says_escaped(), "the program's euid"),
+        Outcome::of(&s, s.says_escaped(), "the program's euid"),
+    );
+    t.finish();
+}
+
+/// Report rule `environment.sandbox-env`: `--sandbox-env NAME` passes that one variable of
+/// mcpguard's environment, by exact name, and no other (`environment.passed`/`removed`).
+#[test]
+fn sandbox_env_passes_the_named_variable_and_no_other() {
+    let mut failures = Vec::new();
+    for who in everyone() {
+        let w = World::new(who);
+        let (a, b) = (token("a-"), token("b-"));
+        let run = |name: &str| {
+            let mut cmd = w.check_cmd(
+                Half::Sandboxed,
+                &["--sandbox-env", "HOST_SET_A"],
+                &["getenv", name],
+            );
+            cmd.env("HOST_SET_A", &a).env("HOST_SET_B", &b);
+            Run::new("getenv", run_bounded(&mut cmd))
+        };
+        let got_a = run("HOST_SET_A");
+        let got_b = run("HOST_SET_B");
+        let line = got_a
+            .report()
+            .lines()
+            .find(|l| l.contains("passed by --sandbox-env"))
+            .unwrap_or("")
+            .to_string();
+        if !(line.contains("HOST_SET_A") && line.contains("[enforced]")) {
+            failures.push(format!("[{}] report line: {line:?}", who.name()));
+        }
+        if !got_a.stdout.contains(&format!("HOST_SET_A={a}")) {
+            failures.push(format!(
+                "[{}] the named variable did not pass:\n{}",
+                who.name(),
+                got_a.brief()
+            ));
+        }
+        if got_b.stdout.contains(&b) || !got_b.ran() {
+            failures.push(format!(
+                "[{}] another variable passed (or the probe did not run):\n{}",
+                who.name(),
+                got_b.brief()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

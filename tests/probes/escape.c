@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/shm.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -1060,6 +1061,81 @@ static int netlink(void) {
     return escaped("netlink answered %zd bytes about the machine's interfaces", n);
 }
 
+/* ---- 22. the rest of the report's enforced rules --------------------------------------- */
+
+/* Binds 127.0.0.1:PORT, listens, and sends TOKEN to the first connection within 4 s. */
+static int bindlisten(const char *port, const char *token) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return stopped("socket");
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a)) return stopped("bind");
+    if (listen(fd, 4)) return stopped("listen");
+    printf("listening on %s\n", port);
+    fflush(stdout);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 4000) != 1) return error("nobody connected within 4 s");
+    int c = accept(fd, NULL, NULL);
+    if (c < 0) return error("accept");
+    if (send(c, token, strlen(token), 0) < 0) return error("send");
+    close(c);
+    return escaped("accepted a connection on port %s and sent %s", port, token);
+}
+
+/* Another process's memory and descriptors: a child holding a secret is read with
+ * process_vm_readv, attached with ptrace, its stdout taken with pidfd_getfd; and an io_uring
+ * (whose operations no seccomp filter sees) is set up. Escaped when any of them works. */
+static int crossmem(void) {
+    static char secret[32] = "cross-process-secret";
+    pid_t c = fork();
+    if (c < 0) return error("fork");
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    char worked[256] = "";
+    char got[32] = {0};
+    struct iovec local = {.iov_base = got, .iov_len = sizeof got};
+    struct iovec remote = {.iov_base = secret, .iov_len = sizeof secret};
+    if (syscall(SYS_process_vm_readv, c, &local, 1L, &remote, 1L, 0L) > 0 &&
+        !strcmp(got, secret))
+        strcat(worked, " process_vm_readv");
+    if (syscall(SYS_ptrace, 0x4206L /* PTRACE_SEIZE */, (long)c, 0L, 0L) == 0) {
+        strcat(worked, " ptrace");
+        syscall(SYS_ptrace, 17L /* PTRACE_DETACH */, (long)c, 0L, 0L);
+    }
+    long pidfd = syscall(SYS_pidfd_open, (long)c, 0L);
+    if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, 1L, 0L) >= 0) strcat(worked, " pidfd_getfd");
+    unsigned char params[120];
+    memset(params, 0, sizeof params);
+    if (syscall(SYS_io_uring_setup, 4L, params) >= 0) strcat(worked, " io_uring_setup");
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    if (worked[0]) return escaped("reached another process or the kernel's ring:%s", worked);
+    errno = EPERM;
+    return stopped("process_vm_readv, ptrace, pidfd_getfd and io_uring_setup");
+}
+
+/* Reports whether this process gained euid 0 from a set-user-id program. */
+static int euid(void) {
+    if (geteuid() == 0 && getuid() != 0) return escaped("gained euid 0 (uid %d)", (int)getuid());
+    printf("uid %d, euid %d\n", (int)getuid(), (int)geteuid());
+    errno = EPERM;
+    return stopped("gaining euid 0 through the set-user-id bit");
+}
+
+/* Executes PATH (a set-user-id copy of this program) as `PATH euid`. */
+static int setuid_exec(const char *path) {
+    fflush(stdout);
+    execl(path, path, "euid", (char *)NULL);
+    return stopped("execl");
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -1247,6 +1323,16 @@ int main(int argc, char **argv) {
         return unix_send(argv[2], argv[3]);
     }
     if (!strcmp(p, "netlink")) return netlink();
+    if (!strcmp(p, "bindlisten")) {
+        NEED(2);
+        return bindlisten(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "crossmem")) return crossmem();
+    if (!strcmp(p, "euid")) return euid();
+    if (!strcmp(p, "setuid-exec")) {
+        NEED(1);
+        return setuid_exec(argv[2]);
+    }
     if (!strcmp(p, "plant")) {
         NEED(2);
         return plant(argv[2], argv[3]);
