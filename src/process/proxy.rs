@@ -98,7 +98,7 @@ pub enum Outcome {
 pub const EXIT_INTERNAL_ERROR: u8 = 70;
 
 /// The JSON-RPC "Internal error" code, for a request whose decision panicked.
-const JSONRPC_INTERNAL_ERROR: i64 = -32603;
+pub const JSONRPC_INTERNAL_ERROR: i64 = -32603;
 
 #[derive(Debug)]
 enum Event {
