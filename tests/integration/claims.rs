@@ -818,3 +818,45 @@ fn allow_tool_for_session_decides_whether_one_answer_lets_later_calls_through() 
         }
     }
 }
+
+/// Issue 32's `tasks/*` item: a task's real result (`tasks/result`) would reach the host past
+/// the result checks, so no `tasks/*` request of the host reaches the server: each is refused
+/// (-32601, naming the method) under the policy, and a policy letting them through does not start
+/// (`gate::a_policy_letting_tasks_through_refuses_to_start`). A task-augmented call is refused as
+/// `capability_denied` (`gate::refused_calls_never_reach_the_server`).
+#[test]
+fn no_tasks_request_of_the_host_reaches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let mut p = start(dir.path(), &snap, &digest, "", &[]);
+    for (id, method) in [
+        (1, "tasks/get"),
+        (2, "tasks/result"),
+        (3, "tasks/list"),
+        (4, "tasks/cancel"),
+    ] {
+        let r = p.request(id, method, json!({"taskId": "task-1"}));
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(method)),
+            "{method}: {r}"
+        );
+    }
+    // The session goes on: a reviewed call still passes.
+    let r = call(&mut p, 5, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+    p.close_stdin();
+    p.wait();
+    let methods: Vec<Value> = received(dir.path())
+        .iter()
+        .map(|m| m["method"].clone())
+        .collect();
+    assert!(
+        !methods
+            .iter()
+            .any(|m| m.as_str().is_some_and(|m| m.starts_with("tasks/"))),
+        "the server received {methods:?}"
+    );
+}
