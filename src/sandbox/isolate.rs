@@ -32,12 +32,20 @@
 //! - **Private temporary folder.** The run's `TMPDIR` is a fresh tmpfs with a size limit
 //!   (`sandbox.limits.tmp_mb`), noexec, nosuid and nodev, mounted over the directory mcpguard
 //!   created; what the server writes there counts against that limit, not the host's disk.
-//! - **Root stays no root.** Started by root (with `sandbox.drop_root`), the server runs as uid
-//!   and gid 65534 (the kernel's overflow id, "nobody") in a user namespace of its own, with no
-//!   supplementary groups: ordinary file permissions bind it, so a root-only file (mode 0600)
-//!   inside a read grant stays unreadable, and `RLIMIT_NPROC`, from which uid 0 is exempt,
-//!   counts its processes in that namespace. The map needs a privileged writer in the parent
-//!   namespace, so C writes it for R (below) before R switches to the id.
+//! - **Root stays no root.** Started by root (`sandbox.drop_root`, on by default), the server
+//!   runs as uid and gid 65534 (the kernel's overflow id, "nobody") in a user namespace of its
+//!   own, with no supplementary groups: ordinary file permissions bind it, so a root-only file
+//!   (mode 0600) inside a read grant stays unreadable, and `RLIMIT_NPROC`, from which uid 0 is
+//!   exempt, counts its processes in that namespace. The map needs a privileged writer in the
+//!   parent namespace, so C writes it for R (below) before R switches to the id.
+//! - **ID-mapped folders for root's server.** A grant uid 65534 cannot reach (under the 0700
+//!   `/root`, or root-owned and writable) is seen through an ID-mapped mount ([`Idmapped`]) of
+//!   the highest folder in the way: `open_tree(OPEN_TREE_CLONE)`, `mount_setattr` with the
+//!   mapping of a throw-away user namespace (uid and gid 0 to 65534, made in the parent by
+//!   [`root_as_server_userns`]) and `move_mount` over the same path, by C, after the namespace
+//!   is made private and before the grants' binds, which inherit the mapping (pins included,
+//!   made read-only by the pass below like any other). Root's files there are the server's and
+//!   what it creates is root's on disk; Landlock still decides what it may open.
 //! - **IPC namespace.** SysV shared memory, semaphores and message queues and POSIX message
 //!   queues are per IPC namespace: the server sees none of the host's and its own vanish with it.
 //!
