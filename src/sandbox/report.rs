@@ -534,6 +534,11 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     line(
         "processes",
+        "no set-user-ID or set-group-ID file: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes",
         "the machine's process list in /proc (names and command lines, not memory or environment)".into(),
         Status::Residual(
             "/proc is the host's, so the server can list the machine's processes and read their command lines".into(),

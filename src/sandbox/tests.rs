@@ -148,7 +148,8 @@ fn the_report_tells_what_each_abi_enforces() {
     let none = dropped(0, true);
     assert!(none.iter().any(|r| r.contains("/usr")), "{none:?}");
     let no_seccomp = dropped(7, false);
-    assert_eq!(no_seccomp.len(), 12, "{no_seccomp:?}");
+    assert_eq!(no_seccomp.len(), 13, "{no_seccomp:?}");
+    assert!(no_seccomp.iter().any(|r| r.contains("set-user-ID")));
     assert!(no_seccomp.iter().any(|r| r.starts_with("deny by default")));
     assert!(no_seccomp
         .iter()

@@ -2626,3 +2626,51 @@ fn a_system_call_off_the_allowlist_does_not_reach_the_kernel() {
     }
     t.finish();
 }
+
+// ---- 21. a set-user-ID file in a writable grant -------------------------------------------------
+
+/// A server with a write grant makes a set-user-ID (and set-group-ID) program there: by
+/// `chmod` of a file, by creating one with `open(O_CREAT)`, or with `openat2`, whose mode a
+/// filter cannot see. As root the grant is seen ID-mapped, so the file is root's on disk and
+/// would run as root for anyone who can reach it. Unsandboxed each works (as root and as an
+/// ordinary user); sandboxed none leaves a set-ID bit on the file, seen from outside.
+#[test]
+fn no_set_user_id_file_is_made_in_a_writable_grant() {
+    let mut t = Tally::new("set-ID files in a writable grant");
+    for who in everyone() {
+        let w = World::new(who);
+        let grant = w.owned_dir("grant");
+        let g = grant.display().to_string();
+        for how in ["chmod", "create", "openat2"] {
+            let mut seen = Vec::new();
+            for half in [Half::Off, Half::Sandboxed] {
+                let target = grant.join(format!("{how}-{half:?}"));
+                if how == "chmod" {
+                    std::fs::write(&target, "#!/bin/sh\n").unwrap();
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                        .unwrap();
+                    who.own(&target);
+                }
+                let path = target.display().to_string();
+                let run = w.check(half, &["--sandbox-write", &g], &["setuid", how, &path]);
+                let mode = std::fs::metadata(&target).map(|m| m.mode() & 0o7777).ok();
+                let escaped = mode.is_some_and(|m| m & 0o6000 != 0);
+                seen.push(Outcome::of(
+                    &run,
+                    escaped,
+                    &format!(
+                        "the file's mode outside: {}",
+                        mode.map_or("none".into(), |m| format!("{m:o}"))
+                    ),
+                ));
+                if half == Half::Sandboxed {
+                    t.keep_report(&run);
+                }
+            }
+            let sandboxed = seen.pop().unwrap();
+            let off = seen.pop().unwrap();
+            t.judge(how, who, off, sandboxed);
+        }
+    }
+    t.finish();
+}
