@@ -294,6 +294,15 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
             )));
         }
     }
+    // Made whether or not a folder needs mapping: it is also the test that this system lets
+    // root create the user namespace the server gets (R's, in `isolate`), which the namespace
+    // probe does not try for root; failing here names the cause and the key, where the spawn
+    // would fail with a bare errno.
+    let userns = isolate::root_as_server_userns().map_err(|e| {
+        Refused(format!(
+            "sandbox.drop_root: the server would run as uid {id} in a user namespace of its own, but this system does not let root create one ({e}; user.max_user_namespaces, or a security module forbids it). To fix: allow user namespaces, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)"
+        ))
+    })?;
     if mapped.is_empty() {
         return Ok(None);
     }
@@ -302,12 +311,6 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
             "sandbox.drop_root: the server runs as uid {id}, and {what}: {e}. To fix: move the grant where uid {id} can reach it unmapped, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)"
         ))
     };
-    let userns = isolate::root_as_server_userns().map_err(|e| {
-        failed(
-            "the user namespace that maps root's files to it cannot be made".into(),
-            e,
-        )
-    })?;
     for (p, r) in &mapped {
         isolate::try_idmap(p, &userns).map_err(|e| {
             let why = match e.raw_os_error() {
