@@ -532,12 +532,24 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             Status::Skipped("mcpguard does not run as root".into()),
         );
     } else if req.drop_root && kernel.namespaces.is_ok() {
+        let id = super::isolate::ROOT_SERVER_ID;
+        let mapped: Vec<String> = super::prepare::idmap_points(req)
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
         line(
             "processes.uid0",
             "processes",
             format!(
-                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable, and grants must be reachable by uid {id}",
-                id = super::isolate::ROOT_SERVER_ID
+                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable; {}",
+                if mapped.is_empty() {
+                    format!("no grant needs a folder ID-mapped (every one is reachable by uid {id})")
+                } else {
+                    format!(
+                        "seen through ID-mapped mounts, where root's files are uid {id}'s and what it creates is root's (Landlock still limits it to its grants): {}",
+                        mapped.join(", ")
+                    )
+                },
             ),
             Status::Enforced,
         );
@@ -557,6 +569,12 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         "processes.keyrings",
         "processes",
         "no kernel keyrings: add_key, request_key, keyctl (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes.set-id",
+        "processes",
+        "no set-user-ID or set-group-ID file: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
         seccomp_status(false, ""),
     );
     line(

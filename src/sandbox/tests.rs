@@ -148,7 +148,8 @@ fn the_report_tells_what_each_abi_enforces() {
     let none = dropped(0, true);
     assert!(none.iter().any(|r| r.contains("/usr")), "{none:?}");
     let no_seccomp = dropped(7, false);
-    assert_eq!(no_seccomp.len(), 12, "{no_seccomp:?}");
+    assert_eq!(no_seccomp.len(), 13, "{no_seccomp:?}");
+    assert!(no_seccomp.iter().any(|r| r.contains("set-user-ID")));
     assert!(no_seccomp.iter().any(|r| r.starts_with("deny by default")));
     assert!(no_seccomp
         .iter()
@@ -177,21 +178,10 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
     );
     // stat, /proc's process list and the memory of the whole server (no cgroup).
     assert!(text.contains("3 residual risk(s)"), "{text}");
-    // As root, uid 0's file permissions and its exemption from the process limit are named
-    // (drop_root is off by default)...
+    // As root the server runs as nobody by default (issue 31), and its processes count...
     let mut root = kernel(7, true);
     root.root = true;
     let as_root = plan(&req, &root);
-    let open: Vec<&str> = as_root.residual().iter().map(|l| l.rule.as_str()).collect();
-    assert!(
-        open.iter().any(|r| r.starts_with("uid 0 keeps")),
-        "{open:#?}"
-    );
-    assert!(open.iter().any(|r| r.starts_with("processes")), "{open:#?}");
-    // ...and with drop_root the server runs as nobody, and its processes count.
-    let mut drop = request(SandboxMode::Require);
-    drop.drop_root = true;
-    let as_root = plan(&drop, &root);
     assert!(
         as_root.lines.iter().any(|l| l
             .rule
@@ -200,6 +190,17 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         "{}",
         as_root.text()
     );
+    // ...and with drop_root = false, uid 0's file permissions and its exemption from the
+    // process limit are named.
+    let mut keep = request(SandboxMode::Require);
+    keep.drop_root = false;
+    let kept = plan(&keep, &root);
+    let open: Vec<&str> = kept.residual().iter().map(|l| l.rule.as_str()).collect();
+    assert!(
+        open.iter().any(|r| r.starts_with("uid 0 keeps")),
+        "{open:#?}"
+    );
+    assert!(open.iter().any(|r| r.starts_with("processes")), "{open:#?}");
     assert!(as_root.text().contains("3 residual risk(s)"));
     // Without namespaces the metadata, ld.so, setsid, IPC, later mounts, process count and
     // temporary folder size gaps are named, with the reason.

@@ -1136,6 +1136,42 @@ static int setuid_exec(const char *path) {
     return stopped("execl");
 }
 
+/* ---- 23. a set-user-ID file in a writable grant ------------------------------------------ */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* Makes `f` set-user-ID (and set-group-ID) with `how`: "chmod" an existing file, "create" a
+ * new one with open(O_CREAT), "openat2" a new one with openat2(2), whose mode is out of a
+ * seccomp filter's sight. Escaped only when the file has the bit afterwards. */
+static int setuid_file(const char *how, const char *f) {
+    int r;
+    if (!strcmp(how, "chmod")) {
+        r = chmod(f, 06755);
+    } else if (!strcmp(how, "create")) {
+        r = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755);
+        if (r >= 0) close(r);
+    } else if (!strcmp(how, "openat2")) {
+        struct {
+            uint64_t flags, mode, resolve;
+        } how2 = {O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755, 0};
+        r = (int)syscall(SYS_openat2, AT_FDCWD, f, &how2, sizeof how2);
+        if (r >= 0) close(r);
+    } else {
+        errno = EINVAL;
+        return error("unknown way");
+    }
+    if (r < 0) return stopped(how);
+    struct stat st;
+    if (stat(f, &st)) return error("stat");
+    if (!(st.st_mode & (S_ISUID | S_ISGID))) {
+        errno = 0;
+        return stopped("the set-ID bits did not stick");
+    }
+    return escaped("%s made %s mode %o, owner %d", how, f, st.st_mode & 07777, (int)st.st_uid);
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -1340,6 +1376,10 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "move")) {
         NEED(2);
         return move(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "setuid")) {
+        NEED(2);
+        return setuid_file(argv[2], argv[3]);
     }
     printf("ERROR: unknown probe %s\n", p);
     return 2;
