@@ -23,6 +23,7 @@
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
+pub mod caches;
 pub mod explain;
 pub mod isolate;
 pub mod landlock;
