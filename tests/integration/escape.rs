@@ -2666,3 +2666,89 @@ fn a_system_call_off_the_allowlist_does_not_reach_the_kernel() {
     }
     t.finish();
 }
+
+// ---- 21. the package managers' trees that run later outside the sandbox -----------------------
+
+/// The presets once granted the npm cache (where `npx` keeps the packages it runs) and uv's data
+/// folder (where `uv tool` and `uvx` keep installed tools) for write to every server of their
+/// kind; a server rewrote a cached npx package and an installed uv tool, which then ran outside
+/// any sandbox. As root and as uid 65534: a node server writes into the npm cache and a python
+/// server into uv's tool folder; unsandboxed both land, sandboxed neither does (the trees are
+/// read-only, each server writes into a private cache of its own).
+#[test]
+fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
+    let mut t = Tally::new("package-manager trees run later outside the sandbox");
+    let node = "/usr/bin/node";
+    let python = "/usr/bin/python3";
+    for who in everyone() {
+        let w = World::new(who);
+        for (case, program) in [
+            ("node rewrites a cached npx package", node),
+            ("python rewrites an installed uv tool", python),
+        ] {
+            if !Path::new(program).exists() {
+                t.skip(case, who, &format!("{program} is not installed"));
+                continue;
+            }
+            let mut outcome = |half: Half| {
+                let tok = token("planted-");
+                let npm = w.owned_dir(&format!("npm-{tok}"));
+                let uv_cache = w.owned_dir(&format!("uv-cache-{tok}"));
+                let target = if program == node {
+                    npm.join("_npx/0123abcd/node_modules/demo/index.js")
+                } else {
+                    w.home
+                        .join(format!(".local/share/uv/tools/demo-{tok}/bin/demo"))
+                };
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::write(&target, "original\n").unwrap();
+                if am_root() && who != Who::Root {
+                    let owner = format!("{}:{}", who.uid(), who.gid());
+                    for d in [&npm, &w.home] {
+                        let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(d));
+                        assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+                    }
+                }
+                let t_s = target.display().to_string();
+                let code = if program == node {
+                    format!("try {{ require('fs').appendFileSync({t_s:?}, {tok:?}); console.log('WROTE') }} catch (e) {{ console.log('DENIED', e.code) }}")
+                } else {
+                    format!("try:\n    open({t_s:?}, 'a').write({tok:?}); print('WROTE')\nexcept OSError as e:\n    print('DENIED', e.errno)\n")
+                };
+                let mut cmd = w.guard();
+                cmd.arg("sandbox-check")
+                    .arg("--policy")
+                    .arg(w.policy(half))
+                    .args([
+                        "--",
+                        program,
+                        if program == node { "-e" } else { "-c" },
+                        &code,
+                    ])
+                    .env("npm_config_cache", &npm)
+                    .env("UV_CACHE_DIR", &uv_cache);
+                let out = run_bounded(&mut cmd);
+                let run = Run::new("write", out);
+                if half == Half::Sandboxed {
+                    t.keep_report(&run);
+                }
+                let now = std::fs::read_to_string(&target).unwrap_or_default();
+                let escaped = now.contains(&tok);
+                Outcome {
+                    escaped,
+                    ran: run.stdout.contains("WROTE") || run.stdout.contains("DENIED"),
+                    detail: format!(
+                        "observed: {} holds the token: {escaped}\nstdout: {}\nstderr: {}",
+                        target.display(),
+                        run.stdout.trim(),
+                        run.stderr.trim()
+                    ),
+                }
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
+        }
+    }
+    t.finish();
+}
