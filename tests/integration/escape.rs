@@ -2752,3 +2752,64 @@ fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
     }
     t.finish();
 }
+
+/// A write grant that holds what the person's own tools run or trust later — a shell start-up
+/// file, or mcpguard's package store (the code of every pinned server) — is refused before the
+/// server starts, naming the file, as root and as uid 65534. Unsandboxed the same write lands.
+#[test]
+fn a_write_grant_holding_start_up_files_or_the_package_store_is_refused() {
+    let mut t = Tally::new("write grants holding what runs later");
+    for who in everyone() {
+        let w = World::new(who);
+        let store = w.home.join(".local/share/mcpguard/packages/npm/demo@1.0.0");
+        std::fs::create_dir_all(&store).unwrap();
+        let entry = store.join("index.js");
+        std::fs::write(&entry, "original\n").unwrap();
+        let rc = w.home.join(".bashrc");
+        std::fs::write(&rc, "original\n").unwrap();
+        if am_root() && who != Who::Root {
+            let owner = format!("{}:{}", who.uid(), who.gid());
+            let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&w.home));
+            assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+        }
+        let packages = w.home.join(".local/share/mcpguard/packages");
+        for (case, grant, target, named) in [
+            (
+                "--sandbox-write HOME holding .bashrc",
+                w.home.clone(),
+                &rc,
+                &rc,
+            ),
+            (
+                "--sandbox-write ~/.local/share holding the package store",
+                w.home.join(".local/share"),
+                &entry,
+                &packages,
+            ),
+        ] {
+            let mut outcome = |half: Half| {
+                let tok = token("planted-");
+                let g = grant.display().to_string();
+                let f = target.display().to_string();
+                let run = w.check(half, &["--sandbox-write", &g], &["plant", &f, &tok]);
+                let now = std::fs::read_to_string(target).unwrap_or_default();
+                let escaped = now.contains(&tok);
+                let refused = run.stderr.contains(&format!("grants {g} for write"))
+                    && run.stderr.contains(&named.display().to_string());
+                Outcome {
+                    escaped,
+                    // Refused before the start, naming the file: the mechanism itself.
+                    ran: run.ran() || (half == Half::Sandboxed && refused),
+                    detail: format!(
+                        "observed: {f} holds the token: {escaped}; refused naming it: {refused}\n{}",
+                        run.brief()
+                    ),
+                }
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
+        }
+    }
+    t.finish();
+}
