@@ -2787,7 +2787,7 @@ fn a_write_grant_holding_start_up_files_or_the_package_store_is_refused() {
                 &packages,
             ),
         ] {
-            let mut outcome = |half: Half| {
+            let outcome = |half: Half| {
                 let tok = token("planted-");
                 let g = grant.display().to_string();
                 let f = target.display().to_string();
