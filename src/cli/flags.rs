@@ -126,7 +126,8 @@ pub enum Command {
         /// distribution (even when it also publishes a wheel), for packages that publish none.
         /// Building runs the package's own build script outside the sandbox with your rights,
         /// so each such package is named by you; every other package is installed from wheels
-        /// only. Not recorded: give it again to every later `update`.
+        /// only. Recorded in the snapshot's package record (`builtFromSource`), but never
+        /// carried over: give it again to every later `update` (a new release's build is new code).
         #[arg(long, value_name = "PACKAGE")]
         build_from_source: Vec<String>,
         #[command(flatten)]
@@ -227,7 +228,8 @@ pub enum Command {
         /// distribution (even when it also publishes a wheel), for packages that publish none.
         /// Building runs the package's own build script outside the sandbox with your rights,
         /// so each such package is named by you; every other package is installed from wheels
-        /// only. Not recorded: give it again to every later `update`.
+        /// only. Recorded in the snapshot's package record (`builtFromSource`), but never
+        /// carried over: give it again to every later `update` (a new release's build is new code).
         #[arg(long, value_name = "PACKAGE")]
         build_from_source: Vec<String>,
         #[command(flatten)]

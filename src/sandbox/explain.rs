@@ -202,6 +202,13 @@ impl Context {
     }
 }
 
+/// The `.git` folder `path` is in (the nearest ancestor of that name, the path itself included).
+fn git_folder(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == ".git"))
+        .map(Path::to_path_buf)
+}
+
 /// The explanation of a sandboxed server's failure, as indented lines to append to the error:
 /// what the sandbox most likely denied, the flag or key that grants it, and the `sandbox-check`
 /// command to try it with.
@@ -359,6 +366,19 @@ fn suggest(ctx: &Context, errno: Errno, path: &Path, exec: bool) -> Suggestion {
             "{} — the system-call filter or Landlock refused an operation on it (linking or renaming across grants needs both ends in one --sandbox-write folder, sandbox.read_write)",
             path.display()
         ),
+        (Errno::Erofs, Some(Access::ReadWrite | Access::ReadWriteExecute))
+            if git_folder(path).is_some() =>
+        {
+            let git = git_folder(path).unwrap_or_else(|| path.to_path_buf());
+            return Suggestion {
+                text: format!(
+                    "{} is in the .git folder of a repository inside a writable grant, which is read-only in the sandbox but for objects, refs and logs, so that the server cannot create a control file (.git/commondir, hooks, config) that git runs later outside it; for a server that must commit (index, HEAD), grant the folder by name: --sandbox-write {} (sandbox.read_write in the policy)",
+                    path.display(),
+                    git.display()
+                ),
+                grant: Some((Access::ReadWrite, git)),
+            };
+        }
         (_, Some(Access::ReadWrite | Access::ReadWriteExecute)) => format!(
             "{} is already granted read-write; if the server executes it, it needs sandbox.execute instead (a writable grant is never executable)",
             path.display()
@@ -521,6 +541,21 @@ mod tests {
         let text = explain(&ctx, &Ending::Exited(126), &[d], &["npx".into()]);
         assert!(text.contains("inside a writable grant"), "{text}");
         assert!(!text.contains("add /h/.npm"), "{text}");
+    }
+
+    #[test]
+    fn a_read_only_git_folder_in_a_writable_grant_names_the_git_grant() {
+        let ctx = Context {
+            grants: vec![(Access::ReadWrite, "/srv/repo".into())],
+            ..Context::default()
+        };
+        let d =
+            denial("fatal: Unable to create '/srv/repo/.git/index.lock': Read-only file system")
+                .unwrap();
+        let text = explain(&ctx, &Ending::Exited(128), &[d], &["x".into()]);
+        assert!(text.contains("control file"), "{text}");
+        assert!(text.contains("--sandbox-write /srv/repo/.git"), "{text}");
+        assert!(!text.contains("already granted read-write"), "{text}");
     }
 
     #[test]

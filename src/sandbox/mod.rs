@@ -23,6 +23,7 @@
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
+pub mod caches;
 pub mod explain;
 pub mod isolate;
 pub mod landlock;
@@ -564,13 +565,21 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
 /// The trusted files ([`pins::find`]) of the open read-write grants the policy or the command
 /// line made (a preset's are private caches), but the run's TMPDIR.
 fn wanted_pins(paths: &[PathRule], tmpdir: Option<&Path>) -> Vec<pins::Pins> {
-    paths
-        .iter()
-        .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+    let writable = || {
+        paths
+            .iter()
+            .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+            .filter(|r| matches!(r.state, PathState::Open { .. }))
+    };
+    // A `.git` folder granted for write by name stays writable (the person chose it).
+    let granted: Vec<PathBuf> = writable()
+        .filter_map(|r| std::fs::canonicalize(&r.path).ok())
+        .collect();
+    writable()
         .filter(|r| matches!(r.state, PathState::Open { dir: true, .. }))
         .filter(|r| r.origin.starts_with("sandbox.") || r.origin.starts_with("--sandbox"))
         .filter(|r| tmpdir.is_none_or(|t| r.path != t))
-        .filter_map(|r| pins::find(&r.path))
+        .filter_map(|r| pins::find(&r.path, &granted))
         .fold(Vec::new(), |mut out: Vec<pins::Pins>, p| {
             if !out.iter().any(|o| o.grant == p.grant) {
                 out.push(p);

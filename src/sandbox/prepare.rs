@@ -264,6 +264,7 @@ fn pinned(req: &Request, writable: &[(PathBuf, bool)]) -> isolate::Pinned {
         };
         out.held.extend(p.held.iter().map(|h| (h.clone(), *exec)));
         out.read_only.extend(p.read_only.iter().cloned());
+        out.read_only.extend(p.git.iter().cloned());
     }
     out
 }

@@ -311,16 +311,35 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
                 without_namespaces("the server can plant a git hook, a core.fsmonitor command or an editor task there, which runs later outside the sandbox")
             },
         );
+        if !p.git.is_empty() {
+            line(
+                "files.git-read-only",
+                "files",
+                format!(
+                    "read-only inside the read-write {grant}: the .git folder of each repository ({}), but for the {} git writes for ordinary work: no control file (commondir, config, hooks, modules, worktrees) can be created in it, and the server's git cannot update the index, HEAD or packed-refs (grant a .git folder by name, --sandbox-write REPO/.git, for a server that commits)",
+                    rel(&p.git).join(", "),
+                    super::pins::GIT_WRITABLE.join(", "),
+                ),
+                without_namespaces("the server can create .git/commondir, and git then runs the hooks and configuration of a folder the server chooses"),
+            );
+        }
         let mut open = vec!["folders more than one level down are not searched".to_string()];
         if p.missing.iter().any(|m| m.ends_with(".git/commondir")) {
             // The one missing name that undoes the rest: git reads hooks and configuration
             // from the folder a commondir names, so a created one sidesteps the pinned
-            // `.git/hooks` and `.git/config` entirely.
+            // `.git/hooks` and `.git/config` entirely. Only a `.git` granted for write by
+            // name leaves it open (any other is read-only as a whole).
             open.insert(
                 0,
-                "a repository without .git/commondir (the usual case) lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there".to_string(),
+                format!(
+                    "a repository whose .git is granted for write by name ({}) and has no .git/commondir lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there",
+                    rel(&p.git_granted).join(", ")
+                ),
             );
         }
+        // A new repository in a folder the server makes is the server's own: its configuration
+        // runs when a person's git (or a git-aware shell prompt) enters that folder.
+        open.push("a repository the server creates in a new folder, whose configuration git runs when someone enters that folder".into());
         if !p.missing.is_empty() {
             open.insert(
                 0,

@@ -420,6 +420,11 @@ fn report_ids() -> (
             } else {
                 vec![PathBuf::from("/nonexistent-grant/.git/hooks")]
             },
+            git: if open {
+                Vec::new()
+            } else {
+                vec![PathBuf::from("/nonexistent-grant/.git")]
+            },
             ..pins::Pins::default()
         }];
         for abi in [0, 4, 7] {

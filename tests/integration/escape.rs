@@ -2579,15 +2579,150 @@ fn a_write_grant_on_a_repository_cannot_rewrite_its_hooks_or_config() {
                 who.name()
             ));
         }
-        // The repository has no .git/commondir, so the report must say that the pins do not
-        // stop a hostile server that creates one (git then follows it to another folder).
-        if !run
+        // The repository's `.git` is read-only as a whole (the commondir route is closed), and
+        // the report says so instead of naming the route as open.
+        let git_line = run
             .report()
-            .contains("the pinned .git/hooks and .git/config do not stop a hostile server")
+            .lines()
+            .find(|l| l.contains("the .git folder of each repository"))
+            .unwrap_or("")
+            .to_string();
+        if !(git_line.contains("(.git)") && git_line.contains("[enforced]"))
+            || run.report().contains("lets the server create one")
         {
             t.failures.push(format!(
-                "[report, {}] sandbox-check does not name the commondir route",
+                "[report, {}] sandbox-check does not name the read-only .git: {git_line:?}",
                 who.name()
+            ));
+        }
+    }
+    t.finish();
+}
+
+/// A folder a hostile server prepared for a commondir: the objects and refs git asks of a
+/// common directory, a `core.fsmonitor` command (run by `git status`) and a `core.hooksPath`
+/// with a pre-commit hook, each writing `token` to `evil/ran`. Owned by the world's user.
+fn commondir_target(w: &World, token: &str) -> PathBuf {
+    let evil = w.owned_dir(&format!("evil-{token}"));
+    let ran = evil.join("ran");
+    for d in ["objects", "refs", "hooks"] {
+        std::fs::create_dir(evil.join(d)).unwrap();
+    }
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\tfsmonitor = echo {token} >> {}\n\thooksPath = {}\n",
+            ran.display(),
+            evil.join("hooks").display()
+        ),
+    )
+    .unwrap();
+    let hook = evil.join("hooks/pre-commit");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho {token} >> {}\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if am_root() && w.who != Who::Root {
+        let owner = format!("{}:{}", w.who.uid(), w.who.gid());
+        let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&evil));
+        assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+    }
+    evil
+}
+
+/// The commondir route: a server with a write grant on a repository creates `.git/commondir`
+/// naming a folder it prepared, and the person's next `git status` outside the sandbox runs
+/// that folder's `core.fsmonitor` command. Unsandboxed it runs; sandboxed, the `.git` folder is
+/// read-only as a whole, so the file cannot be created — while the folders git writes for
+/// ordinary work (`objects`, `refs`, `logs`) stay writable, and the index does not.
+#[test]
+fn a_write_grant_on_a_repository_cannot_create_a_commondir() {
+    let mut t = Tally::new("git control files created inside a write grant");
+    for who in everyone() {
+        let w = World::new(who);
+        let mut outcome = |half: Half| {
+            let dir = repo(&w, &format!("repo-{}-{half:?}", token("")));
+            let tok = token("ran-");
+            let evil = commondir_target(&w, &tok);
+            let d = dir.display().to_string();
+            let commondir = dir.join(".git/commondir").display().to_string();
+            let run = w.check(
+                half,
+                &["--sandbox-write", &d],
+                &["plant", &commondir, &evil.display().to_string()],
+            );
+            if half == Half::Sandboxed {
+                t.keep_report(&run);
+            }
+            // The person's git, later, outside any sandbox, as the repository's owner.
+            let mut git = Command::new("git");
+            who.apply(&mut git);
+            git.arg("-C")
+                .arg(&dir)
+                .args(["status", "--short"])
+                .env("HOME", &w.home);
+            let out = run_bounded(&mut git);
+            let ran = std::fs::read_to_string(evil.join("ran")).unwrap_or_default();
+            let escaped = ran.contains(&tok);
+            Outcome::of(
+                &run,
+                escaped,
+                &format!(
+                    "git status ran the planted core.fsmonitor: {escaped} (git: {} {})",
+                    out.status,
+                    text(&out.stderr).trim()
+                ),
+            )
+        };
+        let s = outcome(Half::Sandboxed);
+        let o = outcome(Half::Off);
+        t.judge("create .git/commondir", who, o, s);
+        // Ordinary work: a new ref is written; the index (replaced by rename into .git) is not.
+        let dir = repo(&w, &format!("repo-{}-work", token("")));
+        let d = dir.display().to_string();
+        let branch = dir.join(".git/refs/heads/probe");
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d],
+            &["plant", &branch.display().to_string(), "0000"],
+        );
+        if !branch.exists() {
+            t.failures.push(format!(
+                "[refs, {}] .git/refs is not writable for ordinary work:\n{}",
+                who.name(),
+                run.brief()
+            ));
+        }
+        let index_lock = dir.join(".git/index.lock");
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d],
+            &["plant", &index_lock.display().to_string(), "x"],
+        );
+        if index_lock.exists() {
+            t.failures.push(format!(
+                "[index.lock, {}] a new file was created in the read-only .git:\n{}",
+                who.name(),
+                run.brief()
+            ));
+        }
+        // Granted by name, `.git` is writable (for a server that commits), and the report
+        // names the commondir route as open.
+        let git = dir.join(".git").display().to_string();
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d, "--sandbox-write", &git],
+            &["plant", &index_lock.display().to_string(), "x"],
+        );
+        if !index_lock.exists() || !run.report().contains("lets the server create one") {
+            t.failures.push(format!(
+                "[.git granted by name, {}] not writable, or the report does not name the \
+                 commondir route:\n{}\n{}",
+                who.name(),
+                run.brief(),
+                run.report()
             ));
         }
     }
@@ -3308,6 +3443,153 @@ fn no_set_user_id_file_is_made_in_a_writable_grant() {
             let sandboxed = seen.pop().unwrap();
             let off = seen.pop().unwrap();
             t.judge(how, who, off, sandboxed);
+        }
+    }
+    t.finish();
+}
+
+// ---- 24. the package managers' trees that run later outside the sandbox -----------------------
+
+/// The presets once granted the npm cache (where `npx` keeps the packages it runs) and uv's data
+/// folder (where `uv tool` and `uvx` keep installed tools) for write to every server of their
+/// kind; a server rewrote a cached npx package and an installed uv tool, which then ran outside
+/// any sandbox. As root and as uid 65534: a node server writes into the npm cache and a python
+/// server into uv's tool folder; unsandboxed both land, sandboxed neither does (the trees are
+/// read-only, each server writes into a private cache of its own).
+#[test]
+fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
+    let mut t = Tally::new("package-manager trees run later outside the sandbox");
+    let node = "/usr/bin/node";
+    let python = "/usr/bin/python3";
+    for who in everyone() {
+        let w = World::new(who);
+        for (case, program) in [
+            ("node rewrites a cached npx package", node),
+            ("python rewrites an installed uv tool", python),
+        ] {
+            if !Path::new(program).exists() {
+                t.skip(case, who, &format!("{program} is not installed"));
+                continue;
+            }
+            let mut outcome = |half: Half| {
+                let tok = token("planted-");
+                let npm = w.owned_dir(&format!("npm-{tok}"));
+                let uv_cache = w.owned_dir(&format!("uv-cache-{tok}"));
+                let target = if program == node {
+                    npm.join("_npx/0123abcd/node_modules/demo/index.js")
+                } else {
+                    w.home
+                        .join(format!(".local/share/uv/tools/demo-{tok}/bin/demo"))
+                };
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::write(&target, "original\n").unwrap();
+                if am_root() && who != Who::Root {
+                    let owner = format!("{}:{}", who.uid(), who.gid());
+                    for d in [&npm, &w.home] {
+                        let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(d));
+                        assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+                    }
+                }
+                let t_s = target.display().to_string();
+                let code = if program == node {
+                    format!("try {{ require('fs').appendFileSync({t_s:?}, {tok:?}); console.log('WROTE') }} catch (e) {{ console.log('DENIED', e.code) }}")
+                } else {
+                    format!("try:\n    open({t_s:?}, 'a').write({tok:?}); print('WROTE')\nexcept OSError as e:\n    print('DENIED', e.errno)\n")
+                };
+                let mut cmd = w.guard();
+                cmd.arg("sandbox-check")
+                    .arg("--policy")
+                    .arg(w.policy(half))
+                    .args([
+                        "--",
+                        program,
+                        if program == node { "-e" } else { "-c" },
+                        &code,
+                    ])
+                    .env("npm_config_cache", &npm)
+                    .env("UV_CACHE_DIR", &uv_cache);
+                let out = run_bounded(&mut cmd);
+                let run = Run::new("write", out);
+                if half == Half::Sandboxed {
+                    t.keep_report(&run);
+                }
+                let now = std::fs::read_to_string(&target).unwrap_or_default();
+                let escaped = now.contains(&tok);
+                Outcome {
+                    escaped,
+                    ran: run.stdout.contains("WROTE") || run.stdout.contains("DENIED"),
+                    detail: format!(
+                        "observed: {} holds the token: {escaped}\nstdout: {}\nstderr: {}",
+                        target.display(),
+                        run.stdout.trim(),
+                        run.stderr.trim()
+                    ),
+                }
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
+        }
+    }
+    t.finish();
+}
+
+/// A write grant that holds what the person's own tools run or trust later — a shell start-up
+/// file, or mcpguard's package store (the code of every pinned server) — is refused before the
+/// server starts, naming the file, as root and as uid 65534. Unsandboxed the same write lands.
+#[test]
+fn a_write_grant_holding_start_up_files_or_the_package_store_is_refused() {
+    let mut t = Tally::new("write grants holding what runs later");
+    for who in everyone() {
+        let w = World::new(who);
+        let store = w.home.join(".local/share/mcpguard/packages/npm/demo@1.0.0");
+        std::fs::create_dir_all(&store).unwrap();
+        let entry = store.join("index.js");
+        std::fs::write(&entry, "original\n").unwrap();
+        let rc = w.home.join(".bashrc");
+        std::fs::write(&rc, "original\n").unwrap();
+        if am_root() && who != Who::Root {
+            let owner = format!("{}:{}", who.uid(), who.gid());
+            let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&w.home));
+            assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+        }
+        let packages = w.home.join(".local/share/mcpguard/packages");
+        for (case, grant, target, named) in [
+            (
+                "--sandbox-write HOME holding .bashrc",
+                w.home.clone(),
+                &rc,
+                &rc,
+            ),
+            (
+                "--sandbox-write ~/.local/share holding the package store",
+                w.home.join(".local/share"),
+                &entry,
+                &packages,
+            ),
+        ] {
+            let outcome = |half: Half| {
+                let tok = token("planted-");
+                let g = grant.display().to_string();
+                let f = target.display().to_string();
+                let run = w.check(half, &["--sandbox-write", &g], &["plant", &f, &tok]);
+                let now = std::fs::read_to_string(target).unwrap_or_default();
+                let escaped = now.contains(&tok);
+                let refused = run.stderr.contains(&format!("grants {g} for write"))
+                    && run.stderr.contains(&named.display().to_string());
+                Outcome {
+                    escaped,
+                    // Refused before the start, naming the file: the mechanism itself.
+                    ran: run.ran() || (half == Half::Sandboxed && refused),
+                    detail: format!(
+                        "observed: {f} holds the token: {escaped}; refused naming it: {refused}\n{}",
+                        run.brief()
+                    ),
+                }
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
         }
     }
     t.finish();
