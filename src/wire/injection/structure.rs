@@ -214,6 +214,7 @@ const ANCHORS: &[(u8, &[&str])] = &[
             "answer",
             "output",
             "print",
+            "pass",
         ],
     ),
     (
@@ -376,7 +377,62 @@ struct ToolRef {
     verb: &'static str,
 }
 
-fn near(a: &Range<usize>, b: &Range<usize>) -> bool {
+/// What a weak phrase of the table needs besides itself to label (see
+/// `injection::corroborated`): the signals of the text and its hidden regions, found once.
+pub(super) struct Corroboration {
+    signals: Signals,
+    hidden: Vec<Range<usize>>,
+}
+
+impl Corroboration {
+    pub(super) fn new(text: &str, ctx: &Context) -> Corroboration {
+        Corroboration {
+            signals: signals(text, ctx),
+            hidden: hidden_regions(text).into_iter().map(|(_, r)| r).collect(),
+        }
+    }
+
+    /// The structural signal within the passage of `at`, if any: an address to the model, a
+    /// call of a tool (of the catalogue, or a snake_case name), a credential file, the call's own argument values, the reader's secrets
+    /// or a URL or e-mail address together with a sending verb, or hidden markup around it.
+    /// Ordinary directives ("run", "call the method") do not count: documentation is full of
+    /// them next to "you must".
+    pub(super) fn near(&self, at: &Range<usize>) -> Option<&'static str> {
+        let s = &self.signals;
+        let any = |list: &[Range<usize>]| list.iter().any(|r| near(r, at));
+        let sending = s.verbs.iter().any(|(v, send)| *send && near(v, at));
+        if any(&s.address) {
+            Some("address")
+        } else if s
+            .tools
+            .iter()
+            // A name followed by a parenthesis is a method in documentation ("then call the
+            // parse() method"); only a catalogue tool or a snake_case name counts here.
+            .any(|t| (t.catalogue || t.shaped) && near(&t.at, at))
+        {
+            Some("tool-call")
+        } else if any(&s.credentials) {
+            Some("credential")
+        } else if any(&s.arguments) {
+            Some("call-arguments")
+        } else if sending && any(&s.solicited) {
+            Some("solicited-secret")
+        } else if sending && any(&s.urls) {
+            Some("destination")
+        } else if self
+            .hidden
+            .iter()
+            .any(|h| h.start <= at.start && at.end <= h.end)
+        {
+            Some("hidden")
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether two ranges are in one passage: at most [`WINDOW`] bytes apart.
+pub(super) fn near(a: &Range<usize>, b: &Range<usize>) -> bool {
     // Ranges that overlap are at distance 0.
     let gap = b
         .start
@@ -653,6 +709,7 @@ const SENDING: &[&str] = &[
     "attach",
     "include",
     "paste",
+    "pass",
 ];
 /// Sending verbs that mean "out of here" by themselves; the others ("copy", "include", "share")
 /// need a URL or an address to count with a credential.
@@ -752,6 +809,8 @@ const SECRETS: &[&str] = &[
     "key",
     "keys",
     "passphrase",
+    "prompt",
+    "prompts",
 ];
 /// Credential paths (lowercase).
 const CREDENTIAL_PATHS: &[&str] = &[
