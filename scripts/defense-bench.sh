@@ -13,7 +13,12 @@
 #   scripts/defense-bench.sh after dev  one profile, one corpus (dev or benign)
 #
 # Needs .peers/defense-bench (scripts/install-peers.sh installs it). Results are written to
-# target/defense-bench/<profile>/.
+# target/defense-bench/<profile>/. MCPGUARD_BIN=path/to/mcpguard scores that binary instead of
+# building a release one (a debug build scores the same; it is only slower).
+#
+# The bench's fixture server drops a result's `isError` (its FixtureTool returns the content
+# only), so an error case reaches mcpguard as an ordinary result: the labeller reads error text
+# by its shape too (`structure::error_shaped`), which is what counts false-error-escalation.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=${MCPGUARD_PEERS_DIR:-$ROOT/.peers}
@@ -22,10 +27,15 @@ PROFILE=${1:-after}
 CORPORA=${2:-dev benign}
 case "$PROFILE" in after | before) ;; *) echo "defense-bench: profile is 'after' or 'before', not '$PROFILE'" >&2; exit 2 ;; esac
 [[ -x $BENCH ]] || "$ROOT/scripts/install-peers.sh"
-cargo build --quiet --locked --release --bins --manifest-path "$ROOT/Cargo.toml"
+if [[ -n ${MCPGUARD_BIN:-} ]]; then
+    MCPGUARD=$(realpath "$MCPGUARD_BIN")
+else
+    cargo build --quiet --locked --release --bins --manifest-path "$ROOT/Cargo.toml"
+    MCPGUARD=$ROOT/target/release/mcpguard
+fi
 OUT=$ROOT/target/defense-bench/$PROFILE
 mkdir -p "$OUT"
-export MCPGUARD=$ROOT/target/release/mcpguard MCPGUARD_BENCH_PROFILE=$PROFILE
+export MCPGUARD MCPGUARD_BENCH_PROFILE=$PROFILE
 export PYTHONPATH=$ROOT/scripts/defense-bench${PYTHONPATH:+:$PYTHONPATH}
 for corpus in $CORPORA; do
     echo "defense-bench: scoring mcpguard-$PROFILE on the $corpus corpus (two process starts per case; minutes)" >&2

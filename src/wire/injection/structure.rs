@@ -492,7 +492,7 @@ fn combine(
             .find(|d| d.start >= t.start && near(t, d));
         let (label, signals) = if tool.catalogue {
             (true, vec!["catalogue-tool", "directive"])
-        } else if ctx.error && tool.shaped && tool.privileged {
+        } else if (ctx.error || error_shaped(text)) && tool.shaped && tool.privileged {
             (true, vec!["tool-call", "directive", "error-text"])
         } else if let Some(d) = destination {
             out.push(Structural {
@@ -612,6 +612,38 @@ fn combine(
             });
         }
     }
+}
+
+/// Whether `text` reads as error text although the server did not mark it so: it starts with
+/// an error word ("ERROR: permission denied", "Traceback …", "403 Forbidden"). Many
+/// servers (a FastMCP tool returning a string, a wrapper that drops `isError`) report a
+/// failure in an ordinary result, and the model reads it the same; an error hint that sends it
+/// to a privileged tool is the escalation shape either way.
+fn error_shaped(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "error",
+        "err ",
+        "err:",
+        "fatal",
+        "exception",
+        "traceback",
+        "failed",
+        "failure",
+        "permission denied",
+        "access denied",
+        "denied",
+        "forbidden",
+        "unauthorized",
+        "not authorized",
+    ];
+    // "[ERROR]", "403 Forbidden", "** failed": what is not a letter before the word is skipped.
+    let lead: String = text
+        .trim_start_matches(|c: char| !c.is_ascii_alphabetic())
+        .chars()
+        .take(24)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    WORDS.iter().any(|w| lead.starts_with(w))
 }
 
 /// Nouns that name the model or an agent without doubt.
