@@ -11,6 +11,9 @@
 #                                       it was before: no closed arguments, secrets, argument
 #                                       rules or result labels)
 #   scripts/defense-bench.sh after dev  one profile, one corpus (dev or benign)
+#   scripts/defense-bench.sh labels     the proxy's result checks run directly over the dev and
+#                                       benign corpora (examples/label_bench.rs): seconds, not
+#                                       the half hour the benign corpus takes through the proxy
 #
 # Needs .peers/defense-bench (scripts/install-peers.sh installs it). Results are written to
 # target/defense-bench/<profile>/. MCPGUARD_BIN=path/to/mcpguard scores that binary instead of
@@ -25,8 +28,17 @@ PEERS=${MCPGUARD_PEERS_DIR:-$ROOT/.peers}
 BENCH=$PEERS/defense-bench/bin/mcp-defense-bench
 PROFILE=${1:-after}
 CORPORA=${2:-dev benign}
-case "$PROFILE" in after | before) ;; *) echo "defense-bench: profile is 'after' or 'before', not '$PROFILE'" >&2; exit 2 ;; esac
+case "$PROFILE" in after | before | labels) ;; *) echo "defense-bench: profile is 'after', 'before' or 'labels', not '$PROFILE'" >&2; exit 2 ;; esac
 [[ -x $BENCH ]] || "$ROOT/scripts/install-peers.sh"
+if [[ $PROFILE == labels ]]; then
+    CASES=$("$PEERS/defense-bench/bin/python" -c 'import mcp_defense_bench, pathlib; print(pathlib.Path(mcp_defense_bench.__file__).parent / "_bench")')
+    cargo build --quiet --locked --example label_bench --manifest-path "$ROOT/Cargo.toml"
+    for corpus in testcases testcases-benign; do
+        echo "defense-bench: the proxy's result checks over $corpus" >&2
+        "$ROOT/target/debug/examples/label_bench" "$CASES/$corpus"
+    done
+    exit 0
+fi
 if [[ -n ${MCPGUARD_BIN:-} ]]; then
     MCPGUARD=$(realpath "$MCPGUARD_BIN")
 else
