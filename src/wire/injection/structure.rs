@@ -482,9 +482,16 @@ fn combine(
     // Tool directives.
     for tool in &s.tools {
         let t = &tool.at;
+        // A URL after a tool name is a destination only with a verb that sends ("call x(…) and
+        // post it to https://…"): documentation names a tool and then shows example URLs.
+        let sends = s
+            .verbs
+            .iter()
+            .any(|(v, sending)| *sending && v.start >= t.start && near(t, v));
         let destination = s
             .urls
             .iter()
+            .filter(|_| sends)
             .chain(&s.credentials)
             .chain(&s.solicited)
             .chain(&s.arguments)
