@@ -160,7 +160,7 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
     }
     if !labelled.is_empty() {
         eprintln!(
-            "{} tool field(s) carry instruction-like text; read them whole with `mcpguard show {} --server {} --tool NAME` before you review those tools",
+            "{} field(s) carry instruction-like text; read them whole with `mcpguard show {} --server {} [--tool NAME]` before you review",
             labelled.len(),
             args.out.display(),
             args.server
