@@ -286,19 +286,30 @@ fn corroborated(table: Vec<Table>, text: &str, ctx: &Context) -> Vec<Finding> {
         return table.into_iter().map(|t| t.finding).collect();
     }
     let structure = structure::Corroboration::new(text, ctx);
+    // The other findings by label, so each weak one looks only at its passage.
+    let mut by_label: Vec<(Label, structure::Spans)> = Vec::new();
+    for label in Label::ALL {
+        if !matches!(label, Label::Link | Label::EncodedPayload) {
+            let spans = structure::Spans::new(
+                table
+                    .iter()
+                    .filter(|o| o.finding.label == label)
+                    .map(|o| &o.finding.at),
+            );
+            by_label.push((label, spans));
+        }
+    }
     let mut out = Vec::with_capacity(table.len());
     for t in &table {
         if !t.weak {
             out.push(t.finding.clone());
             continue;
         }
-        let other = table.iter().find(|o| {
-            o.finding.label != t.finding.label
-                && !matches!(o.finding.label, Label::Link | Label::EncodedPayload)
-                && structure::near(&o.finding.at, &t.finding.at)
+        let other = by_label.iter().find(|(label, spans)| {
+            *label != t.finding.label && spans.around(&t.finding.at).next().is_some()
         });
         let why = match other {
-            Some(o) => Some(o.finding.label.name()),
+            Some((label, _)) => Some(label.name()),
             None => structure.near(&t.finding.at),
         };
         if let Some(why) = why {
@@ -431,6 +442,9 @@ fn presentation(text: &str, i: usize, c: char) -> bool {
 /// with whether it is weak.
 fn table_findings(text: &str) -> Vec<Table> {
     let mut out: Vec<Table> = Vec::new();
+    // (label, evidence) → index in `out`: a text of many distinct findings stays linear.
+    let mut seen: std::collections::HashMap<(Label, String), usize> =
+        std::collections::HashMap::new();
     let mut push = |label: Label, evidence: &str, at: Range<usize>, weak: bool| {
         let evidence = sanitize::clean(
             evidence,
@@ -439,9 +453,9 @@ fn table_findings(text: &str) -> Vec<Table> {
                 max_bytes: EVIDENCE_MAX,
             },
         );
-        match out
-            .iter_mut()
-            .find(|t| t.finding.label == label && t.finding.evidence == evidence)
+        match seen
+            .get(&(label, evidence.clone()))
+            .and_then(|&i| out.get_mut(i))
         {
             // The same words once weak and once strong ("ignore previous runs … ignore previous
             // instructions"): the strong one is kept.
@@ -450,15 +464,18 @@ fn table_findings(text: &str) -> Vec<Table> {
                 t.finding.at = at;
             }
             Some(_) => {}
-            None => out.push(Table {
-                finding: Finding {
-                    label,
-                    evidence,
-                    at,
-                    signals: Vec::new(),
-                },
-                weak,
-            }),
+            None => {
+                seen.insert((label, evidence.clone()), out.len());
+                out.push(Table {
+                    finding: Finding {
+                        label,
+                        evidence,
+                        at,
+                        signals: Vec::new(),
+                    },
+                    weak,
+                });
+            }
         }
     };
 

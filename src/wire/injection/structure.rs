@@ -378,52 +378,105 @@ struct ToolRef {
 }
 
 /// What a weak phrase of the table needs besides itself to label (see
-/// `injection::corroborated`): the signals of the text and its hidden regions, found once.
+/// `injection::corroborated`): the signals of the text and its hidden regions, found once and
+/// sorted, so each phrase costs a binary search and the few signals of its passage.
 pub(super) struct Corroboration {
-    signals: Signals,
-    hidden: Vec<Range<usize>>,
+    address: Spans,
+    tools: Spans,
+    credentials: Spans,
+    arguments: Spans,
+    solicited: Spans,
+    urls: Spans,
+    sending: Spans,
+    /// Per kind of hidden region (regions of one kind never overlap), by start.
+    hidden: Vec<Vec<Range<usize>>>,
+}
+
+/// Ranges sorted by start, each cut to [`WINDOW`] bytes from its start (a long range counts from
+/// where it begins), so the ranges that may be near a passage are found by a binary search.
+pub(super) struct Spans(Vec<Range<usize>>);
+
+impl Spans {
+    pub(super) fn new<'a>(ranges: impl IntoIterator<Item = &'a Range<usize>>) -> Spans {
+        let mut v: Vec<Range<usize>> = ranges
+            .into_iter()
+            .map(|r| r.start..r.end.min(r.start + WINDOW))
+            .collect();
+        v.sort_unstable_by_key(|r| r.start);
+        Spans(v)
+    }
+
+    /// The ranges that may be within [`WINDOW`] bytes of `at`, in order of start.
+    pub(super) fn around<'a>(
+        &'a self,
+        at: &'a Range<usize>,
+    ) -> impl Iterator<Item = &'a Range<usize>> + 'a {
+        let from = self.0.partition_point(|r| r.start + 2 * WINDOW < at.start);
+        let last = at.end + WINDOW;
+        self.0[from..]
+            .iter()
+            .take_while(move |r| r.start <= last)
+            .filter(move |r| near(r, at))
+    }
+
+    fn any(&self, at: &Range<usize>) -> bool {
+        self.around(at).next().is_some()
+    }
 }
 
 impl Corroboration {
     pub(super) fn new(text: &str, ctx: &Context) -> Corroboration {
+        let s = signals(text, ctx);
+        let mut hidden: Vec<(&'static str, Vec<Range<usize>>)> = Vec::new();
+        for (kind, r) in hidden_regions(text) {
+            match hidden.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, list)) => list.push(r),
+                None => hidden.push((kind, vec![r])),
+            }
+        }
         Corroboration {
-            signals: signals(text, ctx),
-            hidden: hidden_regions(text).into_iter().map(|(_, r)| r).collect(),
+            address: Spans::new(&s.address),
+            // A name followed by a parenthesis is a method in documentation ("then call the
+            // parse() method"); only a catalogue tool or a snake_case name counts here.
+            tools: Spans::new(
+                s.tools
+                    .iter()
+                    .filter(|t| t.catalogue || t.shaped)
+                    .map(|t| &t.at),
+            ),
+            credentials: Spans::new(&s.credentials),
+            arguments: Spans::new(&s.arguments),
+            solicited: Spans::new(&s.solicited),
+            urls: Spans::new(&s.urls),
+            sending: Spans::new(s.verbs.iter().filter(|(_, send)| *send).map(|(v, _)| v)),
+            hidden: hidden.into_iter().map(|(_, list)| list).collect(),
         }
     }
 
     /// The structural signal within the passage of `at`, if any: an address to the model, a
-    /// call of a tool (of the catalogue, or a snake_case name), a credential file, the call's own argument values, the reader's secrets
-    /// or a URL or e-mail address together with a sending verb, or hidden markup around it.
-    /// Ordinary directives ("run", "call the method") do not count: documentation is full of
-    /// them next to "you must".
+    /// call of a tool (of the catalogue, or a snake_case name), a credential file, the call's
+    /// own argument values, the reader's secrets or a URL or e-mail address together with a
+    /// sending verb, or hidden markup around it. Ordinary directives ("run", "call the method")
+    /// do not count: documentation is full of them next to "you must".
     pub(super) fn near(&self, at: &Range<usize>) -> Option<&'static str> {
-        let s = &self.signals;
-        let any = |list: &[Range<usize>]| list.iter().any(|r| near(r, at));
-        let sending = s.verbs.iter().any(|(v, send)| *send && near(v, at));
-        if any(&s.address) {
+        let sending = self.sending.any(at);
+        if self.address.any(at) {
             Some("address")
-        } else if s
-            .tools
-            .iter()
-            // A name followed by a parenthesis is a method in documentation ("then call the
-            // parse() method"); only a catalogue tool or a snake_case name counts here.
-            .any(|t| (t.catalogue || t.shaped) && near(&t.at, at))
-        {
+        } else if self.tools.any(at) {
             Some("tool-call")
-        } else if any(&s.credentials) {
+        } else if self.credentials.any(at) {
             Some("credential")
-        } else if any(&s.arguments) {
+        } else if self.arguments.any(at) {
             Some("call-arguments")
-        } else if sending && any(&s.solicited) {
+        } else if sending && self.solicited.any(at) {
             Some("solicited-secret")
-        } else if sending && any(&s.urls) {
+        } else if sending && self.urls.any(at) {
             Some("destination")
-        } else if self
-            .hidden
-            .iter()
-            .any(|h| h.start <= at.start && at.end <= h.end)
-        {
+        } else if self.hidden.iter().any(|list| {
+            // The one region of this kind that may hold `at`: the last to start before it.
+            let i = list.partition_point(|h| h.start <= at.start);
+            i > 0 && list[i - 1].end >= at.end
+        }) {
             Some("hidden")
         } else {
             None
