@@ -150,6 +150,22 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
         args.out.display(),
         rfc3339(expires)
     );
+    // The labeller's signals per tool, without the passages: the reviewer reads them in `show`.
+    let labelled = m
+        .server(args.server)
+        .map(|e| crate::snapshot::reviewview::label_lines(args.server, e, None))
+        .unwrap_or_default();
+    for line in &labelled {
+        eprintln!("instruction-like text in {line}");
+    }
+    if !labelled.is_empty() {
+        eprintln!(
+            "{} field(s) carry instruction-like text; read them whole with `mcpguard show {} --server {} [--tool NAME]` before you review",
+            labelled.len(),
+            args.out.display(),
+            args.server
+        );
+    }
     eprintln!(
         "next: review each tool you want served (`mcpguard show {0}`, then `mcpguard review {0} --server {1} --tool NAME ...`)",
         args.out.display(),
@@ -579,6 +595,16 @@ pub fn show(
                         ));
                     }
                 }
+            }
+        }
+        // What the labeller found, and why, after the text it points into.
+        let labelled = crate::snapshot::reviewview::label_lines(key, entry, tool);
+        if !labelled.is_empty() {
+            out.push_str(&format!(
+                "\n!! instruction-like text (server {key}; labels, the signals that made them, byte ranges):\n"
+            ));
+            for line in labelled {
+                out.push_str(&format!("  {line}\n"));
             }
         }
     }
