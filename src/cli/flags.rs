@@ -385,8 +385,9 @@ pub struct SandboxGrants {
     #[arg(long = "sandbox-env", value_name = "NAME", value_parser = env_name)]
     pub env: Vec<String>,
     /// Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432,
-    /// localhost:8080, [::1]:80), on top of the policy's sandbox.connect. Only the port is
-    /// enforced (Landlock confines TCP by port, not by address). Repeatable.
+    /// localhost:8080, [::1]:80), on top of the policy's sandbox.connect. Address and port are
+    /// enforced: mcpguard makes each connect to that port itself, to that address only (a host
+    /// name: the addresses mcpguard's resolver gives for it). Repeatable.
     #[arg(long = "sandbox-connect", value_name = "HOST:PORT", value_parser = crate::policy::Destination::parse)]
     pub connect: Vec<crate::policy::Destination>,
 }

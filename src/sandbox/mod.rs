@@ -146,7 +146,11 @@ pub struct Request {
     /// The TCP ports the server may connect to: `sandbox.tcp_connect` and the ports of the
     /// destinations.
     pub tcp_connect: Vec<u16>,
-    /// `sandbox.connect` and `--sandbox-connect`, of which only the port is enforced.
+    /// `sandbox.tcp_connect` alone: the ports open to any address.
+    pub tcp_connect_any: Vec<u16>,
+    /// `sandbox.connect` and `--sandbox-connect`. Their addresses are enforced by the
+    /// observer (`observe`), which makes the connect itself, unless `tcp_connect_any` opens
+    /// their port to any address.
     pub connect: Vec<crate::policy::Destination>,
     pub tcp_bind: Vec<u16>,
     pub allow_udp: bool,
@@ -161,6 +165,18 @@ pub struct Request {
     /// The trusted files inside each read-write grant of the policy and the command line
     /// (`pins`), made read-only in the server's view.
     pub pins: Vec<pins::Pins>,
+}
+
+impl Request {
+    /// The destinations whose address mcpguard enforces: those of `sandbox.connect` and
+    /// `--sandbox-connect` whose port `sandbox.tcp_connect` does not open to any address.
+    pub fn by_address(&self) -> Vec<crate::policy::Destination> {
+        self.connect
+            .iter()
+            .filter(|d| !self.tcp_connect_any.contains(&d.port))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Keeps the variables `allow` names (exact names only: a prefix would pass whatever a host or
@@ -541,6 +557,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             }
             ports
         },
+        tcp_connect_any: p.tcp_connect.clone(),
         connect: p
             .connect
             .iter()

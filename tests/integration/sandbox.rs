@@ -614,8 +614,46 @@ fn a_tcp_destination_is_refused_and_named_until_sandbox_connect_grants_it() {
         show(&out)
     );
     assert!(
-        text(&out.stdout).contains("only their ports are enforced"),
-        "the report says plainly that the address is not enforced:\n{}",
+        text(&out.stdout).contains("address and port enforced"),
+        "the report says that the address is enforced:\n{}",
+        show(&out)
+    );
+}
+
+/// Issue 33: a real asynchronous client (python asyncio, whose connects are nonblocking and
+/// finish with EINPROGRESS) works through the connects mcpguard makes for it: granted
+/// `localhost:PORT`, it exchanges a line with a local echo listener, and the sandbox-check
+/// report says the address is enforced.
+#[test]
+fn a_python_asyncio_client_reaches_a_granted_destination() {
+    let w = World::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let echo = std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Write};
+        let (s, _) = listener.accept().ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        let mut line = String::new();
+        BufReader::new(&s).read_line(&mut line).ok()?;
+        (&s).write_all(format!("echo {line}").as_bytes()).ok()?;
+        Some(line)
+    });
+    let script = "import asyncio,sys\nasync def main():\n r,w=await asyncio.wait_for(asyncio.open_connection('localhost', int(sys.argv[1])), 10)\n w.write(b'ping-asyncio\\n'); await w.drain()\n print('got', (await asyncio.wait_for(r.readline(), 10)).decode().strip())\n w.close()\nasyncio.run(main())\n";
+    let flag = format!("localhost:{port}");
+    let out = w.check(
+        &w.sandboxed,
+        &["--sandbox-connect", &flag],
+        &[python(), "-c", script, &port],
+    );
+    assert!(
+        text(&out.stdout).contains("got echo ping-asyncio"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(echo.join().unwrap().as_deref(), Some("ping-asyncio\n"));
+    assert!(
+        text(&out.stdout).contains(&format!("localhost:{port} (address and port enforced")),
+        "{}",
         show(&out)
     );
 }
