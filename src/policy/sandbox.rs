@@ -49,6 +49,11 @@ pub struct Sandbox {
     /// unreadable) and the process limit counts it. The grants must then be reachable by that
     /// id: root-owned 0700 folders (such as /root) and root-owned writable grants are not.
     pub drop_root: bool,
+    /// Name at the default level every open and bind the sandbox refuses, with the flag that
+    /// allows it (`sandbox::observe`: each observed call waits for one round trip to
+    /// mcpguard). `false` observes no open or bind; the connects of `connect` destinations are
+    /// still made by mcpguard, which enforces their address.
+    pub explain_denials: bool,
     /// Environment variables passed to the server: exact names, or a prefix ending in `*`.
     pub env: Vec<String>,
     pub limits: SandboxLimits,
@@ -136,6 +141,7 @@ impl Default for Sandbox {
             scope_signals: true,
             scope_abstract_unix_sockets: true,
             drop_root: DEFAULT_DROP_ROOT,
+            explain_denials: true,
             env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }

@@ -159,6 +159,9 @@ pub struct Request {
     pub scope_signals: bool,
     pub scope_abstract_unix_sockets: bool,
     pub drop_root: bool,
+    /// `sandbox.explain_denials`: whether the observer watches opens and binds to name what the
+    /// sandbox refused.
+    pub explain_denials: bool,
     pub limits: crate::policy::SandboxLimits,
     pub env: EnvPlan,
     pub tmpdir: Option<PathBuf>,
@@ -571,6 +574,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         scope_signals: p.scope_signals,
         scope_abstract_unix_sockets: p.scope_abstract_unix_sockets,
         drop_root: p.drop_root,
+        explain_denials: p.explain_denials,
         limits: p.limits.clone(),
         env: env_plan,
         tmpdir: inp.ctx.tmpdir.clone(),

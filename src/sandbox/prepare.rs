@@ -263,7 +263,10 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     // Only where Landlock decides: without a ruleset nothing denies an open, and the observer
     // would name refusals that never happened.
-    let observer = if ruleset.is_some() && kernel.seccomp && super::observe::available() {
+    // With `sandbox.explain_denials = false` it runs only to make the connects whose address
+    // it enforces (and then watches connect alone).
+    let wanted = req.explain_denials || !by_address_ports.is_empty();
+    let observer = if wanted && ruleset.is_some() && can_enforce_addresses {
         let mut grants = observe_grants(&req, abi);
         if by_address_ports.is_empty() {
             grants.by_address.clear();
@@ -394,7 +397,7 @@ fn observe_grants(req: &Request, abi: u32) -> super::observe::Grants {
             .map(str::to_string)
             .collect(),
         by_address: req.by_address(),
-        explain: true,
+        explain: req.explain_denials,
     }
 }
 

@@ -657,3 +657,58 @@ fn a_python_asyncio_client_reaches_a_granted_destination() {
         show(&out)
     );
 }
+
+/// Issue 33: `sandbox.explain_denials = false` turns the observer of opens off — the same
+/// silent read of an ungranted file is refused and not named — while the destinations of
+/// `--sandbox-connect` stay enforced by address (another address on the granted port is
+/// refused and named, the granted one connects). The default names the read (see
+/// `a_silent_denial_is_named_at_the_default_level_with_its_path_and_flag`).
+#[test]
+fn explain_denials_false_names_no_open_and_still_enforces_destinations() {
+    let w = World::new();
+    let quiet = w.path("quiet.toml");
+    std::fs::write(
+        &quiet,
+        "[sandbox]\nmode = \"require\"\nexplain_denials = false\n",
+    )
+    .unwrap();
+    let granted = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = granted.local_addr().unwrap().port();
+    let Ok(other) = TcpListener::bind(("127.0.0.2", port)) else {
+        panic!("no listener at 127.0.0.2:{port}");
+    };
+    granted.set_nonblocking(true).unwrap();
+    other.set_nonblocking(true).unwrap();
+    let script = "import socket,sys,os\ntry:\n open(os.environ['HOME']+'/canary.txt').read(); print('read')\nexcept OSError:\n print('unreadable')\nfor h in ('127.0.0.2','127.0.0.1'):\n s=socket.socket(); s.settimeout(5)\n try:\n  s.connect((h, int(sys.argv[1]))); print('connected', h)\n except OSError:\n  print('refused', h)\n";
+    let flag = format!("127.0.0.1:{port}");
+    let run = |policy: &Path| {
+        w.check(
+            policy,
+            &["--sandbox-connect", &flag],
+            &[python(), "-c", script, &port.to_string()],
+        )
+    };
+    let canary = std::fs::canonicalize(w.home.join("canary.txt")).unwrap();
+    let named_read = format!("sandbox denied open of {}", canary.display());
+    let out = run(&quiet);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("unreadable"), "{}", show(&out));
+    assert!(!stderr.contains(&named_read), "{}", show(&out));
+    assert!(
+        !stderr.contains("sandbox denied open of"),
+        "no open is named with explain_denials = false:\n{}",
+        show(&out)
+    );
+    assert!(stdout.contains("refused 127.0.0.2"), "{}", show(&out));
+    assert!(other.accept().is_err(), "127.0.0.2 was reached");
+    assert!(
+        stderr.contains(&format!("sandbox denied connect to 127.0.0.2:{port} (TCP)")),
+        "{}",
+        show(&out)
+    );
+    assert!(stdout.contains("connected 127.0.0.1"), "{}", show(&out));
+    assert!(granted.accept().is_ok(), "the granted listener saw nothing");
+    // The default: the same read is named.
+    let out = run(&w.sandboxed);
+    assert!(text(&out.stderr).contains(&named_read), "{}", show(&out));
+}
