@@ -928,6 +928,60 @@ fn tgid_of(tid: u32) -> Option<u32> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// `RESOLVE_IN_ROOT` and `RESOLVE_NO_MAGICLINKS` of `openat2` (Linux 5.6).
+const RESOLVE_IN_ROOT: u64 = 0x10;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+
+/// The real path of `path` as thread `tid` sees it: resolved with `openat2(RESOLVE_IN_ROOT)`
+/// under `/proc/TID/root` (its root, in its mount namespace), so that a symlink, a mount or a
+/// file that exists only in the server's namespace (its private TMPDIR's tmpfs) resolves as
+/// it does for the server; the path printed is the kernel's name of what it found, which for
+/// a mount of the server's namespace is its path there. Paths under /proc stay resolved in
+/// mcpguard's own view, where the caller's `/proc/self` was already made its pid.
+fn canonical_in(tid: u32, path: &Path) -> io::Result<PathBuf> {
+    if path.starts_with("/proc") {
+        return std::fs::canonicalize(path);
+    }
+    let root = std::ffi::CString::new(format!("/proc/{tid}/root"))
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: open reads the NUL-terminated path and returns a new descriptor or -1.
+    let dir = unsafe {
+        libc::open(
+            root.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }.
+    let how: [u64; 3] = [
+        (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        0,
+        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    ];
+    // SAFETY: openat2 reads the NUL-terminated path and the live open_how of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            how.as_ptr(),
+            std::mem::size_of_val(&how),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 /// Removes `.` and resolves `..` by the words alone (for a path that does not exist yet).
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -974,11 +1028,13 @@ fn open_refusal(
     }
     // What Landlock will see: the real path of what exists; for a file to be created, its
     // folder's real path. A missing file that is not created fails with ENOENT, not a denial.
-    let real = match std::fs::canonicalize(&path) {
+    // Resolved as the server sees it: its private TMPDIR and read-only pins exist only in its
+    // mount namespace.
+    let real = match canonical_in(tid, &path) {
         Ok(real) => real,
         Err(_) if write => {
             let lex = lexical(&path);
-            let dir = std::fs::canonicalize(lex.parent()?).ok()?;
+            let dir = canonical_in(tid, lex.parent()?).ok()?;
             dir.join(lex.file_name()?)
         }
         Err(_) => return None,

@@ -712,3 +712,34 @@ fn explain_denials_false_names_no_open_and_still_enforces_destinations() {
     let out = run(&w.sandboxed);
     assert!(text(&out.stderr).contains(&named_read), "{}", show(&out));
 }
+
+/// Issue 33: the observer resolves a path as the server sees it (under `/proc/PID/root`, in the
+/// server's mount namespace), not in mcpguard's: a symlink the server made in its private
+/// TMPDIR (a tmpfs only its namespace has) to an ungranted file is followed, and the denial
+/// names the file it points at. Resolved in mcpguard's namespace, the link does not exist and
+/// nothing was named.
+#[test]
+fn a_denial_through_a_link_in_the_private_tmpdir_names_its_target() {
+    let w = World::new();
+    let canary = std::fs::canonicalize(w.home.join("canary.txt")).unwrap();
+    let out = w.check(
+        &w.sandboxed,
+        &[],
+        &[
+            "/bin/sh",
+            "-c",
+            "ln -s \"$HOME/canary.txt\" \"$TMPDIR/link\" && cat \"$TMPDIR/link\"; echo done",
+        ],
+    );
+    assert!(text(&out.stdout).contains("done"), "{}", show(&out));
+    assert!(!text(&out.stdout).contains(CANARY), "{}", show(&out));
+    let want = format!(
+        "sandbox denied open of {c} (read); allow it with --sandbox-read {c}",
+        c = canary.display()
+    );
+    assert!(
+        text(&out.stderr).contains(&want),
+        "missing {want:?}:\n{}",
+        show(&out)
+    );
+}
