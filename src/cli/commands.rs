@@ -691,6 +691,13 @@ pub fn sandbox_check(
         let status = c
             .wait()
             .map_err(|e| format!("waiting for the command: {e}"))?;
+        if !status.success() && sandbox.is_some_and(|s| s.observer.is_some()) {
+            // The command failed: what the sandbox denied it is said at the default level.
+            // The observer compares a call with the grants just after letting it go on, so
+            // the last one may still be on its way.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            child::name_held_denials();
+        }
         Ok(match (status.code(), status.signal()) {
             (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
             (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),

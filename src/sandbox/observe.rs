@@ -298,7 +298,18 @@ impl Observer {
 
     /// Starts the observer thread (once per sandbox). `say` prints one line at the default
     /// level. The thread ends when the sandbox is dropped.
-    pub fn start(self: &Arc<Self>, say: Arc<dyn Fn(&str) + Send + Sync>) {
+    ///
+    /// `note` prints at the debug level: a denial the kernel made (Landlock) is noted there at
+    /// once and held ([`take_held`]) until the caller learns the server then failed — a tool
+    /// call answered with an error, or the server exited unsuccessfully — when it is said at
+    /// the default level; a server that handles the denial itself (probing an optional file)
+    /// thus makes no noise. A refusal mcpguard makes itself (a connect to an address no
+    /// destination has) is said at once.
+    pub fn start(
+        self: &Arc<Self>,
+        say: Arc<dyn Fn(&str) + Send + Sync>,
+        note: Arc<dyn Fn(&str) + Send + Sync>,
+    ) {
         let Some(parent) = self.parent.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return;
         };
@@ -307,7 +318,7 @@ impl Observer {
         let said = say.clone();
         if let Err(e) = std::thread::Builder::new()
             .name("sandbox-observer".into())
-            .spawn(move || run(parent, weak, grants, say))
+            .spawn(move || run(parent, weak, grants, say, note))
         {
             // Without the thread the queued listeners close, and every observed call of the
             // server then fails with ENOSYS: say so, since nothing else would.
@@ -325,11 +336,13 @@ fn run(
     alive: Weak<Observer>,
     grants: Grants,
     say: Arc<dyn Fn(&str) + Send + Sync>,
+    note: Arc<dyn Fn(&str) + Send + Sync>,
 ) {
     let ctx = Arc::new(Ctx {
         grants,
         named: Mutex::new(Named::default()),
         say,
+        note,
         resolved: Mutex::new(Vec::new()),
         workers: AtomicUsize::new(0),
     });
@@ -431,13 +444,40 @@ struct Ctx {
     grants: Grants,
     named: Mutex<Named>,
     say: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Prints at the debug level.
+    note: Arc<dyn Fn(&str) + Send + Sync>,
     /// The addresses of the destinations named by a host name, and when they were looked up.
     resolved: Mutex<Vec<(String, std::time::Instant, Vec<IpAddr>)>>,
     /// The connect workers running (`MAX_WORKERS`).
     workers: AtomicUsize,
 }
 
+/// The kernel's denials noted at the debug level and not yet said at the default level (one
+/// mcpguard process serves one server, so one list per process).
+static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Takes the denials held since the last call, to be said at the default level now that the
+/// server failed (see [`Observer::start`]).
+pub fn take_held() -> Vec<String> {
+    std::mem::take(&mut *HELD.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 impl Ctx {
+    /// Notes a denial the kernel made once under `key`, at the debug level, and holds it.
+    fn hold(&self, key: String, line: &str) {
+        let first = self
+            .named
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first(key, &*self.say);
+        if first {
+            (self.note)(line);
+            HELD.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(line.to_string());
+        }
+    }
+
     /// Names `line` once under `key`.
     fn name(&self, key: String, line: &str) {
         let first = self
@@ -533,7 +573,7 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
             None
         };
         if let Some((key, line)) = refused {
-            ctx.name(key, &line);
+            ctx.hold(key, &line);
         }
     }
 }
@@ -1258,6 +1298,7 @@ mod tests {
             },
             named: Mutex::new(Named::default()),
             say: Arc::new(|_: &str| {}),
+            note: Arc::new(|_: &str| {}),
             resolved: Mutex::new(Vec::new()),
             workers: AtomicUsize::new(0),
         };

@@ -527,27 +527,42 @@ fn the_runtime_facts_are_readable_and_other_processes_proc_entries_are_not() {
     }
 }
 
-/// Issue 33: a server that opens an ungranted path and says nothing about it on stderr still
-/// gets the denial named at the default level, with the path and the flag that grants it (the
-/// observer, `sandbox::observe`); the file stays unread.
+/// Issue 33: a server that opens an ungranted path and says nothing about it on stderr, then
+/// fails, still gets the denial named at the default level, with the path and the flag that
+/// grants it (the observer, `sandbox::observe`); the file stays unread. A server that handles
+/// the same denial itself (it goes on and exits successfully, as one probing an optional file
+/// does) gets it at the debug level only: no noise at the default level.
 #[test]
 fn a_silent_denial_is_named_at_the_default_level_with_its_path_and_flag() {
     let w = World::new();
     let canary = std::fs::canonicalize(w.home.join("canary.txt")).unwrap();
-    let mut cmd = Command::new(mcpguard());
-    cmd.arg("--policy")
-        .arg(&w.sandboxed)
-        .args(["--", "sh", "-c"])
-        .arg("cat \"$HOME/canary.txt\" >/dev/null 2>&1; echo started >&2; read line; exit 0")
-        .env("HOME", &w.home)
-        .env_remove("MCPGUARD_LOG");
-    let mut p = Peer::start_with(&mut cmd);
-    p.wait_stderr("started");
-    let stderr = p.wait_stderr("sandbox denied");
+    let start = |exit: u8, log: Option<&str>| {
+        let mut cmd = Command::new(mcpguard());
+        cmd.arg("--policy")
+            .arg(&w.sandboxed)
+            .args(["--", "sh", "-c"])
+            .arg(format!(
+                "cat \"$HOME/canary.txt\" >/dev/null 2>&1; echo started >&2; read line; exit {exit}"
+            ))
+            .env("HOME", &w.home)
+            .env_remove("MCPGUARD_LOG");
+        if let Some(level) = log {
+            cmd.env("MCPGUARD_LOG", level);
+        }
+        let mut p = Peer::start_with(&mut cmd);
+        p.wait_stderr("started");
+        p.close_stdin();
+        let status = p.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        (status, p.stderr())
+    };
     let want = format!(
         "mcpguard: warning: sandbox denied open of {c} (read); allow it with --sandbox-read {c} or sandbox.read = [\"{c}\"]",
         c = canary.display()
     );
+    // The server fails after the denial: named at the default level.
+    let (status, stderr) = start(3, None);
+    assert!(!status.success());
     assert!(stderr.contains(&want), "missing {want:?} in:\n{stderr}");
     assert!(!stderr.contains(CANARY), "{stderr}");
     assert_eq!(
@@ -557,8 +572,21 @@ fn a_silent_denial_is_named_at_the_default_level_with_its_path_and_flag() {
             .count(),
         "only the ungranted path is named:\n{stderr}"
     );
-    p.close_stdin();
-    assert!(p.wait().success());
+    // The server goes on and succeeds: not at the default level, but at debug.
+    let (status, stderr) = start(0, None);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("sandbox denied open of"),
+        "a denial the server handled is noise at the default level:\n{stderr}"
+    );
+    let (_, stderr) = start(0, Some("debug"));
+    assert!(
+        stderr.contains(&format!(
+            "sandbox denied open of {} (read)",
+            canary.display()
+        )),
+        "at debug the handled denial is named:\n{stderr}"
+    );
 }
 
 /// Issue 33: a server connecting to a local TCP listener is refused by default, and the
@@ -574,7 +602,9 @@ fn a_tcp_destination_is_refused_and_named_until_sandbox_connect_grants_it() {
     let port = granted.local_addr().unwrap().port().to_string();
     let other_port = other.local_addr().unwrap().port().to_string();
     // The probe says nothing on stderr: only mcpguard can name the refusal.
-    let script = "import socket,sys\nfor p in sys.argv[1:]:\n s=socket.socket()\n s.settimeout(5)\n try:\n  s.connect(('127.0.0.1', int(p)))\n  print('connected', p)\n except OSError:\n  print('refused', p)\n";
+    // It fails when a connect was refused (a denial is named at the default level when the
+    // server then fails).
+    let script = "import socket,sys\nbad=0\nfor p in sys.argv[1:]:\n s=socket.socket()\n s.settimeout(5)\n try:\n  s.connect(('127.0.0.1', int(p)))\n  print('connected', p)\n except OSError:\n  print('refused', p); bad=1\nsys.exit(bad)\n";
     let probe = [python(), "-c", script, &port, &other_port];
     let out = w.check(&w.sandboxed, &[], &probe);
     let stdout = text(&out.stdout);
@@ -679,7 +709,7 @@ fn explain_denials_false_names_no_open_and_still_enforces_destinations() {
     };
     granted.set_nonblocking(true).unwrap();
     other.set_nonblocking(true).unwrap();
-    let script = "import socket,sys,os\ntry:\n open(os.environ['HOME']+'/canary.txt').read(); print('read')\nexcept OSError:\n print('unreadable')\nfor h in ('127.0.0.2','127.0.0.1'):\n s=socket.socket(); s.settimeout(5)\n try:\n  s.connect((h, int(sys.argv[1]))); print('connected', h)\n except OSError:\n  print('refused', h)\n";
+    let script = "import socket,sys,os\ntry:\n open(os.environ['HOME']+'/canary.txt').read(); print('read')\nexcept OSError:\n print('unreadable')\nfor h in ('127.0.0.2','127.0.0.1'):\n s=socket.socket(); s.settimeout(5)\n try:\n  s.connect((h, int(sys.argv[1]))); print('connected', h)\n except OSError:\n  print('refused', h)\nsys.exit(1)\n";
     let flag = format!("127.0.0.1:{port}");
     let run = |policy: &Path| {
         w.check(
@@ -728,7 +758,7 @@ fn a_denial_through_a_link_in_the_private_tmpdir_names_its_target() {
         &[
             "/bin/sh",
             "-c",
-            "ln -s \"$HOME/canary.txt\" \"$TMPDIR/link\" && cat \"$TMPDIR/link\"; echo done",
+            "ln -s \"$HOME/canary.txt\" \"$TMPDIR/link\" && cat \"$TMPDIR/link\"; echo done; exit 1",
         ],
     );
     assert!(text(&out.stdout).contains("done"), "{}", show(&out));
