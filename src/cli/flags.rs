@@ -363,6 +363,14 @@ pub enum Command {
         policy: Option<PathBuf>,
         #[command(flatten)]
         grants: SandboxGrants,
+        /// Run the command as an MCP server under the sandbox: initialize it, list its tools,
+        /// make the calls --call names, then print the grants the sandbox refused it (as
+        /// --sandbox-read/--sandbox-write/--sandbox-connect flags and as a policy).
+        #[arg(long)]
+        learn: bool,
+        /// With --learn: call tool NAME with the JSON object ARGUMENTS. Repeatable.
+        #[arg(long = "call", num_args = 2, value_names = ["NAME", "ARGUMENTS"], requires = "learn")]
+        call: Vec<String>,
         /// The command to examine and run, after `--`.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<OsString>,

@@ -462,9 +462,156 @@ pub fn take_held() -> Vec<String> {
     std::mem::take(&mut *HELD.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
+/// The keys of every denial named in this process (`open:PATH:WRITE`, `connect:ADDR`,
+/// `bind:PORT`), for `sandbox-check --learn` ([`learned_grants`]).
+static LEARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn learn(key: &str) {
+    LEARNED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(key.to_string());
+}
+
+/// The grants a run was refused, folded for a person to pass on.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Learned {
+    pub read: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
+    pub connect: Vec<SocketAddr>,
+    pub bind: Vec<u16>,
+}
+
+impl Learned {
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty()
+            && self.write.is_empty()
+            && self.connect.is_empty()
+            && self.bind.is_empty()
+    }
+
+    /// The command-line flags (a bind port has none: it is a policy key only).
+    pub fn flags(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        out.extend(
+            self.read
+                .iter()
+                .map(|p| ("--sandbox-read", p.display().to_string())),
+        );
+        out.extend(
+            self.write
+                .iter()
+                .map(|p| ("--sandbox-write", p.display().to_string())),
+        );
+        out.extend(
+            self.connect
+                .iter()
+                .map(|a| ("--sandbox-connect", a.to_string())),
+        );
+        out
+    }
+
+    /// The `[sandbox]` section that grants the same.
+    pub fn toml(&self) -> String {
+        let list = |v: Vec<String>| {
+            v.iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut out = String::from("[sandbox]\n");
+        if !self.read.is_empty() {
+            let v = self.read.iter().map(|p| p.display().to_string()).collect();
+            out.push_str(&format!("read = [{}]\n", list(v)));
+        }
+        if !self.write.is_empty() {
+            let v = self.write.iter().map(|p| p.display().to_string()).collect();
+            out.push_str(&format!("read_write = [{}]\n", list(v)));
+        }
+        if !self.connect.is_empty() {
+            let v = self.connect.iter().map(|a| a.to_string()).collect();
+            out.push_str(&format!("connect = [{}]\n", list(v)));
+        }
+        if !self.bind.is_empty() {
+            let v: Vec<String> = self.bind.iter().map(u16::to_string).collect();
+            out.push_str(&format!("tcp_bind = [{}]\n", v.join(", ")));
+        }
+        out
+    }
+}
+
+/// The grants every denial named in this process asks for: a written or created file's folder
+/// (editors and databases create files beside it); a file read, or its folder when two or more
+/// files of one folder were read; nothing already inside a folder granted for writing; each
+/// address and bind port once. Denials of /proc entries are not grantable and are left out.
+pub fn learned_grants() -> Learned {
+    let keys = LEARNED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    fold(&keys)
+}
+
+fn fold(keys: &[String]) -> Learned {
+    let mut reads: Vec<PathBuf> = Vec::new();
+    let mut out = Learned::default();
+    for key in keys {
+        if let Some(rest) = key.strip_prefix("open:") {
+            let Some((path, write)) = rest.rsplit_once(':') else {
+                continue;
+            };
+            let path = PathBuf::from(path);
+            if write == "true" {
+                let dir = path.parent().map_or(path.clone(), Path::to_path_buf);
+                if !out.write.contains(&dir) {
+                    out.write.push(dir);
+                }
+            } else if !reads.contains(&path) {
+                reads.push(path);
+            }
+        } else if let Some(addr) = key.strip_prefix("connect:") {
+            if let Ok(a) = addr.parse::<SocketAddr>() {
+                if !out.connect.contains(&a) {
+                    out.connect.push(a);
+                }
+            }
+        } else if let Some(port) = key.strip_prefix("bind:") {
+            if let Ok(p) = port.parse::<u16>() {
+                if !out.bind.contains(&p) {
+                    out.bind.push(p);
+                }
+            }
+        }
+    }
+    // Folders that hold a write grant's folder are kept as they are; a folder inside another
+    // write folder goes.
+    let writes = out.write.clone();
+    out.write
+        .retain(|w| !writes.iter().any(|o| o != w && w.starts_with(o)));
+    let reads: Vec<PathBuf> = reads
+        .into_iter()
+        .filter(|r| !out.write.iter().any(|w| r.starts_with(w)))
+        .collect();
+    for r in &reads {
+        let parent = r.parent().map(Path::to_path_buf);
+        let shared = parent
+            .as_ref()
+            .is_some_and(|p| reads.iter().filter(|o| o.parent() == Some(p)).count() >= 2);
+        let grant = if shared {
+            parent.unwrap_or_else(|| r.clone())
+        } else {
+            r.clone()
+        };
+        if !out.read.contains(&grant) {
+            out.read.push(grant);
+        }
+    }
+    out.read.sort();
+    out.write.sort();
+    out
+}
+
 impl Ctx {
     /// Notes a denial the kernel made once under `key`, at the debug level, and holds it.
     fn hold(&self, key: String, line: &str) {
+        learn(&key);
         let first = self
             .named
             .lock()
@@ -480,6 +627,7 @@ impl Ctx {
 
     /// Names `line` once under `key`.
     fn name(&self, key: String, line: &str) {
+        learn(&key);
         let first = self
             .named
             .lock()
@@ -1311,5 +1459,43 @@ mod tests {
         assert!(ctx.allows(ip("::1"), 8080) && ctx.allows(ip("127.0.0.1"), 8080));
         assert!(!ctx.allows(ip("10.0.0.1"), 8080));
         assert!(ctx.grants.enforces_port(5432) && !ctx.grants.enforces_port(5433));
+    }
+
+    #[test]
+    fn learned_denials_fold_to_folders_sensibly() {
+        let keys: Vec<String> = [
+            "open:/data/notes/a.md:false",
+            "open:/data/notes/b.md:false",
+            "open:/etc/app.conf:false",
+            "open:/srv/db/app.db:true",
+            "open:/srv/db/app.db-journal:true",
+            "open:/srv/db/app.db:false",
+            "connect:127.0.0.1:5432",
+            "connect:127.0.0.1:5432",
+            "bind:8080",
+            "proc:cgroup",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let l = fold(&keys);
+        assert_eq!(
+            l.read,
+            [PathBuf::from("/data/notes"), PathBuf::from("/etc/app.conf")]
+        );
+        assert_eq!(l.write, [PathBuf::from("/srv/db")]);
+        assert_eq!(l.connect, ["127.0.0.1:5432".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(l.bind, [8080]);
+        let toml = l.toml();
+        assert!(
+            toml.contains("read = [\"/data/notes\", \"/etc/app.conf\"]"),
+            "{toml}"
+        );
+        assert!(toml.contains("read_write = [\"/srv/db\"]"), "{toml}");
+        assert!(toml.contains("connect = [\"127.0.0.1:5432\"]"), "{toml}");
+        assert!(
+            crate::policy::parse(&toml, "learned.toml").is_ok(),
+            "{toml}"
+        );
     }
 }

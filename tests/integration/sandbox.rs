@@ -773,3 +773,103 @@ fn a_denial_through_a_link_in_the_private_tmpdir_names_its_target() {
         show(&out)
     );
 }
+
+/// Issue 33: `sandbox-check --learn -- CMD` runs CMD as an MCP server under the sandbox,
+/// initializes it, lists its tools, makes the calls `--call` names, and prints the grants it
+/// was refused as flags and as a policy: a server (the Python SDK's) that reads two files of a
+/// folder outside its grants and connects to a local port is told `--sandbox-read FOLDER` and
+/// `--sandbox-connect 127.0.0.1:PORT`; run again with those flags, the same calls are refused
+/// nothing, and the file's text reaches the caller.
+#[test]
+fn sandbox_check_learn_prints_the_grants_a_server_needed() {
+    let w = World::new();
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/venv");
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is needed (scripts/install-peers.sh)",
+        python.display()
+    );
+    let venv = std::fs::canonicalize(&venv).unwrap();
+    let server_dir = w.path("server");
+    std::fs::create_dir(&server_dir).unwrap();
+    let server = server_dir.join("learnme.py");
+    std::fs::write(
+        &server,
+        "import socket\nfrom mcp.server.mcpserver import MCPServer\nm = MCPServer('learnme')\n@m.tool()\ndef read_note(path: str) -> str:\n    try:\n        return open(path).read()\n    except OSError as e:\n        return f'error {e}'\n@m.tool()\ndef ping(port: int) -> str:\n    s = socket.socket(); s.settimeout(3)\n    try:\n        s.connect(('127.0.0.1', port)); return 'connected'\n    except OSError as e:\n        return f'error {e}'\nm.run()\n",
+    )
+    .unwrap();
+    let data = w.path("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("a.md"), "note-a").unwrap();
+    std::fs::write(data.join("b.md"), "note-b").unwrap();
+    let data = std::fs::canonicalize(&data).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let venv_flag = venv.display().to_string();
+    let a = json_arg("path", &data.join("a.md").display().to_string());
+    let b = json_arg("path", &data.join("b.md").display().to_string());
+    let ping = format!("{{\"port\": {port}}}");
+    let learn = |extra: &[&str]| {
+        let mut opts = vec!["--sandbox-read", &venv_flag];
+        opts.extend_from_slice(extra);
+        opts.extend([
+            "--learn",
+            "--call",
+            "read_note",
+            &a,
+            "--call",
+            "read_note",
+            &b,
+            "--call",
+            "ping",
+            &ping,
+        ]);
+        w.check(
+            &w.sandboxed,
+            &opts,
+            &[python.to_str().unwrap(), server.to_str().unwrap()],
+        )
+    };
+    let out = learn(&[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("listed 2 tool(s)"),
+        "{}",
+        show(&out)
+    );
+    let read_flag = format!("  --sandbox-read {}\n", data.display());
+    let connect_flag = format!("  --sandbox-connect 127.0.0.1:{port}\n");
+    assert!(
+        stdout.contains(&read_flag),
+        "missing {read_flag:?}:\n{}",
+        show(&out)
+    );
+    assert!(stdout.contains(&connect_flag), "{}", show(&out));
+    assert!(
+        stdout.contains(&format!("read = [\"{}\"]", data.display()))
+            && stdout.contains(&format!("connect = [\"127.0.0.1:{port}\"]")),
+        "{}",
+        show(&out)
+    );
+    // With what it learned, the same run is refused nothing.
+    let data_flag = data.display().to_string();
+    let dest = format!("127.0.0.1:{port}");
+    let out = learn(&["--sandbox-read", &data_flag, "--sandbox-connect", &dest]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("learn: the sandbox refused nothing"),
+        "{}",
+        show(&out)
+    );
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "the granted port saw no connection"
+    );
+}
+
+fn json_arg(key: &str, value: &str) -> String {
+    serde_json::json!({ key: value }).to_string()
+}
