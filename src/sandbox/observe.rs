@@ -611,13 +611,15 @@ fn fold(keys: &[String]) -> Learned {
 impl Ctx {
     /// Notes a denial the kernel made once under `key`, at the debug level, and holds it.
     fn hold(&self, key: String, line: &str) {
-        learn(&key);
+        // Kept once per key and at most `MAX_NAMED` keys, like the lines: a server looping over
+        // ungranted paths cannot grow mcpguard's memory.
         let first = self
             .named
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .first(key, &*self.say);
+            .first(key.clone(), &*self.say);
         if first {
+            learn(&key);
             (self.note)(line);
             HELD.lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -627,13 +629,13 @@ impl Ctx {
 
     /// Names `line` once under `key`.
     fn name(&self, key: String, line: &str) {
-        learn(&key);
         let first = self
             .named
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .first(key, &*self.say);
+            .first(key.clone(), &*self.say);
         if first {
+            learn(&key);
             (self.say)(line);
         }
     }
