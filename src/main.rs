@@ -505,11 +505,25 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::SandboxCheck {
             policy,
             grants,
+            learn,
+            call,
             command,
-        } => match load_policy(policy.as_deref()) {
-            Ok(p) => commands::sandbox_check(&p, &extra(grants), command, diag::is_json()),
-            Err(e) => return fail(&e),
-        },
+        } => {
+            let learn = match learn.then(|| commands::learn_calls(call)).transpose() {
+                Ok(l) => l,
+                Err(e) => return fail(&e),
+            };
+            match load_policy(policy.as_deref()) {
+                Ok(p) => commands::sandbox_check(
+                    &p,
+                    &extra(grants),
+                    command,
+                    diag::is_json(),
+                    learn.as_deref(),
+                ),
+                Err(e) => return fail(&e),
+            }
+        }
         Command::Wrap {
             config,
             dry_run,

@@ -50,6 +50,11 @@ pub struct Sandbox {
     /// 0700 /root, or root-owned and granted for writing) is seen through an ID-mapped mount
     /// where root's files are its own.
     pub drop_root: bool,
+    /// Name at the default level every open and bind the sandbox refuses, with the flag that
+    /// allows it (`sandbox::observe`: each observed call waits for one round trip to
+    /// mcpguard). `false` observes no open or bind; the connects of `connect` destinations are
+    /// still made by mcpguard, which enforces their address.
+    pub explain_denials: bool,
     /// Environment variables passed to the server: exact names, or a prefix ending in `*`.
     pub env: Vec<String>,
     pub limits: SandboxLimits,
@@ -137,6 +142,7 @@ impl Default for Sandbox {
             scope_signals: true,
             scope_abstract_unix_sockets: true,
             drop_root: DEFAULT_DROP_ROOT,
+            explain_denials: true,
             env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }

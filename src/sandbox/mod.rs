@@ -147,7 +147,11 @@ pub struct Request {
     /// The TCP ports the server may connect to: `sandbox.tcp_connect` and the ports of the
     /// destinations.
     pub tcp_connect: Vec<u16>,
-    /// `sandbox.connect` and `--sandbox-connect`, of which only the port is enforced.
+    /// `sandbox.tcp_connect` alone: the ports open to any address.
+    pub tcp_connect_any: Vec<u16>,
+    /// `sandbox.connect` and `--sandbox-connect`. Their addresses are enforced by the
+    /// observer (`observe`), which makes the connect itself, unless `tcp_connect_any` opens
+    /// their port to any address.
     pub connect: Vec<crate::policy::Destination>,
     pub tcp_bind: Vec<u16>,
     pub allow_udp: bool,
@@ -156,12 +160,27 @@ pub struct Request {
     pub scope_signals: bool,
     pub scope_abstract_unix_sockets: bool,
     pub drop_root: bool,
+    /// `sandbox.explain_denials`: whether the observer watches opens and binds to name what the
+    /// sandbox refused.
+    pub explain_denials: bool,
     pub limits: crate::policy::SandboxLimits,
     pub env: EnvPlan,
     pub tmpdir: Option<PathBuf>,
     /// The trusted files inside each read-write grant of the policy and the command line
     /// (`pins`), made read-only in the server's view.
     pub pins: Vec<pins::Pins>,
+}
+
+impl Request {
+    /// The destinations whose address mcpguard enforces: those of `sandbox.connect` and
+    /// `--sandbox-connect` whose port `sandbox.tcp_connect` does not open to any address.
+    pub fn by_address(&self) -> Vec<crate::policy::Destination> {
+        self.connect
+            .iter()
+            .filter(|d| !self.tcp_connect_any.contains(&d.port))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Keeps the variables `allow` names (exact names only: a prefix would pass whatever a host or
@@ -542,6 +561,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             }
             ports
         },
+        tcp_connect_any: p.tcp_connect.clone(),
         connect: p
             .connect
             .iter()
@@ -555,6 +575,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         scope_signals: p.scope_signals,
         scope_abstract_unix_sockets: p.scope_abstract_unix_sockets,
         drop_root: p.drop_root,
+        explain_denials: p.explain_denials,
         limits: p.limits.clone(),
         env: env_plan,
         tmpdir: inp.ctx.tmpdir.clone(),

@@ -119,6 +119,30 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         .clone()
         .ok_or_else(|| Refused("no server command to sandbox".into()))?;
     let abi = kernel.abi();
+    // The ports of the destinations whose address is enforced: Landlock does not open them,
+    // and the observer makes each connect to them itself, to their addresses only. That needs
+    // seccomp user notification, which every kernel with Landlock's TCP rules (ABI 4, Linux
+    // 6.7) has unless seccomp itself is unavailable; then the start is refused rather than
+    // the port opened to every address.
+    let by_address = req.by_address();
+    let by_address_ports: Vec<u16> = if landlock::handled_net(abi) != 0 {
+        by_address.iter().map(|d| d.port).collect()
+    } else {
+        Vec::new()
+    };
+    let can_enforce_addresses = kernel.seccomp && super::observe::available();
+    if !by_address_ports.is_empty() && !can_enforce_addresses {
+        let list: Vec<String> = by_address.iter().map(|d| d.to_string()).collect();
+        return Err(Refused(format!(
+            "the TCP destinations {} (sandbox.connect, --sandbox-connect) cannot be enforced by address here: mcpguard makes those connects itself through seccomp user notification, which this system does not offer to it. To fix: open their ports to any address with sandbox.tcp_connect = [{}] in the policy, or run where seccomp is available",
+            list.join(", "),
+            by_address_ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let ruleset = if abi > 0 {
         let handled = landlock::handled_fs(abi);
         let scoped = (if req.scope_signals {
@@ -147,6 +171,10 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         }
         if net != 0 {
             for &port in &req.tcp_connect {
+                if by_address_ports.contains(&port) {
+                    // Opened by the observer, to the destinations' addresses only.
+                    continue;
+                }
                 rs.allow_port(port, landlock::NET_CONNECT_TCP)
                     .map_err(|e| failed(format!("TCP connect port {port}"), e))?;
             }
@@ -227,8 +255,14 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     // Only where Landlock decides: without a ruleset nothing denies an open, and the observer
     // would name refusals that never happened.
-    let observer = if ruleset.is_some() && kernel.seccomp && super::observe::available() {
-        let grants = observe_grants(&req, abi);
+    // With `sandbox.explain_denials = false` it runs only to make the connects whose address
+    // it enforces (and then watches connect alone).
+    let wanted = req.explain_denials || !by_address_ports.is_empty();
+    let observer = if wanted && ruleset.is_some() && can_enforce_addresses {
+        let mut grants = observe_grants(&req, abi);
+        if by_address_ports.is_empty() {
+            grants.by_address.clear();
+        }
         let observer = super::observe::Observer::new(grants).map_err(|e| {
             Refused(format!(
                 "preparing the observer of the sandbox's denials failed: {e}"
@@ -492,6 +526,8 @@ fn observe_grants(req: &Request, abi: u32) -> super::observe::Grants {
             .filter_map(|p| p.strip_prefix("/proc/self/"))
             .map(str::to_string)
             .collect(),
+        by_address: req.by_address(),
+        explain: req.explain_denials,
     }
 }
 

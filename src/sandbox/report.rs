@@ -396,17 +396,51 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         format!("TCP connect only to ports: {}", ports(&req.tcp_connect)),
         landlock_status(4, "restricting TCP"),
     );
-    if !req.connect.is_empty() {
-        let list: Vec<String> = req.connect.iter().map(|d| d.to_string()).collect();
+    // A destination's address is enforced by the observer (`observe`), which makes the
+    // connect itself; `prepare` refuses to start where it cannot (no seccomp).
+    let by_address = req.by_address();
+    if !by_address.is_empty() {
+        let list: Vec<String> = by_address.iter().map(|d| d.to_string()).collect();
+        let names = by_address.iter().any(|d| d.needs_dns());
+        line(
+            "network.tcp-address",
+            "network",
+            format!(
+                "TCP destinations (sandbox.connect, --sandbox-connect): {} (address and port enforced: mcpguard makes these connects itself{})",
+                list.join(", "),
+                if names {
+                    "; a host name allows the addresses mcpguard's resolver gives for it when the server connects, and the server still looks the name up itself"
+                } else {
+                    ""
+                }
+            ),
+            if abi >= 4 {
+                if kernel.seccomp {
+                    Status::Enforced
+                } else {
+                    Status::Dropped("mcpguard enforces a destination's address through seccomp user notification, unavailable here".into())
+                }
+            } else {
+                landlock_status(4, "restricting TCP")
+            },
+        );
+    }
+    let any: Vec<String> = req
+        .connect
+        .iter()
+        .filter(|d| req.tcp_connect_any.contains(&d.port))
+        .map(|d| d.to_string())
+        .collect();
+    if !any.is_empty() {
         line(
             "network.tcp-destinations",
             "network",
             format!(
                 "TCP destinations (sandbox.connect, --sandbox-connect): {}",
-                list.join(", ")
+                any.join(", ")
             ),
             if abi >= 4 {
-                Status::Residual("only their ports are enforced: Landlock confines TCP by port, not by address, so the server may connect to any host on these ports".into())
+                Status::Residual("only their ports are enforced: sandbox.tcp_connect opens these ports to every address, so the server may connect to any host on them".into())
             } else {
                 landlock_status(4, "restricting TCP")
             },

@@ -513,3 +513,59 @@ fn every_rule_the_report_can_enforce_has_a_probe_test() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Issue 33: a destination's address is enforced where Landlock confines TCP and seccomp is
+/// there (mcpguard makes the connect), dropped without seccomp, and a residual risk when
+/// `sandbox.tcp_connect` opens its port to every address.
+#[test]
+fn the_report_says_which_destinations_are_enforced_by_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = PathContext {
+        tmpdir: Some(dir.path().to_path_buf()),
+        home: Some(PathBuf::from("/nonexistent-home")),
+        ..PathContext::default()
+    };
+    let dest = |s: &str| crate::policy::Destination::parse(s).unwrap();
+    let profile = Sandbox {
+        preset: Preset::None,
+        tcp_connect: vec![80],
+        connect: vec![dest("127.0.0.1:5432"), dest("127.0.0.1:80")],
+        ..Sandbox::default()
+    };
+    let env = os(&[("PATH", "/usr/bin")]);
+    let req = resolve(&Inputs {
+        profile: &profile,
+        program: Some(Path::new("/usr/bin/true")),
+        args: &[],
+        extra: &Extra {
+            connect: vec![dest("localhost:8080")],
+            ..Extra::default()
+        },
+        ctx: &ctx,
+        env: &env,
+    })
+    .unwrap();
+    let shown: Vec<String> = req.by_address().iter().map(|d| d.to_string()).collect();
+    assert_eq!(shown, ["127.0.0.1:5432", "localhost:8080"]);
+    let line = |r: &Report, what: &str| {
+        r.lines
+            .iter()
+            .find(|l| l.rule.contains(what))
+            .cloned()
+            .unwrap_or_else(|| panic!("no line with {what}:\n{}", r.text()))
+    };
+    let full = plan(&req, &kernel(7, true));
+    let l = line(
+        &full,
+        "127.0.0.1:5432, localhost:8080 (address and port enforced",
+    );
+    assert_eq!(l.status, Status::Enforced);
+    let l = line(&full, "--sandbox-connect): 127.0.0.1:80");
+    assert!(
+        matches!(&l.status, Status::Residual(why) if why.contains("every address")),
+        "{l:?}"
+    );
+    let no_seccomp = plan(&req, &kernel(7, false));
+    let l = line(&no_seccomp, "(address and port enforced");
+    assert!(matches!(l.status, Status::Dropped(_)), "{l:?}");
+}

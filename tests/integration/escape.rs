@@ -628,6 +628,173 @@ fn tcp_fast_open_reaches_no_listener() {
     t.finish();
 }
 
+// ---- 1b. TCP destinations by address --------------------------------------------------
+
+/// Listeners on one port at 127.0.0.1, 127.0.0.2 and (where this machine has IPv6) ::1, fresh
+/// ones for each case, so that a connection left in an accept queue is never counted for the
+/// next.
+fn same_port_listeners() -> Option<(TcpListener, Vec<(&'static str, TcpListener)>)> {
+    let ipv6 = TcpListener::bind("[::1]:0").is_ok();
+    for _ in 0..20 {
+        let good = TcpListener::bind("127.0.0.1:0").ok()?;
+        let port = good.local_addr().ok()?.port();
+        let Ok(two) = TcpListener::bind(("127.0.0.2", port)) else {
+            continue;
+        };
+        let mut others = vec![("127.0.0.2", two)];
+        if ipv6 {
+            let Ok(six) = TcpListener::bind(("::1", port)) else {
+                continue;
+            };
+            others.push(("::1", six));
+        }
+        return Some((good, others));
+    }
+    None
+}
+
+/// Issue 33: `--sandbox-connect 127.0.0.1:P` lets the server reach 127.0.0.1:P and no other
+/// address on port P. Landlock confines TCP by port only, so mcpguard makes the connects to
+/// such a port itself (`sandbox::observe`) on its copy of the server's socket and its copy of
+/// the address: 127.0.0.2:P and [::1]:P are refused, blocking and nonblocking, and named at
+/// the default level with the flag; a helper that flips the address in shared memory while
+/// the probe connects reaches nothing (no time-of-check gap). The granted address works both
+/// ways. Unsandboxed, every one of these connects reaches its listener.
+#[test]
+fn a_tcp_destination_is_enforced_by_address_not_only_by_port() {
+    let mut t = Tally::new("TCP destination by address");
+    for who in everyone() {
+        let w = World::new(who);
+        for mode in ["block", "nonblock"] {
+            let Some((good, _)) = same_port_listeners() else {
+                t.skip(
+                    mode,
+                    who,
+                    "no listeners on one port at 127.0.0.1 and 127.0.0.2",
+                );
+                continue;
+            };
+            let port = good.local_addr().unwrap().port().to_string();
+            let flag = format!("127.0.0.1:{port}");
+            let tok = token("granted");
+            let run = w.check(
+                Half::Sandboxed,
+                &["--sandbox-connect", &flag],
+                &["connect-to", "127.0.0.1", &port, &tok, mode],
+            );
+            let got = receive(&good, Duration::from_secs(2));
+            let ok = got
+                .as_deref()
+                .is_some_and(|g| String::from_utf8_lossy(g).contains(&tok));
+            println!(
+                "ESCAPE-TABLE | {} | granted 127.0.0.1 {mode} | {} | sandboxed: {} |",
+                t.class,
+                who.name(),
+                if ok {
+                    "reached (as granted)"
+                } else {
+                    "NOT REACHED"
+                }
+            );
+            if !ok {
+                t.failures.push(format!(
+                    "[granted 127.0.0.1 {mode}, {}] the granted destination {flag} was not reached:\n{}",
+                    who.name(),
+                    run.brief()
+                ));
+            }
+        }
+        for host in ["127.0.0.2", "::1"] {
+            for mode in ["block", "nonblock"] {
+                let case = format!("{host} on the granted port, {mode}");
+                let mut outcome = |half: Half| {
+                    let Some((_, others)) = same_port_listeners() else {
+                        return Err("no listeners on one port".to_string());
+                    };
+                    let Some((_, l)) = others.iter().find(|(h, _)| *h == host) else {
+                        return Err(format!("no listener at {host} (no IPv6 here?)"));
+                    };
+                    let port = l.local_addr().unwrap().port().to_string();
+                    let flag = format!("127.0.0.1:{port}");
+                    let tok = token("other");
+                    let opts: Vec<&str> = match half {
+                        Half::Sandboxed => vec!["--sandbox-connect", &flag],
+                        Half::Off => Vec::new(),
+                    };
+                    let run = w.check(half, &opts, &["connect-to", host, &port, &tok, mode]);
+                    let got = receive(l, Duration::from_secs(1));
+                    let escaped = got
+                        .as_deref()
+                        .is_some_and(|g| String::from_utf8_lossy(g).contains(&tok));
+                    if half == Half::Sandboxed {
+                        t.keep_report(&run);
+                        let shown: SocketAddr = if host.contains(':') {
+                            format!("[{host}]:{port}")
+                        } else {
+                            format!("{host}:{port}")
+                        }
+                        .parse()
+                        .unwrap();
+                        let want = format!(
+                            "mcpguard: warning: sandbox denied connect to {shown} (TCP): port {port} is granted only for {flag}; allow it with --sandbox-connect {shown}"
+                        );
+                        if !escaped && !run.stderr.contains(&want) {
+                            t.failures.push(format!(
+                                "[{case}, {}] the refusal was not named at the default level ({want:?} missing):\n{}",
+                                who.name(),
+                                run.brief()
+                            ));
+                        }
+                    }
+                    let observed = if escaped {
+                        "the listener received the probe's token".to_string()
+                    } else {
+                        "no connection reached the listener".to_string()
+                    };
+                    Ok(Outcome::of(&run, escaped, &observed))
+                };
+                match (outcome(Half::Sandboxed), outcome(Half::Off)) {
+                    (Ok(s), Ok(o)) => t.judge(&case, who, o, s),
+                    (Err(e), _) | (_, Err(e)) => t.skip(&case, who, &e),
+                }
+            }
+        }
+        let case = "address flipped during the connect";
+        let mut outcome = |half: Half| {
+            let Some((_, others)) = same_port_listeners() else {
+                return Err("no listeners on one port".to_string());
+            };
+            let l = &others[0].1;
+            let port = l.local_addr().unwrap().port().to_string();
+            let flag = format!("127.0.0.1:{port}");
+            let opts: Vec<&str> = match half {
+                Half::Sandboxed => vec!["--sandbox-connect", &flag],
+                Half::Off => Vec::new(),
+            };
+            let run = w.check(
+                half,
+                &opts,
+                &["connect-race", "127.0.0.1", "127.0.0.2", &port],
+            );
+            let reached = receive(l, Duration::from_secs(1)).is_some();
+            if half == Half::Sandboxed {
+                t.keep_report(&run);
+            }
+            let observed = if reached {
+                "127.0.0.2 accepted a connection"
+            } else {
+                "no connection reached 127.0.0.2"
+            };
+            Ok(Outcome::of(&run, reached || run.says_escaped(), observed))
+        };
+        match (outcome(Half::Sandboxed), outcome(Half::Off)) {
+            (Ok(s), Ok(o)) => t.judge(case, who, o, s),
+            (Err(e), _) | (_, Err(e)) => t.skip(case, who, &e),
+        }
+    }
+    t.finish();
+}
+
 // ---- 2. listen() without bind() --------------------------------------------------------
 
 /// A stream of the lines a running mcpguard prints, with a bound on each wait.

@@ -164,6 +164,94 @@ static int tfo(const char *mode, const char *host, const char *port, const char 
                    strcmp(mode, "connect") ? "" : " (connect with TCP_FASTOPEN_CONNECT)");
 }
 
+/* ---- 1b. TCP destinations by address (sandbox.connect, --sandbox-connect) --------------- */
+
+/* connect-to HOST PORT TOKEN MODE: a plain connect ("block") or a nonblocking one that waits
+ * for EINPROGRESS to finish ("nonblock"), then sends TOKEN. */
+static int connect_to(const char *host, const char *port, const char *token, const char *mode) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (make_addr(host, port, &ss, &len)) return error("bad address");
+    int nb = !strcmp(mode, "nonblock");
+    int fd = socket(ss.ss_family, SOCK_STREAM | (nb ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0) return stopped("socket");
+    if (connect(fd, (struct sockaddr *)&ss, len)) {
+        if (!nb || errno != EINPROGRESS) return stopped("connect");
+        struct pollfd p = {fd, POLLOUT, 0};
+        if (poll(&p, 1, 5000) != 1) {
+            errno = ETIMEDOUT;
+            return stopped("poll for the nonblocking connect");
+        }
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el)) return error("getsockopt");
+        if (err) {
+            errno = err;
+            return stopped("nonblocking connect (SO_ERROR)");
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    }
+    ssize_t n = write(fd, token, strlen(token));
+    if (n < 0) return stopped("write");
+    shutdown(fd, SHUT_WR);
+    close(fd);
+    return escaped("connected to %s port %s (%s connect) and sent %zd bytes", host, port, mode, n);
+}
+
+/* connect-race GOOD BAD PORT: a forked helper flips the IPv4 address in a shared page between
+ * GOOD and BAD while this process connects to whatever the page holds, up to 5000 times or
+ * for 5 seconds, until one reaches BAD (unsandboxed that takes a few tries): a supervisor
+ * that checks the address and then lets the kernel read it again would connect some of them
+ * to BAD. */
+static int connect_race(const char *good, const char *bad, const char *port) {
+    struct sockaddr_storage g, b;
+    socklen_t gl, bl;
+    if (make_addr(good, port, &g, &gl) || make_addr(bad, port, &b, &bl) ||
+        g.ss_family != AF_INET || b.ss_family != AF_INET)
+        return error("two IPv4 addresses are needed");
+    struct sockaddr_in *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) return error("mmap");
+    memcpy(shared, &g, gl);
+    uint32_t ga = ((struct sockaddr_in *)&g)->sin_addr.s_addr;
+    uint32_t ba = ((struct sockaddr_in *)&b)->sin_addr.s_addr;
+    pid_t flipper = fork();
+    if (flipper < 0) return error("fork");
+    if (flipper == 0) {
+        volatile uint32_t *a = &shared->sin_addr.s_addr;
+        for (;;) {
+            *a = ba;
+            *a = ga;
+        }
+    }
+    int made = 0, refused = 0;
+    time_t until = time(NULL) + 5;
+    for (int i = 0; i < 5000 && time(NULL) < until; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) break;
+        if (connect(fd, (struct sockaddr *)shared, sizeof *shared) == 0) {
+            made++;
+            struct sockaddr_in peer;
+            socklen_t pl = sizeof peer;
+            if (!getpeername(fd, (struct sockaddr *)&peer, &pl) && peer.sin_addr.s_addr == ba) {
+                kill(flipper, SIGKILL);
+                waitpid(flipper, NULL, 0);
+                close(fd);
+                return escaped("connect %d reached %s port %s while the address was flipped", i,
+                               bad, port);
+            }
+        } else {
+            refused++;
+        }
+        close(fd);
+    }
+    kill(flipper, SIGKILL);
+    waitpid(flipper, NULL, 0);
+    errno = EACCES;
+    printf("race: %d connects reached %s, %d were refused\n", made, good, refused);
+    return stopped("reaching the flipped address");
+}
+
 /* ---- 2. listen() without bind() -------------------------------------------------------- */
 
 static int listen_autobind(const char *family) {
@@ -1210,6 +1298,14 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "tfo-sendto") || !strcmp(p, "tfo-sendmsg") || !strcmp(p, "tfo-connect")) {
         NEED(3);
         return tfo(p + 4, argv[2], argv[3], argv[4]);
+    }
+    if (!strcmp(p, "connect-to")) {
+        NEED(4);
+        return connect_to(argv[2], argv[3], argv[4], argv[5]);
+    }
+    if (!strcmp(p, "connect-race")) {
+        NEED(3);
+        return connect_race(argv[2], argv[3], argv[4]);
     }
     if (!strcmp(p, "listen")) {
         NEED(1);
