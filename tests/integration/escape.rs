@@ -3065,20 +3065,59 @@ fn another_process_memory_descriptors_and_io_uring_are_out_of_reach() {
     t.finish();
 }
 
-/// Report rule `processes.no-new-privs`: an ordinary user's server executes a set-user-id root
-/// program (a copy of the probe, in a folder the policy lets it execute from) and must not gain
-/// euid 0. Started directly, the same user does. As root there is nothing to gain.
+/// Report rule `processes.no-new-privs`: the server runs with the kernel's no_new_privs flag
+/// (`NoNewPrivs:\t1` in its /proc/self/status), so no set-user-id or file-capability program
+/// it executes gains privilege. Started directly, the flag is not set. As an extra check (when
+/// the tests run as root, the only way to make a set-user-id root program) an ordinary user's
+/// server executes a set-user-id root copy of the probe, in a folder the policy lets it execute
+/// from, and must not gain euid 0; started directly, the same user does.
 #[test]
 fn a_set_user_id_program_gives_the_server_no_privilege() {
-    if !am_root() {
-        println!("not running as root: no set-user-id root program can be made here");
-        return;
-    }
     let mut t = Tally::new("set-user-id programs");
+    for who in everyone() {
+        let w = World::new(who);
+        let o = Run::new("euid", run_bounded(&mut w.direct_cmd(&["euid"])));
+        let s = w.check(Half::Sandboxed, &[], &["euid"]);
+        t.keep_report(&s);
+        let line = s
+            .report()
+            .lines()
+            .find(|l| l.contains("no_new_privs"))
+            .unwrap_or("")
+            .to_string();
+        if !line.contains("[enforced]") {
+            t.failures.push(format!(
+                "[{}] the report does not claim no_new_privs: {line:?}",
+                who.name()
+            ));
+        }
+        if !s.stdout.contains("NoNewPrivs:\t1\n") {
+            t.failures.push(format!(
+                "[{}] the server's /proc/self/status does not say NoNewPrivs:\\t1:\n{}",
+                who.name(),
+                s.brief()
+            ));
+        }
+        t.judge(
+            "the no_new_privs flag of the server",
+            who,
+            Outcome::of(&o, o.says_escaped(), "NoNewPrivs in /proc/self/status"),
+            Outcome::of(&s, s.says_escaped(), "NoNewPrivs in /proc/self/status"),
+        );
+    }
     let who = Who::User {
         uid: NOBODY,
         gid: NOBODY,
     };
+    if !am_root() {
+        t.skip(
+            "exec of a set-user-id root program",
+            who,
+            "not running as root: no set-user-id root program can be made here",
+        );
+        t.finish();
+        return;
+    }
     let w = World::new(who);
     let dir = w.path("suid");
     std::fs::create_dir(&dir).unwrap();
@@ -3099,28 +3138,19 @@ fn a_set_user_id_program_gives_the_server_no_privilege() {
         )),
         &["setuid-exec", &p],
     );
-    t.keep_report(&s);
-    let line = s
-        .report()
-        .lines()
-        .find(|l| l.contains("no_new_privs"))
-        .unwrap_or("")
-        .to_string();
-    if !line.contains("[enforced]") {
-        t.failures
-            .push(format!("the report does not claim no_new_privs: {line:?}"));
-    }
     if !s.stdout.contains("probe euid start") {
         t.failures.push(format!(
             "the set-user-id program did not run under the sandbox, so nothing was tested:\n{}",
             s.brief()
         ));
     }
+    // The exec'd probe is judged on the euid it got; its NoNewPrivs line is the check above.
+    let gained = |r: &Run| r.stdout.contains("gained euid 0");
     t.judge(
         "exec of a set-user-id root program",
         who,
-        Outcome::of(&o, o.says_escaped(), "the program's euid"),
-        Outcome::of(&s, s.says_escaped(), "the program's euid"),
+        Outcome::of(&o, gained(&o), "the program's euid"),
+        Outcome::of(&s, gained(&s), "the program's euid"),
     );
     t.finish();
 }

@@ -1121,12 +1121,26 @@ static int crossmem(void) {
     return stopped("process_vm_readv, ptrace, pidfd_getfd and io_uring_setup");
 }
 
-/* Reports whether this process gained euid 0 from a set-user-id program. */
+/* Reports the kernel's NoNewPrivs flag for this process (from /proc/self/status) and whether
+ * it gained euid 0 from a set-user-id program. Escaped when it gained euid 0, or when the flag is
+ * not set: then the next set-user-id or file-capability program it executes would gain its
+ * privilege, whichever program that is. */
 static int euid(void) {
-    if (geteuid() == 0 && getuid() != 0) return escaped("gained euid 0 (uid %d)", (int)getuid());
     printf("uid %d, euid %d\n", (int)getuid(), (int)geteuid());
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return error("open /proc/self/status");
+    char line[256], nnp[256] = "";
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "NoNewPrivs:", 11)) snprintf(nnp, sizeof nnp, "%s", line);
+    fclose(f);
+    if (!nnp[0]) return error("no NoNewPrivs line in /proc/self/status");
+    printf("%s", nnp);
+    if (geteuid() == 0 && getuid() != 0) return escaped("gained euid 0 (uid %d)", (int)getuid());
+    if (strcmp(nnp, "NoNewPrivs:\t1\n"))
+        return escaped("no_new_privs is not set: a set-user-id program would gain its owner's "
+                       "privilege");
     errno = EPERM;
-    return stopped("gaining euid 0 through the set-user-id bit");
+    return stopped("gaining privilege through the set-user-id bit (no_new_privs is set)");
 }
 
 /* Executes PATH (a set-user-id copy of this program) as `PATH euid`. */
