@@ -109,7 +109,29 @@ fn kernel(abi: u32, seccomp: bool) -> Kernel {
         root: false,
         memfd_noexec_seal: true,
         cgroup: Err("cgroup v1 only".into()),
+        core_pipe: None,
     }
+}
+
+/// A core pattern that pipes to a program ignores RLIMIT_CORE 0: the report must not claim
+/// "no core dumps" there, and names the pattern instead.
+#[test]
+fn a_piped_core_pattern_makes_no_core_dumps_a_residual_risk() {
+    let req = request(SandboxMode::Require);
+    let find = |k: &Kernel| {
+        let r = plan(&req, k);
+        let l = r.lines.iter().find(|l| l.id == "limits.core").unwrap();
+        (l.status.clone(), r.text())
+    };
+    let (file, _) = find(&kernel(7, true));
+    assert_eq!(file, Status::Enforced);
+    let mut piped = kernel(7, true);
+    piped.core_pipe = Some("|/usr/lib/systemd/systemd-coredump %P".into());
+    let (status, text) = find(&piped);
+    assert!(
+        matches!(&status, Status::Residual(why) if why.contains("systemd-coredump")),
+        "{text}"
+    );
 }
 
 #[test]

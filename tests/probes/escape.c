@@ -989,6 +989,7 @@ static int coredump(void) {
     struct rlimit r;
     getrlimit(RLIMIT_CORE, &r);
     printf("core limit: soft %lld, hard %lld\n", (long long)r.rlim_cur, (long long)r.rlim_max);
+    printf("RLIMIT_CORE raised above 0: %s\n", r.rlim_cur > 0 ? "yes" : "no");
     if (chdir(tmpdir())) return error("chdir $TMPDIR");
     pid_t c = fork();
     if (c < 0) return error("fork");
