@@ -2877,7 +2877,7 @@ fn scope_abstract_unix_sockets_keeps_an_abstract_socket_outside_out_of_reach() {
     t.finish();
 }
 
-/// `sandbox.allow_other_sockets`: a netlink socket lists the machine's interfaces (and, with
+/// `sandbox.allow_other_sockets`, netlink: a netlink socket lists the machine's interfaces (and, with
 /// capabilities, would change them); packet, raw, MPTCP and SCTP sockets are refused with it.
 /// With `false` the socket cannot be created; with `true` the kernel answers.
 #[test]
@@ -2899,6 +2899,56 @@ fn allow_other_sockets_decides_whether_the_server_opens_a_netlink_socket() {
         t.keep_report(&r);
         t.judge_key(
             "a routing netlink dump",
+            who,
+            "no other socket families",
+            ("allow_other_sockets = true", open),
+            ("allow_other_sockets = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.allow_other_sockets`, MPTCP: an MPTCP socket is a protocol of its own, outside
+/// Landlock's TCP rules, so a server that may not connect to a port over TCP could still reach
+/// it over MPTCP. A listener outside on a port the policy does not grant receives the server's
+/// token with `true` and nothing with `false`. Skipped only where the host disables MPTCP
+/// (`net.mptcp.enabled = 0`).
+#[test]
+fn allow_other_sockets_decides_whether_the_server_connects_over_mptcp() {
+    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
+    let mut t = Tally::new("sandbox.allow_other_sockets (MPTCP)");
+    for who in everyone() {
+        if enabled.trim() == "0" {
+            t.skip(
+                "MPTCP connect + send to a port not granted",
+                who,
+                "net.mptcp.enabled = 0 on this host: no MPTCP socket can be made",
+            );
+            continue;
+        }
+        let w = World::new(who);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port().to_string();
+        let run = |v: bool| {
+            let tok = token("mptcp-");
+            let r = w.check_under(
+                "mptcp.toml",
+                &required_with(&format!("allow_other_sockets = {v}\n")),
+                &["mptcp", &port, &tok],
+            );
+            let got = receive(&l, Duration::from_millis(300));
+            let got = got.map(|b| text(&b));
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(&r, escaped, &format!("the listener received {got:?}")),
+                r,
+            )
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "MPTCP connect + send to a port not granted",
             who,
             "no other socket families",
             ("allow_other_sockets = true", open),

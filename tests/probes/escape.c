@@ -1062,6 +1062,22 @@ static int netlink(void) {
     return escaped("netlink answered %zd bytes about the machine's interfaces", n);
 }
 
+/* Connects an MPTCP socket (IPPROTO_MPTCP, 262) to 127.0.0.1:PORT and sends TOKEN: MPTCP
+ * is a protocol of its own, which Landlock's TCP rules do not cover. */
+static int mptcp(const char *port, const char *token) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 262 /* IPPROTO_MPTCP */);
+    if (fd < 0) return stopped("socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)");
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) return stopped("connect (MPTCP)");
+    if (send(fd, token, strlen(token), 0) < 0) return stopped("send (MPTCP)");
+    close(fd);
+    return escaped("sent %s over MPTCP to port %s", token, port);
+}
+
 /* ---- 22. the rest of the report's enforced rules --------------------------------------- */
 
 /* Binds 127.0.0.1:PORT, listens, and sends TOKEN to the first connection within 4 s. */
@@ -1358,6 +1374,10 @@ int main(int argc, char **argv) {
         return unix_send(argv[2], argv[3]);
     }
     if (!strcmp(p, "netlink")) return netlink();
+    if (!strcmp(p, "mptcp")) {
+        NEED(2);
+        return mptcp(argv[2], argv[3]);
+    }
     if (!strcmp(p, "bindlisten")) {
         NEED(2);
         return bindlisten(argv[2], argv[3]);
