@@ -2966,10 +2966,10 @@ fn allow_other_sockets_decides_whether_the_server_connects_over_mptcp() {
 #[test]
 fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() {
     let python = Path::new("/usr/bin/python3");
-    if !python.exists() {
-        println!("no /usr/bin/python3: nothing to test");
-        return;
-    }
+    assert!(
+        python.exists(),
+        "no /usr/bin/python3: the preset test needs it (scripts/install-peers.sh installs python3)"
+    );
     let mut failures = Vec::new();
     for who in everyone() {
         let w = World::new(who);
@@ -3002,11 +3002,12 @@ fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() 
                 .arg(app.join("main.py"));
             let out = run_bounded(&mut cmd);
             let stdout = text(&out.stdout);
+            let stderr = text(&out.stderr);
             let what = format!(
                 "[preset = {preset}, {}] {:?}\nstdout:\n{stdout}\nstderr:\n{}",
                 who.name(),
                 out.status,
-                text(&out.stderr)
+                stderr
             );
             let ran = stdout.contains(&format!("PRESET-RAN {tok}"));
             let planted = app.join("planted.py").exists();
@@ -3022,6 +3023,16 @@ fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() 
                 "none" if ran => failures.push(format!(
                     "the script ran without the preset's grant, so the preset proves nothing: {what}"
                 )),
+                // The interpreter itself ran and was refused the script: any other failure
+                // (no interpreter, a sandbox that did not start) would prove nothing.
+                "none" if !(stderr.contains("can't open file")
+                    && stderr.contains("[Errno 13] Permission denied")) =>
+                {
+                    failures.push(format!(
+                        "python did not say the script was refused (\"can't open file … \
+                         [Errno 13] Permission denied\"), so the refusal is not the sandbox's: {what}"
+                    ))
+                }
                 "python" | "auto" if !ran => {
                     failures.push(format!("the preset did not grant the script: {what}"))
                 }
