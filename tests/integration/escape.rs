@@ -3053,13 +3053,17 @@ fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() 
 
 // ---- 22. the rest of the report's enforced rules ---------------------------------------------
 
-/// A free TCP port on 127.0.0.1 (bound and released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two different free TCP ports on 127.0.0.1: both listeners stay bound until both ports are
+/// read, so the kernel cannot hand out the same port twice.
+fn two_free_ports() -> (u16, u16) {
+    let a = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    let ports = (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    );
+    assert_ne!(ports.0, ports.1, "two bound listeners got one port");
+    ports
 }
 
 /// Connects to 127.0.0.1:`port` until something answers or `bound` passes, and returns what
@@ -3108,8 +3112,7 @@ fn tcp_bind_lets_the_server_listen_only_on_its_ports() {
                 r,
             )
         };
-        let port = free_port();
-        let other = free_port();
+        let (port, other) = two_free_ports();
         let (open, _) = run(port, port);
         let (shut, r) = run(other, port);
         t.keep_report(&r);
