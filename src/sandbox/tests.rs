@@ -518,6 +518,23 @@ fn every_rule_the_report_can_enforce_has_a_probe_test() {
             }
         }
     }
+    // The prose above the table lists the ids never printed as enforced: it must be exactly
+    // `all − enforced`, so that it cannot drift either.
+    let (_, after) = doc
+        .split_once("Ids the report only prints as dropped, skipped or residual (")
+        .expect("docs/threat-model.md lists the ids never printed as enforced");
+    let listed: std::collections::BTreeSet<&str> = after
+        .split_once(')')
+        .map_or("", |(list, _)| list)
+        .split(',')
+        .map(|id| id.trim().trim_matches('`'))
+        .collect();
+    let never: std::collections::BTreeSet<&str> = all.difference(&enforced).copied().collect();
+    if listed != never {
+        problems.push(format!(
+            "docs/threat-model.md lists {listed:?} as never enforced; the report never prints {never:?} as enforced"
+        ));
+    }
     for id in rows.keys() {
         if !all.contains(id.as_str()) {
             problems.push(format!("{id}: a row for an id the report never prints"));
