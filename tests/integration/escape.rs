@@ -314,12 +314,17 @@ impl World {
         cmd
     }
 
-    /// `mcpguard sandbox-check --policy P OPTS -- escape PROBE...`.
+    /// `mcpguard sandbox-check --policy P OPTS -- escape PROBE...`, P the policy of `half`.
     fn check_cmd<S: AsRef<OsStr>>(&self, half: Half, opts: &[S], probe: &[S]) -> Command {
+        self.check_cmd_at(self.policy(half), opts, probe)
+    }
+
+    /// `mcpguard sandbox-check --policy POLICY OPTS -- escape PROBE...`.
+    fn check_cmd_at<S: AsRef<OsStr>>(&self, policy: &Path, opts: &[S], probe: &[S]) -> Command {
         let mut cmd = self.guard();
         cmd.arg("sandbox-check")
             .arg("--policy")
-            .arg(self.policy(half))
+            .arg(policy)
             .args(opts)
             .arg("--")
             .arg(&bins().escape)
@@ -464,7 +469,21 @@ impl Tally {
         }
     }
 
+    /// Unsandboxed against sandboxed: the escape must work without the sandbox (or the
+    /// sandboxed half proves nothing) and not with it.
     fn judge(&mut self, case: &str, who: Who, off: Outcome, sandboxed: Outcome) {
+        self.weigh(case, who, ("unsandboxed", off), ("sandboxed", sandboxed));
+    }
+
+    /// The table line and the failures of one pair of runs: the escape must work in the `open`
+    /// run (or the `shut` run proves nothing), and the `shut` run must have run and not escaped.
+    fn weigh(
+        &mut self,
+        case: &str,
+        who: Who,
+        (open_label, open): (&str, Outcome),
+        (shut_label, shut): (&str, Outcome),
+    ) {
         let word = |o: &Outcome| {
             if o.escaped {
                 "ESCAPES"
@@ -475,32 +494,31 @@ impl Tally {
             }
         };
         println!(
-            "ESCAPE-TABLE | {} | {case} | {} | unsandboxed: {} | sandboxed: {} |",
+            "ESCAPE-TABLE | {} | {case} | {} | {open_label}: {} | {shut_label}: {} |",
             self.class,
             who.name(),
-            if off.escaped { "works" } else { word(&off) },
-            word(&sandboxed)
+            if open.escaped { "works" } else { word(&open) },
+            word(&shut)
         );
-        if !off.escaped {
+        if !open.escaped {
             self.failures.push(format!(
-                "[{case}, {}] WITHOUT the sandbox the escape did not work, so the sandboxed \
-                 half proves nothing:\n{}",
+                "[{case}, {}] {open_label}, the escape did not work, so the {shut_label} half \
+                 proves nothing:\n{}",
                 who.name(),
-                off.detail
+                open.detail
             ));
         }
-        if sandboxed.escaped {
+        if shut.escaped {
             self.failures.push(format!(
-                "[{case}, {}] ESCAPED THE SANDBOX:\n{}",
+                "[{case}, {}] ESCAPED ({shut_label}):\n{}",
                 who.name(),
-                sandboxed.detail
+                shut.detail
             ));
-        } else if !sandboxed.ran {
+        } else if !shut.ran {
             self.failures.push(format!(
-                "[{case}, {}] the probe did not run under the sandbox, so nothing was \
-                 tested:\n{}",
+                "[{case}, {}] the probe did not run ({shut_label}), so nothing was tested:\n{}",
                 who.name(),
-                sandboxed.detail
+                shut.detail
             ));
         }
     }
@@ -541,20 +559,55 @@ fn token(prefix: &str) -> String {
     )
 }
 
+/// A listener the tests accept one connection from: TCP or UNIX.
+trait Accept {
+    type Stream: Read;
+    fn nonblocking(&self, on: bool);
+    fn accept_one(&self) -> std::io::Result<Self::Stream>;
+    /// Makes an accepted stream blocking again, with `timeout` on each read.
+    fn blocking(s: &Self::Stream, timeout: Duration);
+}
+
+impl Accept for TcpListener {
+    type Stream = TcpStream;
+    fn nonblocking(&self, on: bool) {
+        self.set_nonblocking(on).unwrap();
+    }
+    fn accept_one(&self) -> std::io::Result<TcpStream> {
+        self.accept().map(|(s, _)| s)
+    }
+    fn blocking(s: &TcpStream, timeout: Duration) {
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(timeout)).unwrap();
+    }
+}
+
+impl Accept for std::os::unix::net::UnixListener {
+    type Stream = std::os::unix::net::UnixStream;
+    fn nonblocking(&self, on: bool) {
+        self.set_nonblocking(on).unwrap();
+    }
+    fn accept_one(&self) -> std::io::Result<Self::Stream> {
+        self.accept().map(|(s, _)| s)
+    }
+    fn blocking(s: &Self::Stream, timeout: Duration) {
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(timeout)).unwrap();
+    }
+}
+
 /// Accepts one connection on `l` within `bound` and reads what it sends until EOF or a pause.
-fn receive(l: &TcpListener, bound: Duration) -> Option<Vec<u8>> {
-    l.set_nonblocking(true).unwrap();
+fn receive<L: Accept>(l: &L, bound: Duration) -> Option<Vec<u8>> {
+    l.nonblocking(true);
     let until = Instant::now() + bound;
     let mut s = loop {
-        match l.accept() {
-            Ok((s, _)) => break s,
+        match l.accept_one() {
+            Ok(s) => break s,
             Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
             Err(_) => return None,
         }
     };
-    s.set_nonblocking(false).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
+    L::blocking(&s, Duration::from_millis(500));
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     while let Ok(n) = s.read(&mut buf) {
@@ -2548,13 +2601,7 @@ impl World {
         let path = self.path(file);
         std::fs::write(&path, policy).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let mut cmd = self.guard();
-        cmd.arg("sandbox-check")
-            .arg("--policy")
-            .arg(&path)
-            .arg("--")
-            .arg(&bins().escape)
-            .args(probe);
+        let mut cmd = self.check_cmd_at(&path, &[], probe);
         Run::new(probe.first().copied().unwrap_or(""), run_bounded(&mut cmd))
     }
 }
@@ -2571,23 +2618,6 @@ impl Tally {
         (permissive, open): (&str, Outcome),
         (strict, shut, report): (&str, Outcome, &str),
     ) {
-        println!(
-            "ESCAPE-TABLE | {} | {case} | {} | {permissive}: {} | {strict}: {} |",
-            self.class,
-            who.name(),
-            if open.escaped {
-                "works"
-            } else {
-                "did not work"
-            },
-            if shut.escaped {
-                "ESCAPES"
-            } else if shut.ran {
-                "stopped"
-            } else {
-                "did not run"
-            }
-        );
         let line = report.lines().find(|l| l.contains(rule)).unwrap_or("");
         if !line.contains("[enforced]") {
             self.failures.push(format!(
@@ -2595,27 +2625,7 @@ impl Tally {
                 who.name()
             ));
         }
-        if !open.escaped {
-            self.failures.push(format!(
-                "[{case}, {}] with {permissive} the attempt did not work either, so the other \
-                 half proves nothing:\n{}",
-                who.name(),
-                open.detail
-            ));
-        }
-        if shut.escaped {
-            self.failures.push(format!(
-                "[{case}, {}] ESCAPED with {strict}:\n{}",
-                who.name(),
-                shut.detail
-            ));
-        } else if !shut.ran {
-            self.failures.push(format!(
-                "[{case}, {}] the probe did not run with {strict}, so nothing was tested:\n{}",
-                who.name(),
-                shut.detail
-            ));
-        }
+        self.weigh(case, who, (permissive, open), (strict, shut));
     }
 }
 
@@ -2771,25 +2781,6 @@ fn sandbox_limits_core_dumps_false_writes_no_core_file() {
     t.finish();
 }
 
-/// Reads what one connection to `l` sends within `bound` (a UNIX listener).
-fn receive_unix(l: &std::os::unix::net::UnixListener, bound: Duration) -> Option<String> {
-    l.set_nonblocking(true).unwrap();
-    let until = Instant::now() + bound;
-    let mut s = loop {
-        match l.accept() {
-            Ok((s, _)) => break s,
-            Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
-            Err(_) => return None,
-        }
-    };
-    s.set_nonblocking(false).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let mut got = String::new();
-    let _ = s.read_to_string(&mut got);
-    Some(got)
-}
-
 /// `sandbox.allow_unix_sockets`: a UNIX socket reached by path (a session bus, a container
 /// engine's socket) is a way out. With `false` the server cannot create a UNIX socket of its own
 /// and the listener outside receives nothing; with `true` it connects and sends.
@@ -2809,7 +2800,7 @@ fn allow_unix_sockets_decides_whether_the_server_reaches_a_named_socket() {
                 &required_with(&format!("allow_unix_sockets = {v}\n")),
                 &["unix-send", &p, &tok],
             );
-            let got = receive_unix(&l, Duration::from_millis(300));
+            let got = receive(&l, Duration::from_millis(300)).map(|b| text(&b));
             let escaped = got.as_deref() == Some(tok.as_str());
             (
                 Outcome::of(&r, escaped, &format!("the named socket received {got:?}")),
@@ -2852,7 +2843,7 @@ fn scope_abstract_unix_sockets_keeps_an_abstract_socket_outside_out_of_reach() {
                 )),
                 &["unix-send", &at, &tok],
             );
-            let got = receive_unix(&l, Duration::from_millis(300));
+            let got = receive(&l, Duration::from_millis(300)).map(|b| text(&b));
             let escaped = got.as_deref() == Some(tok.as_str());
             (
                 Outcome::of(
