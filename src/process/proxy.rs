@@ -97,9 +97,6 @@ pub enum Outcome {
 /// The exit status after an internal error (a panic): `EX_SOFTWARE` of sysexits(3).
 pub const EXIT_INTERNAL_ERROR: u8 = 70;
 
-/// The JSON-RPC "Internal error" code, for a request whose decision panicked.
-pub const JSONRPC_INTERNAL_ERROR: i64 = -32603;
-
 #[derive(Debug)]
 enum Event {
     HostEof,
@@ -674,7 +671,7 @@ fn end_after_panic(
         }
         out.push(Out::Host(Bytes::from(crate::wire::message::error_response(
             Some(&id),
-            JSONRPC_INTERNAL_ERROR,
+            crate::wire::message::INTERNAL_ERROR,
             "mcpguard: an internal error (a bug in mcpguard) ended the session while it decided this request; the server was stopped. See mcpguard's stderr",
             None,
         ))));

@@ -74,6 +74,10 @@ pub struct Kernel {
     /// The cgroup v2 folder delegated to this user with the memory and pids controllers
     /// (`isolate::delegated_cgroup`), or why there is none.
     pub cgroup: Result<PathBuf, String>,
+    /// `/proc/sys/kernel/core_pattern` when it pipes a crash to a program (`|…`: systemd-coredump,
+    /// apport). The kernel ignores RLIMIT_CORE 0 for such a pattern, so it decides whether
+    /// "no core dumps" can be claimed.
+    pub core_pipe: Option<String>,
 }
 
 impl Kernel {
@@ -88,6 +92,10 @@ impl Kernel {
             memfd_noexec_seal: seccomp::memfd_noexec_seal_available(),
             root: isolate::running_as_root(),
             cgroup: isolate::delegated_cgroup(),
+            core_pipe: std::fs::read_to_string("/proc/sys/kernel/core_pattern")
+                .ok()
+                .map(|p| p.trim().to_string())
+                .filter(|p| p.starts_with('|')),
         }
     }
 

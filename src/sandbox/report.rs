@@ -733,10 +733,15 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         } else {
             "no core dumps".into()
         },
-        if req.limits.core_dumps {
-            Status::Skipped("sandbox.limits.core_dumps = true".into())
-        } else {
-            Status::Enforced
+        match (&kernel.core_pipe, req.limits.core_dumps) {
+            (_, true) => Status::Skipped("sandbox.limits.core_dumps = true".into()),
+            // The kernel honours RLIMIT_CORE 0 only for a core file; a piped pattern gets the
+            // dump whatever the limit (only the value 1 stops it, a guard against recursive
+            // crashes), and PR_SET_DUMPABLE 0 does not survive the server's exec.
+            (Some(pattern), false) => Status::Residual(format!(
+                "core_pattern pipes a crash to a program ({pattern}): the kernel ignores RLIMIT_CORE 0 there, so the host's core helper receives the memory of a crashing server, secrets included"
+            )),
+            (None, false) => Status::Enforced,
         },
     );
 

@@ -109,7 +109,29 @@ fn kernel(abi: u32, seccomp: bool) -> Kernel {
         root: false,
         memfd_noexec_seal: true,
         cgroup: Err("cgroup v1 only".into()),
+        core_pipe: None,
     }
+}
+
+/// A core pattern that pipes to a program ignores RLIMIT_CORE 0: the report must not claim
+/// "no core dumps" there, and names the pattern instead.
+#[test]
+fn a_piped_core_pattern_makes_no_core_dumps_a_residual_risk() {
+    let req = request(SandboxMode::Require);
+    let find = |k: &Kernel| {
+        let r = plan(&req, k);
+        let l = r.lines.iter().find(|l| l.id == "limits.core").unwrap();
+        (l.status.clone(), r.text())
+    };
+    let (file, _) = find(&kernel(7, true));
+    assert_eq!(file, Status::Enforced);
+    let mut piped = kernel(7, true);
+    piped.core_pipe = Some("|/usr/lib/systemd/systemd-coredump %P".into());
+    let (status, text) = find(&piped);
+    assert!(
+        matches!(&status, Status::Residual(why) if why.contains("systemd-coredump")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -501,6 +523,23 @@ fn every_rule_the_report_can_enforce_has_a_probe_test() {
                 problems.push(format!("{id}: no test {named} in {}", file.display()));
             }
         }
+    }
+    // The prose above the table lists the ids never printed as enforced: it must be exactly
+    // `all − enforced`, so that it cannot drift either.
+    let (_, after) = doc
+        .split_once("Ids the report only prints as dropped, skipped or residual (")
+        .expect("docs/threat-model.md lists the ids never printed as enforced");
+    let listed: std::collections::BTreeSet<&str> = after
+        .split_once(')')
+        .map_or("", |(list, _)| list)
+        .split(',')
+        .map(|id| id.trim().trim_matches('`'))
+        .collect();
+    let never: std::collections::BTreeSet<&str> = all.difference(&enforced).copied().collect();
+    if listed != never {
+        problems.push(format!(
+            "docs/threat-model.md lists {listed:?} as never enforced; the report never prints {never:?} as enforced"
+        ));
     }
     for id in rows.keys() {
         if !all.contains(id.as_str()) {

@@ -211,8 +211,6 @@ fn every_code_has_a_row_and_a_test_that_triggers_it() {
     );
     defined.extend(constants("src/wire/message.rs", "", "i64"));
     defined.extend(constants("src/gate/refusal.rs", "code", "&str"));
-    // The "Internal error" a request gets when deciding it panicked (the session then ends).
-    defined.extend(constants("src/process/proxy.rs", "", "i64"));
     assert!(
         defined.len() >= 25,
         "the constants were not found: {defined:?}"

@@ -1077,6 +1077,7 @@ static int coredump(void) {
     struct rlimit r;
     getrlimit(RLIMIT_CORE, &r);
     printf("core limit: soft %lld, hard %lld\n", (long long)r.rlim_cur, (long long)r.rlim_max);
+    printf("RLIMIT_CORE raised above 0: %s\n", r.rlim_cur > 0 ? "yes" : "no");
     if (chdir(tmpdir())) return error("chdir $TMPDIR");
     pid_t c = fork();
     if (c < 0) return error("fork");
@@ -1149,6 +1150,22 @@ static int netlink(void) {
     return escaped("netlink answered %zd bytes about the machine's interfaces", n);
 }
 
+/* Connects an MPTCP socket (IPPROTO_MPTCP, 262) to 127.0.0.1:PORT and sends TOKEN: MPTCP
+ * is a protocol of its own, which Landlock's TCP rules do not cover. */
+static int mptcp(const char *port, const char *token) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 262 /* IPPROTO_MPTCP */);
+    if (fd < 0) return stopped("socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)");
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) return stopped("connect (MPTCP)");
+    if (send(fd, token, strlen(token), 0) < 0) return stopped("send (MPTCP)");
+    close(fd);
+    return escaped("sent %s over MPTCP to port %s", token, port);
+}
+
 /* ---- 22. the rest of the report's enforced rules --------------------------------------- */
 
 /* Binds 127.0.0.1:PORT, listens, and sends TOKEN to the first connection within 4 s. */
@@ -1175,46 +1192,80 @@ static int bindlisten(const char *port, const char *token) {
     return escaped("accepted a connection on port %s and sent %s", port, token);
 }
 
-/* Another process's memory and descriptors: a child holding a secret is read with
- * process_vm_readv, attached with ptrace, its stdout taken with pidfd_getfd; and an io_uring
- * (whose operations no seccomp filter sees) is set up. Escaped when any of them works. */
-static int crossmem(void) {
+/* One way to another process's memory or descriptors, or past seccomp, chosen by MODE and
+ * judged alone: `process_vm_readv` reads a secret from a child's memory, `ptrace` attaches to
+ * the child, `pidfd_getfd` takes the child's stdout, `process_madvise` advises the kernel about
+ * the child's memory (MADV_COLD), `io_uring_setup` creates a ring (whose operations no seccomp
+ * filter sees). The victim is this probe's own child, the easiest target there is. */
+static int crossmem(const char *mode) {
     static char secret[32] = "cross-process-secret";
+    /* A page of the child's memory for process_madvise, whose range must be page-aligned. */
+    char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return error("mmap");
+    strcpy(page, secret);
     pid_t c = fork();
     if (c < 0) return error("fork");
     if (c == 0) {
         pause();
         _exit(0);
     }
-    char worked[256] = "";
-    char got[32] = {0};
-    struct iovec local = {.iov_base = got, .iov_len = sizeof got};
-    struct iovec remote = {.iov_base = secret, .iov_len = sizeof secret};
-    if (syscall(SYS_process_vm_readv, c, &local, 1L, &remote, 1L, 0L) > 0 &&
-        !strcmp(got, secret))
-        strcat(worked, " process_vm_readv");
-    if (syscall(SYS_ptrace, 0x4206L /* PTRACE_SEIZE */, (long)c, 0L, 0L) == 0) {
-        strcat(worked, " ptrace");
-        syscall(SYS_ptrace, 17L /* PTRACE_DETACH */, (long)c, 0L, 0L);
+    int worked = 0;
+    int e = 0;
+    if (!strcmp(mode, "process_vm_readv")) {
+        char got[32] = {0};
+        struct iovec local = {.iov_base = got, .iov_len = sizeof got};
+        struct iovec remote = {.iov_base = secret, .iov_len = sizeof secret};
+        worked = syscall(SYS_process_vm_readv, c, &local, 1L, &remote, 1L, 0L) > 0 &&
+                 !strcmp(got, secret);
+    } else if (!strcmp(mode, "ptrace")) {
+        worked = syscall(SYS_ptrace, 0x4206L /* PTRACE_SEIZE */, (long)c, 0L, 0L) == 0;
+        e = errno;
+        if (worked) syscall(SYS_ptrace, 17L /* PTRACE_DETACH */, (long)c, 0L, 0L);
+    } else if (!strcmp(mode, "pidfd_getfd")) {
+        long pidfd = syscall(SYS_pidfd_open, (long)c, 0L);
+        worked = pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, 1L, 0L) >= 0;
+    } else if (!strcmp(mode, "process_madvise")) {
+        long pidfd = syscall(SYS_pidfd_open, (long)c, 0L);
+        struct iovec v = {.iov_base = page, .iov_len = 4096};
+        worked = pidfd >= 0 && syscall(SYS_process_madvise, pidfd, &v, 1L, 20L /* MADV_COLD */,
+                                       0L) >= 0;
+    } else if (!strcmp(mode, "io_uring_setup")) {
+        unsigned char params[120];
+        memset(params, 0, sizeof params);
+        worked = syscall(SYS_io_uring_setup, 4L, params) >= 0;
+    } else {
+        kill(c, SIGKILL);
+        waitpid(c, NULL, 0);
+        return error("unknown mode");
     }
-    long pidfd = syscall(SYS_pidfd_open, (long)c, 0L);
-    if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, 1L, 0L) >= 0) strcat(worked, " pidfd_getfd");
-    unsigned char params[120];
-    memset(params, 0, sizeof params);
-    if (syscall(SYS_io_uring_setup, 4L, params) >= 0) strcat(worked, " io_uring_setup");
+    if (!e) e = errno;
     kill(c, SIGKILL);
     waitpid(c, NULL, 0);
-    if (worked[0]) return escaped("reached another process or the kernel's ring:%s", worked);
-    errno = EPERM;
-    return stopped("process_vm_readv, ptrace, pidfd_getfd and io_uring_setup");
+    if (worked) return escaped("%s reached another process or the kernel's ring", mode);
+    errno = e;
+    return stopped(mode);
 }
 
-/* Reports whether this process gained euid 0 from a set-user-id program. */
+/* Reports the kernel's NoNewPrivs flag for this process (from /proc/self/status) and whether
+ * it gained euid 0 from a set-user-id program. Escaped when it gained euid 0, or when the flag is
+ * not set: then the next set-user-id or file-capability program it executes would gain its
+ * privilege, whichever program that is. */
 static int euid(void) {
-    if (geteuid() == 0 && getuid() != 0) return escaped("gained euid 0 (uid %d)", (int)getuid());
     printf("uid %d, euid %d\n", (int)getuid(), (int)geteuid());
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return error("open /proc/self/status");
+    char line[256], nnp[256] = "";
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "NoNewPrivs:", 11)) snprintf(nnp, sizeof nnp, "%s", line);
+    fclose(f);
+    if (!nnp[0]) return error("no NoNewPrivs line in /proc/self/status");
+    printf("%s", nnp);
+    if (geteuid() == 0 && getuid() != 0) return escaped("gained euid 0 (uid %d)", (int)getuid());
+    if (strcmp(nnp, "NoNewPrivs:\t1\n"))
+        return escaped("no_new_privs is not set: a set-user-id program would gain its owner's "
+                       "privilege");
     errno = EPERM;
-    return stopped("gaining euid 0 through the set-user-id bit");
+    return stopped("gaining privilege through the set-user-id bit (no_new_privs is set)");
 }
 
 /* Executes PATH (a set-user-id copy of this program) as `PATH euid`. */
@@ -1455,11 +1506,18 @@ int main(int argc, char **argv) {
         return unix_send(argv[2], argv[3]);
     }
     if (!strcmp(p, "netlink")) return netlink();
+    if (!strcmp(p, "mptcp")) {
+        NEED(2);
+        return mptcp(argv[2], argv[3]);
+    }
     if (!strcmp(p, "bindlisten")) {
         NEED(2);
         return bindlisten(argv[2], argv[3]);
     }
-    if (!strcmp(p, "crossmem")) return crossmem();
+    if (!strcmp(p, "crossmem")) {
+        NEED(1);
+        return crossmem(argv[2]);
+    }
     if (!strcmp(p, "euid")) return euid();
     if (!strcmp(p, "setuid-exec")) {
         NEED(1);
