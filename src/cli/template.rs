@@ -32,9 +32,14 @@ pub enum Source<'a> {
 }
 
 /// The hint for a problem of one review: `rel` is the problem's pointer below
-/// `/servers/KEY/reviews/TOOL` (tokens unescaped), `message` its text. It names the flag to add
+/// `/servers/KEY/reviews/TOOL` (tokens unescaped), `kind` its kind. It names the flag to add
 /// (flags) or the field to set in the file, in dotted form valid inside the tool's TOML table.
-pub fn hint(tool: &str, rel: &[String], message: &str, source: Source<'_>) -> String {
+pub fn hint(
+    tool: &str,
+    rel: &[String],
+    kind: &manifest::ProblemKind,
+    source: Source<'_>,
+) -> String {
     let field = rel.join(".");
     let values = |key: &str| -> &'static str {
         match key {
@@ -55,16 +60,20 @@ pub fn hint(tool: &str, rel: &[String], message: &str, source: Source<'_>) -> St
             _ => format!("{key}=VALUE"),
         }
     };
-    // When the answer is there but says the tool is unsuitable, no flag fixes that.
-    if message.contains(" is false: such a tool is outside") {
-        return "if that is your answer, leave the tool unreviewed (it is then not served)".into();
-    }
-    // "argument \"/b\" is not classified": the argument's pointer, when it is plain.
-    let argument = message
-        .strip_prefix("argument \"")
-        .and_then(|m| m.split_once("\" is not classified"))
-        .map(|(p, _)| p.to_string())
-        .filter(|p| !p.contains(['\\', '"']));
+    let argument = match kind {
+        // When the answer is there but says the tool is unsuitable, no flag fixes that.
+        manifest::ProblemKind::Unsuitable => {
+            return "if that is your answer, leave the tool unreviewed (it is then not served)"
+                .into()
+        }
+        // An unclassified argument is named in the hint only when its pointer is plain: one
+        // that Rust's debug form shows as it is, without escapes. A quote, a backslash, a control
+        // or hidden character would need escaping in both the flag and the TOML key.
+        manifest::ProblemKind::Unclassified(p) if format!("{p:?}") == format!("\"{p}\"") => {
+            Some(p.clone())
+        }
+        _ => None,
+    };
     let shown = crate::snapshot::diff::display_name(tool);
     match source {
         Source::Flags => match rel.first().map(String::as_str) {
@@ -558,11 +567,12 @@ mod tests {
     #[test]
     fn hints_name_flags_and_fields() {
         let rel = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let other = manifest::ProblemKind::Other;
         assert_eq!(
             hint(
                 "t",
                 &rel(&["assertions", "concurrency"]),
-                "must be",
+                &other,
                 Source::Flags
             ),
             "give --assert concurrency=safe|serialize"
@@ -570,10 +580,70 @@ mod tests {
         let f = hint(
             "t",
             &rel(&["inputChannels"]),
-            "argument \"/b\" is not classified (data, instruction or authority)",
+            &manifest::ProblemKind::Unclassified("/b".into()),
             Source::File(Path::new("r.toml")),
         );
         assert_eq!(f, "in r.toml, tool t: add inputChannels.\"/b\" = \"data\", \"instruction\" or \"authority\"");
-        assert!(hint("t", &rel(&["reviewer"]), "missing", Source::Flags).contains("--reviewer ID"));
+        assert!(hint("t", &rel(&["reviewer"]), &other, Source::Flags).contains("--reviewer ID"));
+    }
+
+    /// The hints follow the kind `validate_review` gives each problem, not the problem's words:
+    /// an assertion answered false is answered by leaving the tool unreviewed, an unclassified
+    /// argument is named when its pointer is plain and only described when it is not.
+    #[test]
+    fn hints_follow_the_kind_of_each_review_problem() {
+        let tool = json!({"inputSchema": {"type": "object", "properties": {
+            "b": {"type": "string"}, "c\"d": {"type": "string"}, "e\u{7f}": {"type": "string"}}}});
+        let review = json!({"reviewer": "me", "reviewedAt": "2026-01-01T00:00:00Z",
+            "assertions": {"headless": false, "independentCalls": true, "modelBacked": false,
+                           "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true},
+            "inputChannels": {}});
+        let at = "/servers/s/reviews/t";
+        let problems =
+            manifest::validate_review(at, &tool, &review, &manifest::Acceptance::default());
+        let hints: Vec<(String, String, String)> = problems
+            .iter()
+            .map(|p| {
+                let rel = manifest::pointer_tokens(p.pointer.strip_prefix(at).unwrap()).unwrap();
+                (
+                    p.pointer.clone(),
+                    hint("t", &rel, &p.kind, Source::Flags),
+                    hint("t", &rel, &p.kind, Source::File(Path::new("r.toml"))),
+                )
+            })
+            .collect();
+        let unsuitable =
+            "if that is your answer, leave the tool unreviewed (it is then not served)";
+        let c = "/servers/s/reviews/t/inputChannels";
+        assert_eq!(
+            hints,
+            [
+                (
+                    "/servers/s/reviews/t/assertions/headless".to_string(),
+                    unsuitable.to_string(),
+                    unsuitable.to_string()
+                ),
+                (
+                    c.into(),
+                    "give --channel /b=data|instruction|authority".into(),
+                    "in r.toml, tool t: add inputChannels.\"/b\" = \"data\", \"instruction\" or \"authority\"".into()
+                ),
+                (
+                    c.into(),
+                    "give --channel POINTER=data|instruction|authority for the argument named".into(),
+                    "in r.toml, tool t: add the argument named to inputChannels".into()
+                ),
+                (
+                    c.into(),
+                    "give --channel POINTER=data|instruction|authority for the argument named".into(),
+                    "in r.toml, tool t: add the argument named to inputChannels".into()
+                ),
+            ]
+        );
+        assert_eq!(problems[0].kind, manifest::ProblemKind::Unsuitable);
+        assert_eq!(
+            problems[1].kind,
+            manifest::ProblemKind::Unclassified("/b".into())
+        );
     }
 }

@@ -645,7 +645,7 @@ fn incomplete_or_unacceptable_reviews_change_nothing() {
             review_args("echo", &with("headless=false"), &["/text=data"]),
             vec![
                 refused,
-                "at /servers/fx/reviews/echo/assertions/headless: headless is false: such a tool is outside what a snapshot can make safe",
+                "at /servers/fx/reviews/echo/assertions/headless: headless is false: such a tool is outside what a snapshot can make safe — if that is your answer, leave the tool unreviewed (it is then not served)",
             ],
         ),
         (
@@ -686,7 +686,7 @@ fn incomplete_or_unacceptable_reviews_change_nothing() {
             review_args("add", &GOOD_ASSERTS, &["/a=data"]),
             vec![
                 refused,
-                "at /servers/fx/reviews/add/inputChannels: argument \"/b\" is not classified (data, instruction or authority)",
+                "at /servers/fx/reviews/add/inputChannels: argument \"/b\" is not classified (data, instruction or authority) — give --channel /b=data|instruction|authority",
             ],
         ),
         (
@@ -777,6 +777,7 @@ fn review_from_a_file_records_many_tools_at_once() {
     review(&file, &args).fails_with(&[
         "the review was not recorded:",
         "at /servers/fx/reviews/add/inputChannels: argument \"/b\" is not classified",
+        "reviews.json, tool add: add inputChannels.\"/b\" = \"data\", \"instruction\" or \"authority\"",
     ]);
     assert!(std::fs::read(&file).unwrap() == original);
 
