@@ -230,13 +230,22 @@ fn comment_text(s: &str, max: usize) -> String {
 /// A proposed operation class: `None` when the template must not propose one.
 pub(crate) struct ClassProposal {
     pub class: Option<&'static str>,
+    /// Where the proposal comes from (or, with no class, why there is none), after "proposed".
     pub why: String,
     /// Set when the proposal rests on the server's own claims or they contradict the name: the
     /// person must look.
     pub flag: Option<String>,
+    /// The class a prompt offers when it must offer one: `class`, or with none proposed the
+    /// stricter of the classes in conflict (the terminal review asks; the template leaves it
+    /// to be written).
+    pub default: &'static str,
 }
 
-/// The operation class the template proposes, from the name's verb and the annotations.
+/// The operation class proposed for a tool, from its name's verb and the server's annotations:
+/// the one answer of the review template and of the terminal review (`review --interactive`).
+/// The server's hints only ever move the proposal toward caution (a read-named tool the server
+/// says writes is proposed `update`, an update it calls destructive `delete`); a hint toward
+/// harmlessness that contradicts the name proposes nothing.
 pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
     let hint = |k: &str| {
         tool.pointer(&format!("/annotations/{k}"))
@@ -244,7 +253,13 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
     };
     let (ro, de) = (hint("readOnlyHint"), hint("destructiveHint"));
     let (by_name, verb) = super::interactive::class_of_name(name);
-    let p = |class, why: String, flag: Option<String>| ClassProposal { class, why, flag };
+    let p =
+        |class: Option<&'static str>, why: String, flag: Option<String>, default| ClassProposal {
+            class,
+            why,
+            flag,
+            default: class.unwrap_or(default),
+        };
     match (by_name, ro, de) {
         (Some(c), Some(true), _) if c != "read" => p(
             None,
@@ -253,11 +268,21 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
                 "CONFLICT: the server claims {} is read-only, its name says {c}; a server can claim anything, so nothing is proposed: write the class yourself",
                 crate::snapshot::diff::display_name(name)
             )),
+            if de == Some(true) { "delete" } else { c },
         ),
         (Some("read"), _, Some(true)) | (Some("read"), Some(false), _) => p(
             Some("update"),
             format!("the name's verb {verb:?} reads like a read, but the server's hints say it writes: the cautious class is proposed"),
             Some("the name and the server's hints disagree: check what it does".into()),
+            "update",
+        ),
+        // A destructive update is proposed as the stricter class: the server says the tool
+        // may destroy what it touches, which is what `delete` tells a policy.
+        (Some("update"), _, Some(true)) => p(
+            Some("delete"),
+            format!("from the server's destructiveHint: the name's verb {verb:?} says update, and a destructive update is the stricter delete"),
+            None,
+            "delete",
         ),
         (Some(c), _, _) => p(
             Some(c),
@@ -266,22 +291,26 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
                 if ro == Some(true) { " (the server's readOnlyHint agrees)" } else { "" }
             ),
             None,
+            c,
         ),
         (None, Some(true), Some(true)) => p(
             None,
             "the server's hints say both read-only and destructive".into(),
             Some("CONFLICT: readOnlyHint and destructiveHint are both true; nothing is proposed: write the class yourself".into()),
+            "delete",
         ),
-        (None, _, Some(true)) => p(Some("delete"), "from the server's destructiveHint".into(), None),
+        (None, _, Some(true)) => p(Some("delete"), "from the server's destructiveHint".into(), None, "delete"),
         (None, Some(true), _) => p(
             Some("read"),
             "only from the server's own readOnlyHint (a hint, not a fact)".into(),
             Some("read rests only on what the server says about itself: check it".into()),
+            "read",
         ),
         _ => p(
             Some("update"),
             "nothing says what it does, so the cautious answer (a write) is proposed".into(),
             None,
+            "update",
         ),
     }
 }
@@ -562,6 +591,35 @@ mod tests {
             propose_class("frobnicate", &json!({})).class,
             Some("update")
         );
+    }
+
+    /// A tool named with an update verb that the server calls destructive is proposed as the
+    /// stricter `delete` (it was `update` here and `delete` in the terminal review); without the
+    /// hint, or with it false, the name's update stands.
+    #[test]
+    fn a_destructive_update_proposes_the_stricter_class() {
+        let destructive = json!({"annotations": {"readOnlyHint": false, "destructiveHint": true}});
+        let p = propose_class("write_file", &destructive);
+        assert_eq!((p.class, p.default), (Some("delete"), "delete"));
+        assert!(p.why.contains("destructiveHint"), "{}", p.why);
+        assert!(p.flag.is_none());
+        let additive = json!({"annotations": {"destructiveHint": false}});
+        assert_eq!(propose_class("write_file", &additive).class, Some("update"));
+        assert_eq!(
+            propose_class("write_file", &json!({})).class,
+            Some("update")
+        );
+        // A conflict proposes nothing, and offers a prompt the stricter side.
+        let both = json!({"annotations": {"readOnlyHint": true, "destructiveHint": true}});
+        let p = propose_class("write_file", &both);
+        assert_eq!((p.class, p.default), (None, "delete"));
+        let p = propose_class(
+            "delete_all",
+            &json!({"annotations": {"readOnlyHint": true}}),
+        );
+        assert_eq!((p.class, p.default), (None, "delete"));
+        let p = propose_class("add_note", &json!({"annotations": {"readOnlyHint": true}}));
+        assert_eq!((p.class, p.default), (None, "create"));
     }
 
     #[test]

@@ -1288,8 +1288,10 @@ fn review_template_edited_and_fed_back_reviews_every_tool() {
         text.contains("\"/path\" = \"authority\"   # proposed: \"path\" usually names a target"),
         "{text}"
     );
+    // write_note's name says update and the server calls it destructive: the stricter class,
+    // as the terminal review proposes it too.
     assert!(
-        text.contains("sideEffect = \"update\"   # proposed from the name's verb \"write\""),
+        text.contains("sideEffect = \"delete\"   # proposed from the server's destructiveHint: the name's verb \"write\" says update"),
         "{text}"
     );
     // echo's read rests only on its annotation: proposed, but flagged for the person.
@@ -1319,7 +1321,11 @@ fn review_template_edited_and_fed_back_reviews_every_tool() {
     assert_eq!(r["echo"]["sideEffect"], "read");
     assert_eq!(r["echo"]["reviewer"], "me@example.test");
     assert_eq!(r["add"]["sideEffect"], "read");
-    assert_eq!(r["write_note"]["sideEffect"], "update");
+    assert_eq!(r["write_note"]["sideEffect"], "delete");
+    assert_eq!(
+        r["write_note"]["assertions"]["sideEffects"],
+        json!(["delete"])
+    );
     assert_eq!(r["write_note"]["inputChannels"]["/path"], "authority");
     assert_eq!(r["write_note"]["assertions"]["concurrency"], "serialize");
     assert_eq!(check(&file, &["--sha256", &d1], &[]).digest(), d1);
