@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::support::reviews::{record_reviews, scripted_reviews};
 use crate::support::{mcpguard, run_bounded, Peer};
 
 /// How long one answer of a server may take: the first start of a Python server on a busy
@@ -397,47 +398,14 @@ fn capture_bounded(cmd: &mut Command) -> Output {
 /// reads, every argument a data channel.
 fn review(u: &User, snap: &Path, key: &str, reads: &[&str]) {
     let doc: Value = serde_json::from_slice(&std::fs::read(snap).unwrap()).unwrap();
-    let mut reviews = serde_json::Map::new();
-    for page in doc["servers"][key]["toolPages"].as_array().unwrap() {
-        for tool in page["tools"].as_array().unwrap() {
-            let name = tool["name"].as_str().unwrap();
-            let channels: serde_json::Map<String, Value> = tool["inputSchema"]["properties"]
-                .as_object()
-                .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
-                .unwrap_or_default();
-            let class = if reads.contains(&name) {
-                "read"
-            } else {
-                "update"
-            };
-            reviews.insert(
-                name.to_string(),
-                json!({
-                    "sideEffect": class,
-                    "assertions": {"headless": true, "independentCalls": true,
-                        "modelBacked": false, "sideEffects": [], "concurrency": "safe",
-                        "referenceBasedIO": true},
-                    "inputChannels": channels,
-                }),
-            );
-        }
-    }
-    let from = u.path(&format!("{key}.reviews.json"));
-    std::fs::write(&from, serde_json::to_vec(&Value::Object(reviews)).unwrap()).unwrap();
-    let out = run_bounded(
-        u.host(mcpguard())
-            .arg("review")
-            .arg(snap)
-            .args([
-                "--server",
-                key,
-                "--reviewer",
-                "new-user@example.com",
-                "--from",
-            ])
-            .arg(&from),
+    record_reviews(
+        u.host(mcpguard()),
+        snap,
+        key,
+        Some("new-user@example.com"),
+        &scripted_reviews(&doc, key, reads),
+        &u.path(&format!("{key}.reviews.json")),
     );
-    assert!(out.status.success(), "review {key}: {}", show(&out));
 }
 
 /// Reads the capture commands from what `wrap` printed, by server name: the line after

@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+use crate::support::reviews::{record_reviews, scripted_reviews};
 use crate::support::{mcpguard, run_bounded, Peer};
 
 const MEMORY: &str = "@modelcontextprotocol/server-memory";
@@ -106,44 +107,14 @@ impl User {
         assert!(out.status.success(), "capture: {}", show(&out));
         let said = String::from_utf8_lossy(&out.stderr).into_owned();
         let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        let mut reviews = serde_json::Map::new();
-        for page in doc["servers"][key]["toolPages"].as_array().unwrap() {
-            for tool in page["tools"].as_array().unwrap() {
-                let channels: serde_json::Map<String, Value> = tool["inputSchema"]["properties"]
-                    .as_object()
-                    .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
-                    .unwrap_or_default();
-                // The reviewer says which tools only read (the review's operation class), so
-                // that no policy file is needed to call them without a confirmation.
-                let name = tool["name"].as_str().unwrap();
-                let class = if READS.contains(&name) {
-                    "read"
-                } else {
-                    "update"
-                };
-                reviews.insert(
-                    name.to_string(),
-                    json!({
-                        "sideEffect": class,
-                        "assertions": {"headless": true, "independentCalls": true,
-                            "modelBacked": false, "sideEffects": [], "concurrency": "safe",
-                            "referenceBasedIO": true},
-                        "inputChannels": channels,
-                    }),
-                );
-            }
-        }
-        let from = self.path(&format!("{key}.reviews.json"));
-        std::fs::write(&from, serde_json::to_vec(&Value::Object(reviews)).unwrap()).unwrap();
-        let out = run_bounded(
-            self.mcpguard()
-                .args(["review"])
-                .arg(&file)
-                .args(["--server", key, "--reviewer", "itest@example.com", "--from"])
-                .arg(&from),
+        let digest = record_reviews(
+            self.mcpguard(),
+            &file,
+            key,
+            Some("itest@example.com"),
+            &scripted_reviews(&doc, key, &READS),
+            &self.path(&format!("{key}.reviews.json")),
         );
-        assert!(out.status.success(), "review: {}", show(&out));
-        let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
         (file, digest, said)
     }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod polkit_rig;
+pub mod reviews;
 pub mod tmux;
 
 use std::ffi::OsStr;
@@ -204,10 +205,15 @@ impl Peer {
 
     /// Performs the legacy-era handshake and returns the initialize result.
     pub fn initialize(&mut self) -> serde_json::Value {
+        self.initialize_with(serde_json::json!({}))
+    }
+
+    /// The same handshake by a host that declares `capabilities` (`{"elicitation": {}}`, …).
+    pub fn initialize_with(&mut self, capabilities: serde_json::Value) -> serde_json::Value {
         let r = self.request(
             0,
             "initialize",
-            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "itest", "version": "0"}}),
+            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "itest", "version": "0"}}),
         );
         self.send_json(
             &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
