@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 
 use crate::gate::{calls_received, guarded_with, reviewed_snapshot};
 use crate::support::reviews::record_reviews;
-use crate::support::{fixture, mcpguard, reads_policy_with, run_bounded, Peer};
+use crate::support::{
+    echo_as_write_policy_with, fixture, mcpguard, reads_policy_with, run_bounded, Peer,
+};
 
 /// The refusal contract of a tool error result.
 fn contract(v: &Value) -> &Value {
@@ -706,18 +708,12 @@ fn allow_tool_for_session_decides_whether_one_answer_lets_later_calls_through() 
         let log = dir.path().join("server.log");
         // `echo` is made a write without an authority argument, so it may get a standing
         // approval at all (`write_note`'s path is an authority: never).
-        let reads = reads_policy_with("");
-        let as_write = reads.replace(
-            "[writes.tools.echo]\nside_effect = \"read\"",
-            "[writes.tools.echo]\nside_effect = \"create\"",
-        );
-        assert_ne!(reads, as_write);
         let policy = dir.path().join("policy.toml");
         std::fs::write(
             &policy,
-            format!(
-                "{as_write}\n[confirmation]\nchannels = [\"host\"]\ntimeout = \"2s\"\nallow_tool_for_session = {allowed}\n"
-            ),
+            echo_as_write_policy_with(&format!(
+                "[confirmation]\nchannels = [\"host\"]\ntimeout = \"2s\"\nallow_tool_for_session = {allowed}\n"
+            )),
         )
         .unwrap();
         let opts = ["--policy".to_string(), policy.display().to_string()];

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::reviews::{record_reviews, scripted_reviews};
-use crate::support::{mcpguard, run_bounded, Peer};
+use crate::support::{mcpguard, run_bounded, show, Peer};
 
 /// How long one answer of a server may take: the first start of a Python server on a busy
 /// machine imports its whole dependency tree, and mcpguard hashes the pinned install first.
@@ -32,15 +32,6 @@ const ANSWER: Duration = Duration::from_secs(90);
 
 fn peers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers")
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A new user: a HOME of their own, a uv that works offline from the filled cache (as if the
@@ -445,28 +436,20 @@ fn readme_entries_run_wrapped_with_no_hand_edit() {
         stop(peer);
         direct.insert(*name, (answer["result"].clone(), text));
     }
-    assert!(
-        direct["sqlite"].1.contains("Cherbourg"),
-        "{:?}",
-        direct["sqlite"]
-    );
-    assert!(direct["excel"].1.contains("Brest"), "{:?}", direct["excel"]);
-    assert!(
-        direct["duckdb"].1.contains("Brest"),
-        "{:?}",
-        direct["duckdb"]
-    );
-    assert!(
-        direct["fetch"].1.contains("High water"),
-        "{:?}",
-        direct["fetch"]
-    );
-    assert!(direct["notes"].1.contains("06:12"), "{:?}", direct["notes"]);
-    assert!(
-        direct["pandoc"].1.contains("<em>06:12</em>"),
-        "{:?}",
-        direct["pandoc"]
-    );
+    for (name, answers) in [
+        ("sqlite", "Cherbourg"),
+        ("excel", "Brest"),
+        ("duckdb", "Brest"),
+        ("fetch", "High water"),
+        ("notes", "06:12"),
+        ("pandoc", "<em>06:12</em>"),
+    ] {
+        assert!(
+            direct[name].1.contains(answers),
+            "{name}: {:?}",
+            direct[name]
+        );
+    }
 
     // The user's Claude Desktop configuration, and `wrap --yes`. The fetch server reaches the
     // page's port through a policy (`tcp_connect`) until `--sandbox-connect` exists.

@@ -6,12 +6,12 @@
 //! network is closed anyway.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
 use crate::support::reviews::{record_reviews, scripted_reviews};
-use crate::support::{mcpguard, run_bounded, Peer};
+use crate::support::{mcpguard, run_bounded, show, Peer};
 
 const MEMORY: &str = "@modelcontextprotocol/server-memory";
 const MEMORY_VERSION: &str = "2026.8.31";
@@ -136,15 +136,6 @@ impl User {
             .args(server);
         Peer::start_with(&mut cmd)
     }
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Initializes `peer` and returns the result of one `tools/call`.

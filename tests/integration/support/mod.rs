@@ -50,6 +50,22 @@ pub fn reads_policy_with(extra: &str) -> String {
     format!("{reads}\n{extra}")
 }
 
+/// The reads policy with the fixture's `echo` made a write (`side_effect = "create"`), followed
+/// by `extra`: a write whose only argument is data, so that it may get a standing approval
+/// (`write_note`'s path is an authority, so it never may).
+pub fn echo_as_write_policy_with(extra: &str) -> String {
+    let reads = reads_policy_with("");
+    let as_write = reads.replace(
+        "[writes.tools.echo]\nside_effect = \"read\"",
+        "[writes.tools.echo]\nside_effect = \"create\"",
+    );
+    assert_ne!(
+        reads, as_write,
+        "the reads policy no longer classifies echo"
+    );
+    format!("{as_write}\n{extra}")
+}
+
 /// The in-tree fixture server (built by `cargo test` as the example `fixture_server`).
 pub fn fixture() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
@@ -381,6 +397,16 @@ pub fn marker(stderr: &str, key: &str) -> Option<u32> {
         .next()?
         .parse()
         .ok()
+}
+
+/// A finished command's status, stdout and stderr, for an assertion's message.
+pub fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Runs `cmd` with stdin closed and collects its output; kills it and fails when it (or a

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{json, Map, Value};
 
-use super::run_bounded;
+use super::{run_bounded, show};
 
 /// Every tool of server `key` in the snapshot `doc`, reviewed as a script would: the tools named
 /// in `reads` as reads and the rest as updates (the review's operation class, so that no policy
@@ -61,11 +61,9 @@ pub fn record_reviews(
     let out = run_bounded(mcpguard.arg("--from").arg(from));
     assert!(
         out.status.success(),
-        "review {key} of {}: status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        "review {key} of {}: {}",
         snap.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        show(&out)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
