@@ -399,6 +399,12 @@ fn review(u: &User, snap: &Path, key: &str, reads: &[&str]) {
     );
 }
 
+/// `wrap --pin` of the host configuration `config_file`, as the user runs it, asserted to succeed.
+fn pin(u: &User, config_file: &Path) {
+    let out = run_bounded(u.host(mcpguard()).arg("wrap").arg("--pin").arg(config_file));
+    assert!(out.status.success(), "wrap --pin: {}", show(&out));
+}
+
 /// Reads the capture commands from what `wrap` printed, by server name: the line after
 /// `mcpguard capture --server NAME`.
 fn printed_captures(stderr: &str) -> BTreeMap<String, (String, PathBuf)> {
@@ -502,13 +508,7 @@ fn readme_entries_run_wrapped_with_no_hand_edit() {
         }
     }
     assert!(failed.is_empty(), "captures failed:\n{}", failed.join("\n"));
-    let out = run_bounded(
-        u.host(mcpguard())
-            .arg("wrap")
-            .arg("--pin")
-            .arg(&config_file),
-    );
-    assert!(out.status.success(), "wrap --pin: {}", show(&out));
+    pin(&u, &config_file);
     let wrapped: Value = serde_json::from_slice(&std::fs::read(&config_file).unwrap()).unwrap();
 
     // Each entry started as the host starts it, from the wrapped file as it is.
@@ -575,13 +575,7 @@ fn a_missing_grant_is_named_with_its_flag() {
     let out = run_printed(&u, line, config["mcpServers"]["notes"].get("env"));
     assert!(out.status.success(), "{line}: {}", show(&out));
     review(&u, snap, "notes", &["read_note"]);
-    let out = run_bounded(
-        u.host(mcpguard())
-            .arg("wrap")
-            .arg("--pin")
-            .arg(&config_file),
-    );
-    assert!(out.status.success(), "wrap --pin: {}", show(&out));
+    pin(&u, &config_file);
     let mut entry: Value = serde_json::from_slice::<Value>(&std::fs::read(&config_file).unwrap())
         .unwrap()["mcpServers"]["notes"]
         .clone();

@@ -60,6 +60,13 @@ impl User {
         self.dir.path().join(name)
     }
 
+    /// The pinned install of the memory server in this user's package store.
+    fn memory_install(&self) -> PathBuf {
+        self.path("store/npm").join(format!(
+            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
+        ))
+    }
+
     fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let cache = peers().join("runner-cache");
         let path = format!(
@@ -284,12 +291,7 @@ fn a_changed_package_version_or_install_is_refused_before_the_server_starts() {
         "the server started:\n{stderr}"
     );
     // The install changed under the pin (another version's lockfile): refused too.
-    let lock = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("package-lock.json");
+    let lock = u.memory_install().join("package-lock.json");
     let text = std::fs::read_to_string(&lock).unwrap();
     std::fs::write(
         &lock,
@@ -524,13 +526,7 @@ fn the_pinned_install_cannot_be_written_by_the_server() {
     let u = User::new();
     let spec = format!("{MEMORY}@{MEMORY_VERSION}");
     let (file, _, _) = u.capture_and_review("memory", &[], &["npx", "-y", &spec]);
-    let pkg = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("node_modules")
-        .join(MEMORY);
+    let pkg = u.memory_install().join("node_modules").join(MEMORY);
     assert_eq!(package_of(&file, "memory")["version"], MEMORY_VERSION);
     let script = pkg.join("package.json").display().to_string();
     let target = pkg.join("injected.js");
@@ -571,13 +567,7 @@ fn an_edited_install_in_the_package_store_is_refused_and_never_adopted() {
     let spec = format!("{MEMORY}@{MEMORY_VERSION}");
     let server = ["npx", "-y", spec.as_str()];
     let (file, digest, _) = u.capture_and_review("memory", &[], &server);
-    let pkg = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("node_modules")
-        .join(MEMORY);
+    let pkg = u.memory_install().join("node_modules").join(MEMORY);
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(pkg.join("package.json")).unwrap()).unwrap();
     let entry = pkg.join(
