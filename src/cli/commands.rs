@@ -326,7 +326,7 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
                         .strip_prefix(&at)
                         .and_then(manifest::pointer_tokens)
                         .unwrap_or_default();
-                    let hint = super::template::hint(name, &rel, &p.message, source);
+                    let hint = super::template::hint(name, &rel, &p.kind, source);
                     problems.push(if hint.is_empty() {
                         p.to_string()
                     } else {

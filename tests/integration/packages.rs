@@ -6,11 +6,12 @@
 //! network is closed anyway.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::{mcpguard, run_bounded, Peer};
+use crate::support::reviews::{record_reviews, scripted_reviews};
+use crate::support::{mcpguard, run_bounded, show, Peer};
 
 const MEMORY: &str = "@modelcontextprotocol/server-memory";
 const MEMORY_VERSION: &str = "2026.8.31";
@@ -57,6 +58,13 @@ impl User {
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// The pinned install of the memory server in this user's package store.
+    fn memory_install(&self) -> PathBuf {
+        self.path("store/npm").join(format!(
+            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
+        ))
     }
 
     fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -106,44 +114,14 @@ impl User {
         assert!(out.status.success(), "capture: {}", show(&out));
         let said = String::from_utf8_lossy(&out.stderr).into_owned();
         let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        let mut reviews = serde_json::Map::new();
-        for page in doc["servers"][key]["toolPages"].as_array().unwrap() {
-            for tool in page["tools"].as_array().unwrap() {
-                let channels: serde_json::Map<String, Value> = tool["inputSchema"]["properties"]
-                    .as_object()
-                    .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
-                    .unwrap_or_default();
-                // The reviewer says which tools only read (the review's operation class), so
-                // that no policy file is needed to call them without a confirmation.
-                let name = tool["name"].as_str().unwrap();
-                let class = if READS.contains(&name) {
-                    "read"
-                } else {
-                    "update"
-                };
-                reviews.insert(
-                    name.to_string(),
-                    json!({
-                        "sideEffect": class,
-                        "assertions": {"headless": true, "independentCalls": true,
-                            "modelBacked": false, "sideEffects": [], "concurrency": "safe",
-                            "referenceBasedIO": true},
-                        "inputChannels": channels,
-                    }),
-                );
-            }
-        }
-        let from = self.path(&format!("{key}.reviews.json"));
-        std::fs::write(&from, serde_json::to_vec(&Value::Object(reviews)).unwrap()).unwrap();
-        let out = run_bounded(
-            self.mcpguard()
-                .args(["review"])
-                .arg(&file)
-                .args(["--server", key, "--reviewer", "itest@example.com", "--from"])
-                .arg(&from),
+        let digest = record_reviews(
+            self.mcpguard(),
+            &file,
+            key,
+            Some("itest@example.com"),
+            &scripted_reviews(&doc, key, &READS),
+            &self.path(&format!("{key}.reviews.json")),
         );
-        assert!(out.status.success(), "review: {}", show(&out));
-        let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
         (file, digest, said)
     }
 
@@ -165,15 +143,6 @@ impl User {
             .args(server);
         Peer::start_with(&mut cmd)
     }
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Initializes `peer` and returns the result of one `tools/call`.
@@ -322,12 +291,7 @@ fn a_changed_package_version_or_install_is_refused_before_the_server_starts() {
         "the server started:\n{stderr}"
     );
     // The install changed under the pin (another version's lockfile): refused too.
-    let lock = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("package-lock.json");
+    let lock = u.memory_install().join("package-lock.json");
     let text = std::fs::read_to_string(&lock).unwrap();
     std::fs::write(
         &lock,
@@ -562,13 +526,7 @@ fn the_pinned_install_cannot_be_written_by_the_server() {
     let u = User::new();
     let spec = format!("{MEMORY}@{MEMORY_VERSION}");
     let (file, _, _) = u.capture_and_review("memory", &[], &["npx", "-y", &spec]);
-    let pkg = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("node_modules")
-        .join(MEMORY);
+    let pkg = u.memory_install().join("node_modules").join(MEMORY);
     assert_eq!(package_of(&file, "memory")["version"], MEMORY_VERSION);
     let script = pkg.join("package.json").display().to_string();
     let target = pkg.join("injected.js");
@@ -609,13 +567,7 @@ fn an_edited_install_in_the_package_store_is_refused_and_never_adopted() {
     let spec = format!("{MEMORY}@{MEMORY_VERSION}");
     let server = ["npx", "-y", spec.as_str()];
     let (file, digest, _) = u.capture_and_review("memory", &[], &server);
-    let pkg = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("node_modules")
-        .join(MEMORY);
+    let pkg = u.memory_install().join("node_modules").join(MEMORY);
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(pkg.join("package.json")).unwrap()).unwrap();
     let entry = pkg.join(

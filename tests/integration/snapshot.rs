@@ -645,7 +645,7 @@ fn incomplete_or_unacceptable_reviews_change_nothing() {
             review_args("echo", &with("headless=false"), &["/text=data"]),
             vec![
                 refused,
-                "at /servers/fx/reviews/echo/assertions/headless: headless is false: such a tool is outside what a snapshot can make safe",
+                "at /servers/fx/reviews/echo/assertions/headless: headless is false: such a tool is outside what a snapshot can make safe — if that is your answer, leave the tool unreviewed (it is then not served)",
             ],
         ),
         (
@@ -686,7 +686,7 @@ fn incomplete_or_unacceptable_reviews_change_nothing() {
             review_args("add", &GOOD_ASSERTS, &["/a=data"]),
             vec![
                 refused,
-                "at /servers/fx/reviews/add/inputChannels: argument \"/b\" is not classified (data, instruction or authority)",
+                "at /servers/fx/reviews/add/inputChannels: argument \"/b\" is not classified (data, instruction or authority) — give --channel /b=data|instruction|authority",
             ],
         ),
         (
@@ -777,6 +777,7 @@ fn review_from_a_file_records_many_tools_at_once() {
     review(&file, &args).fails_with(&[
         "the review was not recorded:",
         "at /servers/fx/reviews/add/inputChannels: argument \"/b\" is not classified",
+        "reviews.json, tool add: add inputChannels.\"/b\" = \"data\", \"instruction\" or \"authority\"",
     ]);
     assert!(std::fs::read(&file).unwrap() == original);
 
@@ -1344,8 +1345,10 @@ fn review_template_edited_and_fed_back_reviews_every_tool() {
         text.contains("\"/path\" = \"authority\"   # proposed: \"path\" usually names a target"),
         "{text}"
     );
+    // write_note's name says update and the server calls it destructive: the stricter class,
+    // as the terminal review proposes it too.
     assert!(
-        text.contains("sideEffect = \"update\"   # proposed from the name's verb \"write\""),
+        text.contains("sideEffect = \"delete\"   # proposed from the server's destructiveHint: the name's verb \"write\" says update"),
         "{text}"
     );
     // echo's read rests only on its annotation: proposed, but flagged for the person.
@@ -1375,7 +1378,11 @@ fn review_template_edited_and_fed_back_reviews_every_tool() {
     assert_eq!(r["echo"]["sideEffect"], "read");
     assert_eq!(r["echo"]["reviewer"], "me@example.test");
     assert_eq!(r["add"]["sideEffect"], "read");
-    assert_eq!(r["write_note"]["sideEffect"], "update");
+    assert_eq!(r["write_note"]["sideEffect"], "delete");
+    assert_eq!(
+        r["write_note"]["assertions"]["sideEffects"],
+        json!(["delete"])
+    );
     assert_eq!(r["write_note"]["inputChannels"]["/path"], "authority");
     assert_eq!(r["write_note"]["assertions"]["concurrency"], "serialize");
     assert_eq!(check(&file, &["--sha256", &d1], &[]).digest(), d1);
