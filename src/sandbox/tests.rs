@@ -424,6 +424,8 @@ fn report_ids() -> (
         req.drop_root = !open;
         req.tcp_bind = if open { vec![8080] } else { Vec::new() };
         req.connect = vec![crate::policy::Destination::parse("127.0.0.1:5432").unwrap()];
+        // Open, `tcp_connect` also lists the destination's port: only the port holds then.
+        req.tcp_connect_any = if open { vec![5432] } else { Vec::new() };
         let limit = if open { Limit::Inherit } else { Limit::Max(64) };
         req.limits = crate::policy::SandboxLimits {
             open_files: limit,
