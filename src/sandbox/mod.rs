@@ -24,6 +24,7 @@
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
 pub mod explain;
+pub mod installers;
 pub mod isolate;
 pub mod landlock;
 pub mod observe;

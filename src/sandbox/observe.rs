@@ -13,6 +13,12 @@
 //! it and before the kernel reads it again), which is why it is used only for the explanation:
 //! a server that races it can at worst get a wrong or missing explanation, never a grant.
 //!
+//! It also sees `execve` and `execveat`, for one refusal of its own: a package install a
+//! descendant of the server starts while the run grants no TCP port fails at once with
+//! `EACCES` instead of waiting for the registry until the call times out
+//! (`sandbox::installers`, which words it). Refusing is the fail-closed direction: a race can
+//! only turn it into `CONTINUE`, which leaves the exec to the sandbox as before.
+//!
 //! Cost: every observed call waits for one round trip to mcpguard's observer thread (a few
 //! microseconds to tens of them; measured in ARCHITECTURE.md). Other calls (read, write,
 //! stat, mmap …) never reach it: the filter returns ALLOW for them in the kernel.
@@ -107,6 +113,9 @@ fn program() -> Vec<libc::sock_filter> {
         libc::SYS_openat2,
         libc::SYS_connect,
         libc::SYS_bind,
+        // For `sandbox::installers`: a package install started at run time.
+        libc::SYS_execve,
+        libc::SYS_execveat,
     ];
     calls.extend(OPEN);
     let mut p = vec![
@@ -422,11 +431,25 @@ fn serve(listener: &OwnedFd, server: u32, grants: &Grants, named: &mut Named, sa
             // SAFETY: the ioctl reads one live u64.
             unsafe { libc::ioctl(fd, IOCTL_ID_VALID as _, &id as *const u64) == 0 }
         };
+        // The one call refused here: a package install a descendant starts while the run
+        // grants no TCP port (`sandbox::installers`, which says why a race cannot loosen it).
+        let installer = match &call {
+            Some(Call::Exec { path, argv }) if valid => super::installers::recognise(path, argv)
+                .map(|i| {
+                    let refuse = i.installs
+                        && grants.ports_enforced
+                        && grants.tcp_connect.is_empty()
+                        && tgid_of(n.pid).is_some_and(|p| p != server);
+                    (i, refuse)
+                }),
+            _ => None,
+        };
+        let refuse = installer.as_ref().is_some_and(|(_, r)| *r);
         let resp = Resp {
             id: n.id,
             val: 0,
-            error: 0,
-            flags: FLAG_CONTINUE,
+            error: if refuse { -libc::EACCES } else { 0 },
+            flags: if refuse { 0 } else { FLAG_CONTINUE },
         };
         // SAFETY: the ioctl reads the live response. A failure means the caller is gone.
         unsafe { libc::ioctl(fd, IOCTL_SEND as _, &resp as *const Resp) };
@@ -441,6 +464,20 @@ fn serve(listener: &OwnedFd, server: u32, grants: &Grants, named: &mut Named, sa
         if let Some((key, line)) = refused {
             if named.first(key, say) {
                 say(&line);
+            }
+        }
+        if let Some((i, refuse)) = installer {
+            let line = if refuse {
+                Some(i.refused(n.pid))
+            } else if !i.installs && grants.ports_enforced && grants.tcp_connect.is_empty() {
+                Some(i.named(n.pid))
+            } else {
+                None
+            };
+            if let Some(line) = line {
+                if named.first(format!("exec {}", i.shown), say) {
+                    say(&line);
+                }
             }
         }
     }
@@ -458,6 +495,8 @@ enum Call {
         addr: std::net::SocketAddr,
         fd: i32,
     },
+    /// An exec: the path as the caller wrote it and the first arguments.
+    Exec { path: String, argv: Vec<String> },
 }
 
 fn read_call(n: &Notif) -> Option<Call> {
@@ -501,6 +540,18 @@ fn read_call(n: &Notif) -> Option<Call> {
         let how = read_mem(pid, a[2], 8)?;
         let flags = u64::from_ne_bytes(how.get(..8)?.try_into().ok()?);
         return open(a[0] as i64, a[1], flags);
+    }
+    if nr == libc::SYS_execve || nr == libc::SYS_execveat {
+        let (path, argv) = if nr == libc::SYS_execve {
+            (a[0], a[1])
+        } else {
+            (a[1], a[2])
+        };
+        let path = read_cstr(pid, path).unwrap_or_default();
+        return Some(Call::Exec {
+            path: String::from_utf8_lossy(&path).into_owned(),
+            argv: read_argv(pid, argv),
+        });
     }
     if nr == libc::SYS_connect || nr == libc::SYS_bind {
         let len = (a[2] as usize).min(128);
@@ -584,6 +635,27 @@ fn read_cstr(pid: u32, addr: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// The first arguments of an exec (as many as recognising an installer needs), from the
+/// caller's NULL-terminated array of pointers at `addr`.
+fn read_argv(pid: u32, addr: u64) -> Vec<String> {
+    const MAX: usize = 8;
+    let Some(raw) = read_mem(pid, addr, MAX * 8) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in raw.chunks_exact(8) {
+        let p = u64::from_ne_bytes(p.try_into().unwrap_or_default());
+        if p == 0 {
+            break;
+        }
+        match read_cstr(pid, p) {
+            Some(s) => out.push(String::from_utf8_lossy(&s).into_owned()),
+            None => break,
+        }
+    }
+    out
+}
+
 /// The thread group (process) of thread `tid`.
 fn tgid_of(tid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
@@ -614,6 +686,7 @@ fn refusal(call: &Call, tid: u32, server: u32, grants: &Grants) -> Option<(Strin
     match call {
         Call::Open { path, write } => open_refusal(path, *write, tid, server, grants),
         Call::Net { bind, addr, fd } => net_refusal(*bind, *addr, *fd, tid, grants),
+        Call::Exec { .. } => None,
     }
 }
 

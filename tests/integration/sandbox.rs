@@ -619,3 +619,69 @@ fn a_tcp_destination_is_refused_and_named_until_sandbox_connect_grants_it() {
         show(&out)
     );
 }
+
+/// Issue 33 (run-time installers): a server that runs `npm install` when a call comes (as
+/// mcp-server-fetch's readabilipy does) used to wait for the registry the sandbox does not let
+/// it reach, for more than a minute, so the host's call hung to its timeout with nothing said.
+/// The exec of the install is refused at once: the call's answer comes back within seconds as
+/// an error, and mcpguard names what it refused, why, and the flag that grants the registry.
+#[test]
+fn a_run_time_install_fails_the_call_at_once_and_is_named() {
+    let w = World::new();
+    let npm = Command::new("sh")
+        .args(["-c", "command -v npm"])
+        .output()
+        .unwrap();
+    let npm = text(&npm.stdout).trim().to_string();
+    assert!(!npm.is_empty(), "npm is needed (scripts/install-peers.sh)");
+    let fixture = crate::support::fixture();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("sandbox-check")
+        .arg("--policy")
+        .arg(&w.sandboxed)
+        .arg("--")
+        .arg(&fixture)
+        .arg(format!("--run-on-call={npm} install left-pad"))
+        .env("HOME", &w.home)
+        .env_remove("MCPGUARD_LOG");
+    let mut p = Peer::start_with(&mut cmd);
+    p.send_json(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}}),
+    );
+    let started = std::time::Instant::now();
+    let bound = Duration::from_secs(30);
+    let answer = loop {
+        let left = bound.saturating_sub(started.elapsed());
+        let Some(line) = p.recv_timeout(left) else {
+            panic!(
+                "no answer within {bound:?}: the install still waits for the registry\n{}",
+                p.stderr()
+            );
+        };
+        // sandbox-check prints its report on the same standard output first.
+        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+            if v["id"] == 1 {
+                break v;
+            }
+        }
+    };
+    let stderr = p.wait_stderr("sandbox refused");
+    assert_eq!(answer["result"]["isError"], true, "{answer}\n{stderr}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Permission denied"),
+        "{answer}"
+    );
+    assert!(
+        stderr.contains("sandbox refused `npm install`, which the server started at run time")
+            && stderr.contains("--sandbox-connect registry.npmjs.org:443"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("left-pad"),
+        "packages are not shown: {stderr}"
+    );
+}
