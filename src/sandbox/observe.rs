@@ -434,12 +434,13 @@ fn serve(listener: &OwnedFd, server: u32, grants: &Grants, named: &mut Named, sa
         // The one call refused here: a package install a descendant starts while the run
         // grants no TCP port (`sandbox::installers`, which says why a race cannot loosen it).
         let installer = match &call {
+            // The server's own exec (a `uvx` or `npx` entry) is its launch shape, which
+            // `sandbox::explain` speaks of; only what it starts later is judged here.
             Some(Call::Exec { path, argv }) if valid => super::installers::recognise(path, argv)
+                .filter(|_| tgid_of(n.pid).is_some_and(|p| p != server))
                 .map(|i| {
-                    let refuse = i.installs
-                        && grants.ports_enforced
-                        && grants.tcp_connect.is_empty()
-                        && tgid_of(n.pid).is_some_and(|p| p != server);
+                    let refuse =
+                        i.installs && grants.ports_enforced && grants.tcp_connect.is_empty();
                     (i, refuse)
                 }),
             _ => None,

@@ -685,3 +685,67 @@ fn a_run_time_install_fails_the_call_at_once_and_is_named() {
         "packages are not shown: {stderr}"
     );
 }
+
+/// Starts `server` under the proxy with the default sandbox (no snapshot), keeps the host's end
+/// open, and returns mcpguard's stderr once the server has failed.
+fn failed_start(w: &World, server: &[&str]) -> String {
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--policy")
+        .arg(&w.sandboxed)
+        .arg("--")
+        .args(server)
+        .current_dir(w.dir.path())
+        .env("HOME", &w.home)
+        .env_remove("MCPGUARD_LOG");
+    let mut p = Peer::start_with(&mut cmd);
+    let status = p.wait_timeout(Duration::from_secs(60));
+    assert!(!status.success(), "{}", p.stderr());
+    p.stderr()
+}
+
+/// Issue 33 (skipped install scripts): a node package whose compiled addon is missing (its
+/// install script never ran: `npm --ignore-scripts`, as mcpguard's package store installs) used
+/// to be explained as a grant the sandbox may have withheld. It is named as what it is, with
+/// the fix, and no grant is suggested for it.
+#[test]
+fn a_missing_native_addon_is_named_not_blamed_on_the_sandbox() {
+    let w = World::new();
+    let stderr = failed_start(
+        &w,
+        &["node", "-e", "require('./build/Release/sqlite3.node')"],
+    );
+    assert!(
+        stderr.contains("compiled addon missing")
+            && stderr.contains("its install script (which builds or downloads it) never ran")
+            && stderr.contains("--ignore-scripts")
+            && stderr.contains("no grant fixes this"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("its stderr named no permission error"),
+        "{stderr}"
+    );
+}
+
+/// Issue 33 (launch shapes): an entry that still starts `uvx PKG` under the sandbox fails on
+/// whatever uv reaches first (a file it cannot create, the network), and mcpguard used to
+/// suggest a file grant only. It names the launch shape and both fixes: pinning, or starting
+/// the server from the virtual environment it was installed in.
+#[test]
+fn an_entry_still_starting_uvx_is_told_its_launch_shape_and_the_fix() {
+    let w = World::new();
+    let uvx = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/uv/bin/uvx");
+    assert!(
+        uvx.exists(),
+        "{} is needed (scripts/install-peers.sh)",
+        uvx.display()
+    );
+    let stderr = failed_start(&w, &[uvx.to_str().unwrap(), "mcp-server-time"]);
+    assert!(
+        stderr.contains(
+            "the server command starts `uvx`, which resolves the package from the registry"
+        ) && stderr.contains("Pin it: `mcpguard capture` with this command")
+            && stderr.contains("/path/to/venv/bin/python -m MODULE"),
+        "{stderr}"
+    );
+}
