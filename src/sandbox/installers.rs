@@ -1,14 +1,14 @@
 //! Package installers a sandboxed server starts at run time (issue 33): `npm install`, `pip
 //! install`, `uv pip install`, `npx PKG` … started by the server (mcp-server-fetch's markdown
 //! mode runs readabilipy, which runs `npm install` into its own package folder at its first
-//! call). Under a sandbox that grants no TCP port such an install can only wait for the
-//! registry: npm retries for more than a minute, so the host's call hangs until it times out
+//! call). Under a sandbox that grants neither port 443 nor 80 such an install can only wait
+//! for the registry: npm retries for more than a minute, so the host's call hangs until it times out
 //! and nothing says why.
 //!
 //! This module owns recognising an installer from the program and arguments of an `execve`
 //! (which `sandbox::observe` reads from the server's memory) and the wording of what the person
-//! is told. The observer refuses an *install* at once with `EACCES` when the run grants no TCP
-//! port (the call then fails fast, with this explanation at the default level), and only names
+//! is told. The observer refuses an *install* at once with `EACCES` when the run cannot reach a
+//! registry ([`registry_unreachable`]; the call then fails fast, with this explanation at the default level), and only names
 //! a package *runner* (`npx`, `uvx`), which works offline from its cache when the package is
 //! there. The refusal is safe to make on a value read with the time-of-check gap of seccomp
 //! user notification: a server that races it can only turn the refusal into `CONTINUE`, which
@@ -24,7 +24,7 @@ pub struct Installer {
     pub shown: String,
     /// The registry it reaches, as a destination for `--sandbox-connect`.
     pub registry: &'static str,
-    /// An install (refused when no TCP port is granted), rather than a package runner.
+    /// An install (refused when no registry is reachable), rather than a package runner.
     pub installs: bool,
 }
 
@@ -101,13 +101,22 @@ pub fn recognise(path: &str, argv: &[String]) -> Option<Installer> {
     }
 }
 
+/// Whether the run lets the server reach no package registry: Landlock confines TCP ports on
+/// this kernel and neither 443 nor 80 is granted. A port granted for a local page or database
+/// (`--sandbox-connect 127.0.0.1:8080`) does not count: the public registries are on 443. A
+/// private registry on another port is refused too; granting 443 (the registry's destination)
+/// lets the install through to the sandbox's other rules.
+pub fn registry_unreachable(grants: &super::observe::Grants) -> bool {
+    grants.ports_enforced && !grants.tcp_connect.iter().any(|p| *p == 443 || *p == 80)
+}
+
 impl Installer {
     /// The line said when the install was refused (`pid` is the process that tried it).
     pub fn refused(&self, pid: u32) -> String {
         let shown = &self.shown;
         let registry = self.registry;
         format!(
-            "sandbox refused `{shown}`, which the server started at run time (process {pid}): an install needs the package registry, which this sandbox lets the server reach on no port, so it could only wait for the network until the call timed out; the exec failed at once (EACCES) instead, and so does the call that needed it. \
+            "sandbox refused `{shown}`, which the server started at run time (process {pid}): an install needs the package registry, which this sandbox does not let the server reach (port 443 is not granted), so it could only wait for the network until the call timed out; the exec failed at once (EACCES) instead, and so does the call that needed it. \
              Install what the server needs before wrapping it, or use the server's option that needs no install (mcp-server-fetch: `raw: true`); to let the install try the registry under the sandbox's other rules, grant it: --sandbox-connect {registry} (sandbox.connect = [\"{registry}\"], with sandbox.allow_udp = true for the name's DNS)"
         )
     }
@@ -172,6 +181,22 @@ mod tests {
         assert_eq!(r("/bin/sh", &["sh", "-c", "npm install"]), None);
         // An exec by descriptor (execveat with an empty path) is named by argv[0].
         assert!(r("", &["pip", "install", "x"]).unwrap().installs);
+    }
+
+    /// A port granted for a local page or database leaves the registry out of reach; 443 or 80
+    /// does not; without Landlock's port rules nothing is refused.
+    #[test]
+    fn only_a_registry_port_makes_an_install_worth_trying() {
+        let g = |ports: &[u16], enforced| super::super::observe::Grants {
+            tcp_connect: ports.to_vec(),
+            ports_enforced: enforced,
+            ..Default::default()
+        };
+        assert!(registry_unreachable(&g(&[], true)));
+        assert!(registry_unreachable(&g(&[8080, 5432], true)));
+        assert!(!registry_unreachable(&g(&[443], true)));
+        assert!(!registry_unreachable(&g(&[80], true)));
+        assert!(!registry_unreachable(&g(&[], false)));
     }
 
     #[test]

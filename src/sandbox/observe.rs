@@ -14,7 +14,7 @@
 //! a server that races it can at worst get a wrong or missing explanation, never a grant.
 //!
 //! It also sees `execve` and `execveat`, for one refusal of its own: a package install a
-//! descendant of the server starts while the run grants no TCP port fails at once with
+//! descendant of the server starts while the run grants neither port 443 nor 80 fails at once with
 //! `EACCES` instead of waiting for the registry until the call times out
 //! (`sandbox::installers`, which words it). Refusing is the fail-closed direction: a race can
 //! only turn it into `CONTINUE`, which leaves the exec to the sandbox as before.
@@ -432,15 +432,14 @@ fn serve(listener: &OwnedFd, server: u32, grants: &Grants, named: &mut Named, sa
             unsafe { libc::ioctl(fd, IOCTL_ID_VALID as _, &id as *const u64) == 0 }
         };
         // The one call refused here: a package install a descendant starts while the run
-        // grants no TCP port (`sandbox::installers`, which says why a race cannot loosen it).
+        // cannot reach a registry (`sandbox::installers`, which says why a race cannot loosen it).
         let installer = match &call {
             // The server's own exec (a `uvx` or `npx` entry) is its launch shape, which
             // `sandbox::explain` speaks of; only what it starts later is judged here.
             Some(Call::Exec { path, argv }) if valid => super::installers::recognise(path, argv)
                 .filter(|_| tgid_of(n.pid).is_some_and(|p| p != server))
                 .map(|i| {
-                    let refuse =
-                        i.installs && grants.ports_enforced && grants.tcp_connect.is_empty();
+                    let refuse = i.installs && super::installers::registry_unreachable(grants);
                     (i, refuse)
                 }),
             _ => None,
@@ -470,7 +469,7 @@ fn serve(listener: &OwnedFd, server: u32, grants: &Grants, named: &mut Named, sa
         if let Some((i, refuse)) = installer {
             let line = if refuse {
                 Some(i.refused(n.pid))
-            } else if !i.installs && grants.ports_enforced && grants.tcp_connect.is_empty() {
+            } else if !i.installs && super::installers::registry_unreachable(grants) {
                 Some(i.named(n.pid))
             } else {
                 None
