@@ -123,10 +123,12 @@ pub fn spawn_with(
         });
     }
     let sandboxed = sandbox.is_some();
-    let spawned = cmd.spawn();
-    if let (Ok(_), Some(observer)) = (&spawned, sandbox.and_then(|s| s.observer.as_ref())) {
+    if let Some(observer) = sandbox.and_then(|s| s.observer.as_ref()) {
         // What the sandbox refuses is named at the default level (`sandbox::observe`); the
         // path or address comes from the server, so it is made harmless like its stderr.
+        // Started before the spawn: the observer sees the server's own exec, and `spawn`
+        // returns only once that exec is done, so a thread started after it would never be
+        // there to let the exec continue.
         observer.start(
             Arc::new(|line: &str| {
                 crate::process::diag::emit(
@@ -142,6 +144,7 @@ pub fn spawn_with(
             }),
         );
     }
+    let spawned = cmd.spawn();
     spawned.map_err(|e| {
         let (reason, exit_code) = match e.kind() {
             io::ErrorKind::NotFound => (

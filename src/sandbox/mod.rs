@@ -25,6 +25,7 @@
 
 pub mod caches;
 pub mod explain;
+pub mod installers;
 pub mod isolate;
 pub mod landlock;
 pub mod observe;

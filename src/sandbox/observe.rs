@@ -23,6 +23,12 @@
 //! address, answering the call with the result; otherwise `EACCES`, named. What the server does
 //! to its memory or descriptors afterwards changes nothing.
 //!
+//! It also sees `execve` and `execveat`, for one refusal of its own: a package install a
+//! descendant of the server starts while the run grants neither port 443 nor 80 fails at once with
+//! `EACCES` instead of waiting for the registry until the call times out
+//! (`sandbox::installers`, which words it). Refusing is the fail-closed direction: a race can
+//! only turn it into `CONTINUE`, which leaves the exec to the sandbox as before.
+//!
 //! Cost: every observed call waits for one round trip to mcpguard's observer thread (a few
 //! microseconds to tens of them; measured in ARCHITECTURE.md). Other calls (read, write,
 //! stat, mmap …) never reach it: the filter returns ALLOW for them in the kernel.
@@ -109,6 +115,8 @@ fn observed_calls(grants: &Grants) -> Vec<i64> {
     if grants.explain {
         calls.extend([libc::SYS_openat, libc::SYS_openat2, libc::SYS_bind]);
         calls.extend(OPEN);
+        // For `sandbox::installers`: a package install started at run time.
+        calls.extend([libc::SYS_execve, libc::SYS_execveat]);
     }
     if grants.explain || !grants.by_address.is_empty() {
         calls.push(libc::SYS_connect);
@@ -713,7 +721,24 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
             }
         }
         let valid = id_valid(fd, n.id);
-        answer(fd, n.id, 0, 0, FLAG_CONTINUE);
+        // The one call refused here: a package install a descendant starts while the run
+        // cannot reach a registry (`sandbox::installers`, which says why a race cannot loosen it).
+        let installer = match &call {
+            // The server's own exec (a `uvx` or `npx` entry) is its launch shape, which
+            // `sandbox::explain` speaks of; only what it starts later is judged here.
+            Some(Call::Exec { path, argv }) if valid => super::installers::recognise(path, argv)
+                .filter(|_| tgid_of(n.pid).is_some_and(|p| p != server))
+                .map(|i| {
+                    let refuse = i.installs && super::installers::registry_unreachable(&ctx.grants);
+                    (i, refuse)
+                }),
+            _ => None,
+        };
+        if installer.as_ref().is_some_and(|(_, refuse)| *refuse) {
+            answer(fd, n.id, 0, libc::EACCES, 0);
+        } else {
+            answer(fd, n.id, 0, 0, FLAG_CONTINUE);
+        }
         // The comparison with the grants runs after the call went on, so the server waits
         // only for the read of its arguments. (A file the call creates exists by then only
         // if it was allowed, and then it is covered.)
@@ -724,6 +749,18 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
         };
         if let Some((key, line)) = refused {
             ctx.hold(key, &line);
+        }
+        if let Some((i, refuse)) = installer {
+            let line = if refuse {
+                Some(i.refused(n.pid))
+            } else if !i.installs && super::installers::registry_unreachable(&ctx.grants) {
+                Some(i.named(n.pid))
+            } else {
+                None
+            };
+            if let Some(line) = line {
+                ctx.name(format!("exec {}", i.shown), &line);
+            }
         }
     }
 }
@@ -982,6 +1019,8 @@ enum Call {
         /// The address's bytes as read (what mcpguard connects, when the connect is its).
         raw: Vec<u8>,
     },
+    /// An exec: the path as the caller wrote it and the first arguments.
+    Exec { path: String, argv: Vec<String> },
 }
 
 fn read_call(n: &Notif) -> Option<Call> {
@@ -1025,6 +1064,18 @@ fn read_call(n: &Notif) -> Option<Call> {
         let how = read_mem(pid, a[2], 8)?;
         let flags = u64::from_ne_bytes(how.get(..8)?.try_into().ok()?);
         return open(a[0] as i64, a[1], flags);
+    }
+    if nr == libc::SYS_execve || nr == libc::SYS_execveat {
+        let (path, argv) = if nr == libc::SYS_execve {
+            (a[0], a[1])
+        } else {
+            (a[1], a[2])
+        };
+        let path = read_cstr(pid, path).unwrap_or_default();
+        return Some(Call::Exec {
+            path: String::from_utf8_lossy(&path).into_owned(),
+            argv: read_argv(pid, argv),
+        });
     }
     if nr == libc::SYS_connect || nr == libc::SYS_bind {
         let len = (a[2] as usize).min(128);
@@ -1107,6 +1158,27 @@ fn read_cstr(pid: u32, addr: u64) -> Option<Vec<u8>> {
     let end = bytes.iter().position(|b| *b == 0)?;
     bytes.truncate(end);
     Some(bytes)
+}
+
+/// The first arguments of an exec (as many as recognising an installer needs), from the
+/// caller's NULL-terminated array of pointers at `addr`.
+fn read_argv(pid: u32, addr: u64) -> Vec<String> {
+    const MAX: usize = 8;
+    let Some(raw) = read_mem(pid, addr, MAX * 8) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in raw.chunks_exact(8) {
+        let p = u64::from_ne_bytes(p.try_into().unwrap_or_default());
+        if p == 0 {
+            break;
+        }
+        match read_cstr(pid, p) {
+            Some(s) => out.push(String::from_utf8_lossy(&s).into_owned()),
+            None => break,
+        }
+    }
+    out
 }
 
 /// The thread group (process) of thread `tid`.
@@ -1193,6 +1265,7 @@ fn refusal(call: &Call, tid: u32, server: u32, grants: &Grants) -> Option<(Strin
     match call {
         Call::Open { path, write } => open_refusal(path, *write, tid, server, grants),
         Call::Net { bind, addr, fd, .. } => net_refusal(*bind, *addr, *fd, tid, grants),
+        Call::Exec { .. } => None,
     }
 }
 

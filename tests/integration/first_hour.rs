@@ -361,10 +361,15 @@ fn run_printed(u: &User, line: &str, env: Option<&Value>) -> Output {
 /// that takes longer than the other commands' bound.
 const CAPTURE: Duration = Duration::from_secs(400);
 
-/// Runs `cmd` to its end, killing it (and failing) after [`CAPTURE`].
+/// Runs `cmd` to its end, killing it (and failing) after [`CAPTURE`]. `cmd` is a shell running
+/// a printed line, so it starts a process group of its own and the timeout kills that whole
+/// group: the shell, the mcpguard it started and the installers mcpguard runs outside the
+/// sandbox (the sandboxed server dies with mcpguard, by its parent-death signal).
 fn capture_bounded(cmd: &mut Command) -> Output {
+    use std::os::unix::process::CommandExt;
     let what = format!("{cmd:?}");
     let child = cmd
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -378,8 +383,9 @@ fn capture_bounded(cmd: &mut Command) -> Output {
     match rx.recv_timeout(CAPTURE) {
         Ok(out) => out.unwrap_or_else(|e| panic!("{what}: {e}")),
         Err(_) => {
-            // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            // SAFETY: kill has no memory preconditions. The child leads its own process group
+            // (`process_group(0)`) and is not yet reaped, so -pid names only that group.
+            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
             panic!("{what} did not finish within {CAPTURE:?}");
         }
     }

@@ -864,3 +864,133 @@ fn sandbox_check_learn_prints_the_grants_a_server_needed() {
 fn json_arg(key: &str, value: &str) -> String {
     serde_json::json!({ key: value }).to_string()
 }
+
+/// Issue 33 (run-time installers): a server that runs `npm install` when a call comes (as
+/// mcp-server-fetch's readabilipy does) used to wait for the registry the sandbox does not let
+/// it reach, for more than a minute, so the host's call hung to its timeout with nothing said.
+/// The exec of the install is refused at once: the call's answer comes back within seconds as
+/// an error, and mcpguard names what it refused, why, and the flag that grants the registry.
+#[test]
+fn a_run_time_install_fails_the_call_at_once_and_is_named() {
+    let w = World::new();
+    let npm = Command::new("sh")
+        .args(["-c", "command -v npm"])
+        .output()
+        .unwrap();
+    let npm = text(&npm.stdout).trim().to_string();
+    assert!(!npm.is_empty(), "npm is needed (scripts/install-peers.sh)");
+    let fixture = crate::support::fixture();
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("sandbox-check")
+        .arg("--policy")
+        .arg(&w.sandboxed)
+        .arg("--")
+        .arg(&fixture)
+        .arg(format!("--run-on-call={npm} install left-pad"))
+        .env("HOME", &w.home)
+        .env_remove("MCPGUARD_LOG");
+    let mut p = Peer::start_with(&mut cmd);
+    p.send_json(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}}),
+    );
+    let started = std::time::Instant::now();
+    let bound = Duration::from_secs(30);
+    let answer = loop {
+        let left = bound.saturating_sub(started.elapsed());
+        let Some(line) = p.recv_timeout(left) else {
+            panic!(
+                "no answer within {bound:?}: the install still waits for the registry\n{}",
+                p.stderr()
+            );
+        };
+        // sandbox-check prints its report on the same standard output first.
+        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+            if v["id"] == 1 {
+                break v;
+            }
+        }
+    };
+    let stderr = p.wait_stderr("sandbox refused");
+    assert_eq!(answer["result"]["isError"], true, "{answer}\n{stderr}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Permission denied"),
+        "{answer}"
+    );
+    assert!(
+        stderr.contains("sandbox refused `npm install`, which the server started at run time")
+            && stderr.contains("--sandbox-connect registry.npmjs.org:443"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("left-pad"),
+        "packages are not shown: {stderr}"
+    );
+}
+
+/// Starts `server` under the proxy with the default sandbox (no snapshot), keeps the host's end
+/// open, and returns mcpguard's stderr once the server has failed.
+fn failed_start(w: &World, server: &[&str]) -> String {
+    let mut cmd = Command::new(mcpguard());
+    cmd.arg("--policy")
+        .arg(&w.sandboxed)
+        .arg("--")
+        .args(server)
+        .current_dir(w.dir.path())
+        .env("HOME", &w.home)
+        .env_remove("MCPGUARD_LOG");
+    let mut p = Peer::start_with(&mut cmd);
+    let status = p.wait_timeout(Duration::from_secs(60));
+    assert!(!status.success(), "{}", p.stderr());
+    p.stderr()
+}
+
+/// Issue 33 (skipped install scripts): a node package whose compiled addon is missing (its
+/// install script never ran: `npm --ignore-scripts`, as mcpguard's package store installs) used
+/// to be explained as a grant the sandbox may have withheld. It is named as what it is, with
+/// the fix, and no grant is suggested for it.
+#[test]
+fn a_missing_native_addon_is_named_not_blamed_on_the_sandbox() {
+    let w = World::new();
+    let stderr = failed_start(
+        &w,
+        &["node", "-e", "require('./build/Release/sqlite3.node')"],
+    );
+    assert!(
+        stderr.contains("compiled addon missing")
+            && stderr.contains("its install script (which builds or downloads it) never ran")
+            && stderr.contains("--ignore-scripts")
+            && stderr.contains("no grant fixes this"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("its stderr named no permission error"),
+        "{stderr}"
+    );
+}
+
+/// Issue 33 (launch shapes): an entry that still starts `uvx PKG` under the sandbox fails on
+/// whatever uv reaches first (a file it cannot create, the network), and mcpguard used to
+/// suggest a file grant only. It names the launch shape and both fixes: pinning, or starting
+/// the server from the virtual environment it was installed in.
+#[test]
+fn an_entry_still_starting_uvx_is_told_its_launch_shape_and_the_fix() {
+    let w = World::new();
+    let uvx = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/uv/bin/uvx");
+    assert!(
+        uvx.exists(),
+        "{} is needed (scripts/install-peers.sh)",
+        uvx.display()
+    );
+    let stderr = failed_start(&w, &[uvx.to_str().unwrap(), "mcp-server-time"]);
+    assert!(
+        stderr.contains(
+            "the server command starts `uvx`, which resolves the package from the registry"
+        ) && stderr.contains("Pin it: `mcpguard capture` with this command")
+            && stderr.contains("/path/to/venv/bin/python -m MODULE"),
+        "{stderr}"
+    );
+}
