@@ -195,7 +195,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     }
     // After the private directory was given to the server's id, which it must reach too.
     let idmapped = if kernel.root && req.drop_root && kernel.namespaces.is_ok() {
-        root_server_idmaps(&req)?
+        root_server_idmaps(&req, kernel.seccomp)?
     } else {
         None
     };
@@ -277,7 +277,15 @@ fn pinned(req: &Request, writable: &[(PathBuf, bool)]) -> isolate::Pinned {
 /// unreadable. Refused, naming the grant, the reason and the key, when a grant stays out of
 /// reach even mapped (a folder of another user) or a folder cannot be mapped (a file system
 /// without ID-mapped mounts). The mapped folders are added to the report's line.
-fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refused> {
+///
+/// Without seccomp (`seccomp`: the kernel has the filter) nothing refuses set-ID bits, and in a
+/// mapped folder root's files are the server's, and the files it makes are root's on the host:
+/// a writable grant there would let it make a set-user-ID root program. Such a grant is refused
+/// before anything is mapped (fail closed), naming the grant and `sandbox.drop_root = false`.
+pub(super) fn root_server_idmaps(
+    req: &Request,
+    seccomp: bool,
+) -> Result<Option<isolate::Idmapped>, Refused> {
     let id = isolate::ROOT_SERVER_ID;
     let open: Vec<&super::PathRule> = req
         .paths
@@ -286,6 +294,15 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
         .collect();
     let mapped = idmap_points(req);
     let paths: Vec<PathBuf> = mapped.iter().map(|(p, _)| p.clone()).collect();
+    if !seccomp {
+        if let Some(r) = writable_in(&open, &paths) {
+            return Err(Refused(format!(
+                "sandbox.drop_root: the server runs as uid {id}, and the writable grant {} ({}) must be ID-mapped for it (root's files there become the server's, and its files root's on the host), but this kernel has no seccomp filter to refuse set-user-ID bits, so the server could make a set-user-ID root program there. To fix: move the grant where uid {id} can reach it unmapped, grant it read-only, use a kernel with seccomp, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)",
+                r.path.display(),
+                r.origin,
+            )));
+        }
+    }
     for r in &open {
         if let Some(why) = unreachable_by(&r.path, id, r.access, &paths) {
             return Err(Refused(format!(
@@ -335,6 +352,22 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
             let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             failed(format!("{} cannot be mounted", list.join(", ")), e)
         })
+}
+
+/// The first writable grant among `open` that lies in, is or holds one of the `mapped` folders.
+fn writable_in<'a>(
+    open: &[&'a super::PathRule],
+    mapped: &[PathBuf],
+) -> Option<&'a super::PathRule> {
+    open.iter().copied().find(|r| {
+        matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute) && {
+            let real = std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone());
+            // A mapped folder inside the grant is written through the grant's rule, too.
+            mapped
+                .iter()
+                .any(|m| real.starts_with(m) || m.starts_with(&real))
+        }
+    })
 }
 
 /// The folders to ID-map for root's server, each with the first grant that needs it: for each
