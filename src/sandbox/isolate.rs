@@ -755,9 +755,29 @@ pub fn try_idmap(path: &Path, userns: &std::os::fd::OwnedFd) -> io::Result<()> {
 /// cloned into a new user namespace waits in `pause` while the parent writes its maps and opens
 /// the namespace, then is killed; the descriptor keeps the namespace alive.
 pub fn root_as_server_userns() -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: getpid takes no arguments.
+    let parent = unsafe { libc::getpid() };
     let child = fork_flags(libc::CLONE_NEWUSER as libc::c_ulong)?;
     if child == 0 {
-        // The throwaway child: raw system calls only, until the parent kills it.
+        // The throwaway child: raw system calls only, until the parent kills it. Should the
+        // parent die first (killed between the fork and the kill below), the child must not
+        // outlive it as a paused orphan holding a user namespace: the parent-death signal kills
+        // it, and the check after it covers a parent that died before the signal was set.
+        // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid take integer arguments only; _exit ends
+        // the child without running anything of the parent's.
+        unsafe {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+                || libc::getppid() != parent
+            {
+                libc::_exit(1);
+            }
+        }
         loop {
             // SAFETY: pause takes no arguments.
             unsafe { libc::pause() };
