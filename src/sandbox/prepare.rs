@@ -346,12 +346,50 @@ pub(super) fn root_server_idmaps(
             )
         })?;
     }
-    isolate::Idmapped::new(userns, &paths)
+    let kept = kept_unmapped(req, &paths);
+    isolate::Idmapped::new(userns, &paths, &kept)
         .map(Some)
         .map_err(|e| {
             let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             failed(format!("{} cannot be mounted", list.join(", ")), e)
         })
+}
+
+/// The read (and execute) grants inside the `mapped` folders that keep their real owners
+/// ([`isolate::Idmapped`]): those uid [`isolate::ROOT_SERVER_ID`] may use unmapped once the
+/// way to them is open, that hold no writable grant and lie in none (a write grant is bound
+/// from the mapped mount, and must stay reachable). A grant only root may read stays mapped, as
+/// does any beyond [`isolate::MAX_KEPT`]; the report names those (`report`, `processes.uid0`).
+pub(super) fn kept_unmapped(req: &Request, mapped: &[PathBuf]) -> Vec<PathBuf> {
+    let id = isolate::ROOT_SERVER_ID;
+    let real = |r: &super::PathRule| std::fs::canonicalize(&r.path).ok();
+    let open = || {
+        req.paths
+            .iter()
+            .filter(|r| matches!(r.state, PathState::Open { .. }))
+    };
+    let writable: Vec<PathBuf> = open()
+        .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+        .filter_map(real)
+        .chain(req.tmpdir.clone())
+        .collect();
+    let mut kept: Vec<PathBuf> = open()
+        .filter(|r| matches!(r.access, Access::Read | Access::Execute))
+        .filter_map(|r| {
+            let p = real(r)?;
+            let inside = mapped.iter().any(|m| p.starts_with(m) && p != *m);
+            let clear = !writable
+                .iter()
+                .any(|w| w.starts_with(&p) || p.starts_with(w));
+            let m = std::fs::metadata(&p).ok()?;
+            (inside && clear && may(&m, id, false, wanted(r.access, m.is_dir()))).then_some(p)
+        })
+        .collect();
+    kept.sort();
+    kept.dedup();
+    kept.sort_by_key(|p| p.as_os_str().len());
+    kept.truncate(isolate::MAX_KEPT);
+    kept
 }
 
 /// The first writable grant among `open` that lies in, is or holds one of the `mapped` folders.

@@ -2460,6 +2460,79 @@ fn root_s_grants_under_a_root_only_folder_work_through_an_id_mapped_mount() {
     );
 }
 
+/// Issue 31, a mapped folder opening a read grant: as root, a write grant under a 0700 root
+/// folder (the npm and uv caches under `/root`) maps the whole folder, where root's files are
+/// the server's. A read grant below it (an interpreter's folder, `~/.npmrc`'s) keeps its real
+/// owners: its 0600 root file stays unreadable, while its other files and the write grant work.
+#[test]
+fn root_s_read_grant_under_a_mapped_folder_keeps_its_root_only_files_closed() {
+    if !am_root() {
+        println!("not running as root: nothing to test");
+        return;
+    }
+    let w = World::new(Who::Root);
+    let home = w.path("roothome");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let cache = home.join("cache");
+    let conf = home.join("conf");
+    for d in [&cache, &conf] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let secret = conf.join("token");
+    std::fs::write(&secret, "root-only-token").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let public = conf.join("settings");
+    std::fs::write(&public, "public-settings").unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = |probe: &[&str]| {
+        let mut cmd = w.guard();
+        cmd.current_dir(w.dir.path())
+            .arg("sandbox-check")
+            .arg("--policy")
+            .arg(&w.sandboxed)
+            .arg("--sandbox-write")
+            .arg(&cache)
+            .arg("--sandbox-read")
+            .arg(&conf)
+            .arg("--")
+            .arg(&bins().escape)
+            .args(probe);
+        Run::new(probe[0], run_bounded(&mut cmd))
+    };
+    let stolen = run(&["read", &secret.display().to_string()]);
+    assert!(
+        stolen.ran() && !stolen.says_escaped() && !stolen.stdout.contains("root-only-token"),
+        "a 0600 root file in a read grant under a mapped folder must stay unreadable:\n{}",
+        stolen.brief()
+    );
+    let report = stolen.report();
+    assert!(
+        report.contains(&format!(
+            "in the read grants under them that keep their real owners ({})",
+            conf.display()
+        )) && report.contains(&format!(
+            "root's files inside the ID-mapped folders {} (but the read grants kept with their real owners) are uid 65534's  [RESIDUAL RISK: ",
+            home.display()
+        )),
+        "the report must name the kept read grant and the mapped folder as a residual:\n{report}"
+    );
+    let allowed = run(&["read", &public.display().to_string()]);
+    assert!(
+        allowed.says_escaped() && allowed.stdout.contains("public-settings"),
+        "the read grant's readable files must still be read:\n{}",
+        allowed.brief()
+    );
+    let made = cache.join("made");
+    let write = run(&["plant", &made.display().to_string(), "new"]);
+    assert!(
+        write.says_escaped() && std::fs::metadata(&made).is_ok_and(|m| m.uid() == 0),
+        "the write grant in the mapped folder must still work:\n{}",
+        write.brief()
+    );
+}
+
 // ---- 19. files trusted later inside a writable grant ------------------------------------------
 
 /// A fresh git repository owned by the world's user, with one ordinary file.
