@@ -614,9 +614,45 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     line(
         "processes.set-id",
         "processes",
-        "no set-user-ID or set-group-ID file: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
+        "no new set-user-ID or set-group-ID bit: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
         seccomp_status(false, ""),
     );
+    // The filter stops new bits, not a set-ID file that is already there: written in place
+    // through a shared mapping, which does not clear the bit, it becomes the server's program.
+    let writable: Vec<String> = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .filter(|r| req.tmpdir.as_deref() != Some(r.path.as_path()))
+        .filter(|r| {
+            matches!(
+                r.access,
+                super::Access::ReadWrite | super::Access::ReadWriteExecute
+            )
+        })
+        // A granted file (`/dev/null`) counts only when it is set-ID itself.
+        .filter(|r| match r.state {
+            PathState::Open { dir: true, .. } => true,
+            _ => std::fs::metadata(&r.path).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o6000 != 0
+            }),
+        })
+        .map(|r| r.path.display().to_string())
+        .collect();
+    if !writable.is_empty() {
+        line(
+            "processes.set-id-existing",
+            "processes",
+            format!(
+                "set-user-ID and set-group-ID files already inside the writable grants {}",
+                writable.join(", ")
+            ),
+            Status::Residual(
+                "one that exists at the start can be rewritten in place (a shared mapping keeps its bit) and then runs the server's code with its owner's rights outside the sandbox; keep set-ID programs out of writable grants".into(),
+            ),
+        );
+    }
     line(
         "processes.process-list",
         "processes",

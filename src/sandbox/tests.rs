@@ -556,6 +556,15 @@ fn root_server_without_seccomp_refuses_a_mapped_writable_grant() {
     assert!(err.contains(grant.to_str().unwrap()), "{err}");
     assert!(err.contains("seccomp"), "{err}");
     assert!(err.contains("sandbox.drop_root = false"), "{err}");
+    // The filter stops new set-ID bits only: one already in a writable grant is named.
+    let text = plan(&req, &kernel(7, true)).text();
+    assert!(
+        text.contains(&format!(
+            "set-user-ID and set-group-ID files already inside the writable grants {}  [RESIDUAL RISK: ",
+            grant.display()
+        )) && text.contains("no new set-user-ID or set-group-ID bit"),
+        "{text}"
+    );
     if let Err(e) = prepare::root_server_idmaps(&req, true) {
         assert!(!e.0.contains("seccomp filter"), "{}", e.0);
     }
