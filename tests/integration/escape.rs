@@ -3476,18 +3476,45 @@ fn sandbox_env_passes_the_named_variable_and_no_other() {
 // ---- 23. a set-user-ID file in a writable grant -------------------------------------------------
 
 /// A server with a write grant makes a set-user-ID (and set-group-ID) program there: by
-/// `chmod` of a file, by creating one with `open(O_CREAT)`, or with `openat2`, whose mode a
-/// filter cannot see. As root the grant is seen ID-mapped, so the file is root's on disk and
-/// would run as root for anyone who can reach it. Unsandboxed each works (as root and as an
-/// ordinary user); sandboxed none leaves a set-ID bit on the file, seen from outside.
+/// `chmod` of a file, by creating one with `open(O_CREAT)`, with `openat2`, whose mode a
+/// filter cannot see, with `mknod` of a regular file, or with an `O_TMPFILE` file linked in
+/// through /proc; or it gives a file a `security.capability` (cap_setuid) with `setxattr`. As
+/// root the grant is seen ID-mapped, so the file is root's on disk and would run as root for
+/// anyone who can reach it. Unsandboxed each works (as root and as an ordinary user, but for
+/// file capabilities, which need CAP_SETFCAP); sandboxed none leaves a set-ID bit or a
+/// capability on the file, seen from outside.
 #[test]
 fn no_set_user_id_file_is_made_in_a_writable_grant() {
     let mut t = Tally::new("set-ID files in a writable grant");
+    // The file capability outside, read by the test (not by the probe).
+    let capability = |f: &Path| {
+        let c = CString::new(f.as_os_str().as_bytes()).unwrap();
+        let mut buf = [0u8; 64];
+        // SAFETY: getxattr reads two NUL-terminated strings and writes at most `buf.len()`
+        // bytes into the live buffer.
+        let n = unsafe {
+            libc::getxattr(
+                c.as_ptr(),
+                c"security.capability".as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        n > 0
+    };
     for who in everyone() {
         let w = World::new(who);
         let grant = w.owned_dir("grant");
         let g = grant.display().to_string();
-        for how in ["chmod", "create", "openat2"] {
+        for how in ["chmod", "create", "openat2", "mknod", "tmpfile", "setcap"] {
+            if how == "setcap" && who != Who::Root {
+                t.skip(
+                    how,
+                    who,
+                    "an ordinary user may not set file capabilities (CAP_SETFCAP)",
+                );
+                continue;
+            }
             let mut seen = Vec::new();
             for half in [Half::Off, Half::Sandboxed] {
                 let target = grant.join(format!("{how}-{half:?}"));
@@ -3500,13 +3527,15 @@ fn no_set_user_id_file_is_made_in_a_writable_grant() {
                 let path = target.display().to_string();
                 let run = w.check(half, &["--sandbox-write", &g], &["setuid", how, &path]);
                 let mode = std::fs::metadata(&target).map(|m| m.mode() & 0o7777).ok();
-                let escaped = mode.is_some_and(|m| m & 0o6000 != 0);
+                let cap = capability(&target);
+                let escaped = mode.is_some_and(|m| m & 0o6000 != 0) || cap;
                 seen.push(Outcome::of(
                     &run,
                     escaped,
                     &format!(
-                        "the file's mode outside: {}",
-                        mode.map_or("none".into(), |m| format!("{m:o}"))
+                        "the file's mode outside: {}, security.capability: {}",
+                        mode.map_or("none".into(), |m| format!("{m:o}")),
+                        if cap { "set" } else { "none" }
                     ),
                 ));
                 if half == Half::Sandboxed {
