@@ -332,7 +332,7 @@ pub(super) fn root_server_idmaps(
     for (p, r) in &mapped {
         isolate::try_idmap(p, &userns).map_err(|e| {
             let why = match e.raw_os_error() {
-                Some(libc::EINVAL) => " (its file system does not support ID-mapped mounts, or it is mapped already)",
+                Some(libc::EINVAL) => " (its file system, or that of a mount under it, does not support ID-mapped mounts, or it is mapped already)",
                 _ => "",
             };
             failed(
@@ -462,28 +462,38 @@ fn wanted(access: Access, dir: bool) -> u32 {
     }
 }
 
-/// Where uid `id` is first stopped on the way to `path` (its real path): the highest folder it
-/// may not search, or the grant itself when it may not use it with `access`. `None` when
-/// nothing stops it, or when the path cannot be inspected (Landlock and the kernel decide).
-fn blocked_at(path: &std::path::Path, id: u32, access: Access) -> Option<PathBuf> {
+/// Where uid and gid `id` (with no other group) is first stopped on the way to `path` (its
+/// real path), with the folders in `mapped` (and everything below them) seen ID-mapped: the
+/// highest folder it may not search, or the grant itself when it may not use it with `access`
+/// (read, and for a read-write folder write), with that path's metadata. `None` when nothing
+/// stops it, or when the path cannot be inspected (Landlock and the kernel decide then).
+fn first_block(
+    path: &std::path::Path,
+    id: u32,
+    access: Access,
+    mapped: &[PathBuf],
+) -> Option<(PathBuf, std::fs::Metadata)> {
     let real = std::fs::canonicalize(path).ok()?;
+    let is_mapped = |p: &std::path::Path| mapped.iter().any(|m| p.starts_with(m));
     let mut ancestors: Vec<&std::path::Path> = real.ancestors().skip(1).collect();
     ancestors.reverse();
     for dir in ancestors {
         let m = std::fs::metadata(dir).ok()?;
-        if !may(&m, id, false, 0o1) {
-            return Some(dir.to_path_buf());
+        if !may(&m, id, is_mapped(dir), 0o1) {
+            return Some((dir.to_path_buf(), m));
         }
     }
     let m = std::fs::metadata(&real).ok()?;
-    (!may(&m, id, false, wanted(access, m.is_dir()))).then_some(real)
+    (!may(&m, id, is_mapped(&real), wanted(access, m.is_dir()))).then_some((real, m))
 }
 
-/// Why uid and gid `id` (with no other group) cannot use `path` with `access`, with the
-/// folders in `mapped` (and everything below them) seen ID-mapped: a directory on the way it
-/// may not search, or the grant itself it may not read (or, for a read-write grant of a
-/// directory, write). `None` when it can, or when the path cannot be inspected (Landlock and
-/// the kernel decide then).
+/// Where uid `id` is first stopped on the way to `path`, nothing mapped ([`first_block`]).
+fn blocked_at(path: &std::path::Path, id: u32, access: Access) -> Option<PathBuf> {
+    first_block(path, id, access, &[]).map(|(p, _)| p)
+}
+
+/// Why uid `id` cannot use `path` with `access` even with the folders in `mapped` seen
+/// ID-mapped ([`first_block`]), in words for the refusal.
 fn unreachable_by(
     path: &std::path::Path,
     id: u32,
@@ -491,29 +501,19 @@ fn unreachable_by(
     mapped: &[PathBuf],
 ) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    let real = std::fs::canonicalize(path).ok()?;
-    let is_mapped = |p: &std::path::Path| mapped.iter().any(|m| p.starts_with(m));
-    let owner = |p: &std::path::Path, m: &std::fs::Metadata| {
-        let note = if is_mapped(p) {
-            " (mapped, but only root's files become uid 65534's)"
-        } else {
-            ""
-        };
-        format!("mode {:o}, owner {}{note}", m.mode() & 0o7777, m.uid())
+    let (at, m) = first_block(path, id, access, mapped)?;
+    let note = if mapped.iter().any(|p| at.starts_with(p)) {
+        format!(" (mapped, but only root's files become uid {id}'s)")
+    } else {
+        String::new()
     };
-    for dir in real.ancestors().skip(1) {
-        let m = std::fs::metadata(dir).ok()?;
-        if !may(&m, id, is_mapped(dir), 0o1) {
-            return Some(format!(
-                "{} on the way is {}",
-                dir.display(),
-                owner(dir, &m)
-            ));
-        }
-    }
-    let m = std::fs::metadata(&real).ok()?;
-    (!may(&m, id, is_mapped(&real), wanted(access, m.is_dir())))
-        .then(|| format!("it is {}", owner(&real, &m)))
+    let owner = format!("mode {:o}, owner {}{note}", m.mode() & 0o7777, m.uid());
+    let real = std::fs::canonicalize(path).ok()?;
+    Some(if at == real {
+        format!("it is {owner}")
+    } else {
+        format!("{} on the way is {owner}", at.display())
+    })
 }
 
 /// The grants of the request as the failure explanation reads them; the policy file and the
