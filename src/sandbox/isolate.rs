@@ -47,7 +47,10 @@
 //!   [`root_as_server_userns`]) and `move_mount` over the same path, by C, after the namespace
 //!   is made private and before the grants' binds, which inherit the mapping (pins included,
 //!   made read-only by the pass below like any other). Root's files there are the server's and
-//!   what it creates is root's on disk; Landlock still decides what it may open.
+//!   what it creates is root's on disk; Landlock still decides what it may open. A read grant
+//!   under a mapped folder that uid 65534 may read unmapped (and that holds no write grant) is
+//!   cloned unmapped before the mapping and mounted back on top after it, so its root-only files
+//!   stay closed while the way to it goes through the mapped folder.
 //! - **IPC namespace.** SysV shared memory, semaphores and message queues and POSIX message
 //!   queues are per IPC namespace: the server sees none of the host's and its own vanish with it.
 //!
@@ -150,20 +153,46 @@ pub struct Idmapped {
     userns: std::os::fd::OwnedFd,
     /// Each folder (or file) to clone, map and mount over itself; none inside another.
     paths: Vec<CString>,
+    /// Read grants inside a mapped folder that keep their real owners: cloned unmapped before
+    /// the folder is mapped and mounted back on top of it afterwards, so that a root-only file
+    /// in them (a token in `~/.npmrc`'s folder, mode 0600) stays closed to the server, while the
+    /// way to them goes through the mapped folder. Shortest first (a grant inside another is
+    /// mounted after it); at most [`MAX_KEPT`].
+    kept: Vec<CString>,
 }
+
+/// The most read grants kept unmapped inside mapped folders: their clones are held in a fixed
+/// array in C, which may not allocate. The rest stay mapped, and the report names them.
+pub const MAX_KEPT: usize = 32;
 
 impl Idmapped {
     /// The mapping of `paths` through `userns` (from [`root_as_server_userns`]). A path with a
     /// NUL byte cannot be mounted, and is refused.
-    pub fn new(userns: std::os::fd::OwnedFd, paths: &[std::path::PathBuf]) -> io::Result<Idmapped> {
-        let paths = paths
-            .iter()
-            .map(|p| {
-                CString::new(p.as_os_str().as_bytes())
-                    .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-            })
-            .collect::<io::Result<Vec<_>>>()?;
-        Ok(Idmapped { userns, paths })
+    /// `kept`: the read grants to mount back unmapped ([`Idmapped::kept`]), at most
+    /// [`MAX_KEPT`] (more is refused with `E2BIG`).
+    pub fn new(
+        userns: std::os::fd::OwnedFd,
+        paths: &[std::path::PathBuf],
+        kept: &[std::path::PathBuf],
+    ) -> io::Result<Idmapped> {
+        let c = |list: &[std::path::PathBuf]| {
+            list.iter()
+                .map(|p| {
+                    CString::new(p.as_os_str().as_bytes())
+                        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+                })
+                .collect::<io::Result<Vec<_>>>()
+        };
+        if kept.len() > MAX_KEPT {
+            return Err(io::Error::from_raw_os_error(libc::E2BIG));
+        }
+        let mut kept = c(kept)?;
+        kept.sort_by_key(|p| p.as_bytes().len());
+        Ok(Idmapped {
+            userns,
+            paths: c(paths)?,
+            kept,
+        })
     }
 }
 
@@ -718,21 +747,25 @@ fn idmap_tree(tree: libc::c_int, userns: libc::c_int) -> io::Result<()> {
 /// the calling process's mount namespace (C). Raw system calls only.
 fn idmap_over_itself(path: &std::ffi::CStr, userns: libc::c_int) -> io::Result<()> {
     let tree = open_tree_clone(path)?;
-    let moved = idmap_tree(tree, userns).and_then(|()| {
-        // SAFETY: move_mount reads the empty path and the NUL-terminated target path.
-        check(unsafe {
-            libc::syscall(
-                libc::SYS_move_mount,
-                tree,
-                c"".as_ptr(),
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                MOVE_MOUNT_F_EMPTY_PATH,
-            )
-        })
-    });
+    let moved = idmap_tree(tree, userns).and_then(|()| move_tree(tree, path));
     close(tree);
     moved
+}
+
+/// Mounts the detached tree `tree` on `path` (looked up from the root, so on the mount on top).
+/// Raw system call.
+fn move_tree(tree: libc::c_int, path: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: move_mount reads the empty path and the NUL-terminated target path.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    })
 }
 
 /// Whether `path` can be ID-mapped ([`idmap_over_itself`]): the same clone and mapping, in the
@@ -755,9 +788,29 @@ pub fn try_idmap(path: &Path, userns: &std::os::fd::OwnedFd) -> io::Result<()> {
 /// cloned into a new user namespace waits in `pause` while the parent writes its maps and opens
 /// the namespace, then is killed; the descriptor keeps the namespace alive.
 pub fn root_as_server_userns() -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: getpid takes no arguments.
+    let parent = unsafe { libc::getpid() };
     let child = fork_flags(libc::CLONE_NEWUSER as libc::c_ulong)?;
     if child == 0 {
-        // The throwaway child: raw system calls only, until the parent kills it.
+        // The throwaway child: raw system calls only, until the parent kills it. Should the
+        // parent die first (killed between the fork and the kill below), the child must not
+        // outlive it as a paused orphan holding a user namespace: the parent-death signal kills
+        // it, and the check after it covers a parent that died before the signal was set.
+        // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid take integer arguments only; _exit ends
+        // the child without running anything of the parent's.
+        unsafe {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+                || libc::getppid() != parent
+            {
+                libc::_exit(1);
+            }
+        }
         loop {
             // SAFETY: pause takes no arguments.
             unsafe { libc::pause() };
@@ -844,9 +897,37 @@ fn mount_all(ns: &Namespaces) -> io::Result<()> {
     // Before the binds: a grant (or a pin) inside a mapped folder is bound from the mapped
     // mount on top, and a bind mount keeps the mapping of its source.
     if let Some(m) = &ns.idmapped {
-        for p in &m.paths {
-            idmap_over_itself(p, m.userns.as_raw_fd())?;
+        // The read grants that keep their owners are cloned first, from the unmapped tree,
+        // and mounted back over the mapped folders afterwards (the lookup of their path lands
+        // on the mapped mount on top).
+        let mut kept: [libc::c_int; MAX_KEPT] = [-1; MAX_KEPT];
+        let mut result = Ok(());
+        for (slot, p) in kept.iter_mut().zip(&m.kept) {
+            match open_tree_clone(p) {
+                Ok(fd) => *slot = fd,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
         }
+        if result.is_ok() {
+            for p in &m.paths {
+                result = idmap_over_itself(p, m.userns.as_raw_fd());
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        for (&fd, p) in kept.iter().zip(&m.kept) {
+            if result.is_ok() {
+                result = move_tree(fd, p);
+            }
+            if fd >= 0 {
+                close(fd);
+            }
+        }
+        result?;
     }
     for b in &ns.binds {
         // SAFETY: mount reads the NUL-terminated source and target (the same grant).

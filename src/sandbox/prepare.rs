@@ -223,7 +223,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     }
     // After the private directory was given to the server's id, which it must reach too.
     let idmapped = if kernel.root && req.drop_root && kernel.namespaces.is_ok() {
-        root_server_idmaps(&req)?
+        root_server_idmaps(&req, kernel.seccomp)?
     } else {
         None
     };
@@ -311,7 +311,15 @@ fn pinned(req: &Request, writable: &[(PathBuf, bool)]) -> isolate::Pinned {
 /// unreadable. Refused, naming the grant, the reason and the key, when a grant stays out of
 /// reach even mapped (a folder of another user) or a folder cannot be mapped (a file system
 /// without ID-mapped mounts). The mapped folders are added to the report's line.
-fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refused> {
+///
+/// Without seccomp (`seccomp`: the kernel has the filter) nothing refuses set-ID bits, and in a
+/// mapped folder root's files are the server's, and the files it makes are root's on the host:
+/// a writable grant there would let it make a set-user-ID root program. Such a grant is refused
+/// before anything is mapped (fail closed), naming the grant and `sandbox.drop_root = false`.
+pub(super) fn root_server_idmaps(
+    req: &Request,
+    seccomp: bool,
+) -> Result<Option<isolate::Idmapped>, Refused> {
     let id = isolate::ROOT_SERVER_ID;
     let open: Vec<&super::PathRule> = req
         .paths
@@ -320,6 +328,15 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
         .collect();
     let mapped = idmap_points(req);
     let paths: Vec<PathBuf> = mapped.iter().map(|(p, _)| p.clone()).collect();
+    if !seccomp {
+        if let Some(r) = writable_in(&open, &paths) {
+            return Err(Refused(format!(
+                "sandbox.drop_root: the server runs as uid {id}, and the writable grant {} ({}) must be ID-mapped for it (root's files there become the server's, and its files root's on the host), but this kernel has no seccomp filter to refuse set-user-ID bits, so the server could make a set-user-ID root program there. To fix: move the grant where uid {id} can reach it unmapped, grant it read-only, use a kernel with seccomp, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)",
+                r.path.display(),
+                r.origin,
+            )));
+        }
+    }
     for r in &open {
         if let Some(why) = unreachable_by(&r.path, id, r.access, &paths) {
             return Err(Refused(format!(
@@ -349,7 +366,7 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
     for (p, r) in &mapped {
         isolate::try_idmap(p, &userns).map_err(|e| {
             let why = match e.raw_os_error() {
-                Some(libc::EINVAL) => " (its file system does not support ID-mapped mounts, or it is mapped already)",
+                Some(libc::EINVAL) => " (its file system, or that of a mount under it, does not support ID-mapped mounts, or it is mapped already)",
                 _ => "",
             };
             failed(
@@ -363,12 +380,66 @@ fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refuse
             )
         })?;
     }
-    isolate::Idmapped::new(userns, &paths)
+    let kept = kept_unmapped(req, &paths);
+    isolate::Idmapped::new(userns, &paths, &kept)
         .map(Some)
         .map_err(|e| {
             let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             failed(format!("{} cannot be mounted", list.join(", ")), e)
         })
+}
+
+/// The read (and execute) grants inside the `mapped` folders that keep their real owners
+/// ([`isolate::Idmapped`]): those uid [`isolate::ROOT_SERVER_ID`] may use unmapped once the
+/// way to them is open, that hold no writable grant and lie in none (a write grant is bound
+/// from the mapped mount, and must stay reachable). A grant only root may read stays mapped, as
+/// does any beyond [`isolate::MAX_KEPT`]; the report names those (`report`, `processes.uid0`).
+pub(super) fn kept_unmapped(req: &Request, mapped: &[PathBuf]) -> Vec<PathBuf> {
+    let id = isolate::ROOT_SERVER_ID;
+    let real = |r: &super::PathRule| std::fs::canonicalize(&r.path).ok();
+    let open = || {
+        req.paths
+            .iter()
+            .filter(|r| matches!(r.state, PathState::Open { .. }))
+    };
+    let writable: Vec<PathBuf> = open()
+        .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+        .filter_map(real)
+        .chain(req.tmpdir.clone())
+        .collect();
+    let mut kept: Vec<PathBuf> = open()
+        .filter(|r| matches!(r.access, Access::Read | Access::Execute))
+        .filter_map(|r| {
+            let p = real(r)?;
+            let inside = mapped.iter().any(|m| p.starts_with(m) && p != *m);
+            let clear = !writable
+                .iter()
+                .any(|w| w.starts_with(&p) || p.starts_with(w));
+            let m = std::fs::metadata(&p).ok()?;
+            (inside && clear && may(&m, id, false, wanted(r.access, m.is_dir()))).then_some(p)
+        })
+        .collect();
+    kept.sort();
+    kept.dedup();
+    kept.sort_by_key(|p| p.as_os_str().len());
+    kept.truncate(isolate::MAX_KEPT);
+    kept
+}
+
+/// The first writable grant among `open` that lies in, is or holds one of the `mapped` folders.
+fn writable_in<'a>(
+    open: &[&'a super::PathRule],
+    mapped: &[PathBuf],
+) -> Option<&'a super::PathRule> {
+    open.iter().copied().find(|r| {
+        matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute) && {
+            let real = std::fs::canonicalize(&r.path).unwrap_or_else(|_| r.path.clone());
+            // A mapped folder inside the grant is written through the grant's rule, too.
+            mapped
+                .iter()
+                .any(|m| real.starts_with(m) || m.starts_with(&real))
+        }
+    })
 }
 
 /// The folders to ID-map for root's server, each with the first grant that needs it: for each
@@ -425,28 +496,38 @@ fn wanted(access: Access, dir: bool) -> u32 {
     }
 }
 
-/// Where uid `id` is first stopped on the way to `path` (its real path): the highest folder it
-/// may not search, or the grant itself when it may not use it with `access`. `None` when
-/// nothing stops it, or when the path cannot be inspected (Landlock and the kernel decide).
-fn blocked_at(path: &std::path::Path, id: u32, access: Access) -> Option<PathBuf> {
+/// Where uid and gid `id` (with no other group) is first stopped on the way to `path` (its
+/// real path), with the folders in `mapped` (and everything below them) seen ID-mapped: the
+/// highest folder it may not search, or the grant itself when it may not use it with `access`
+/// (read, and for a read-write folder write), with that path's metadata. `None` when nothing
+/// stops it, or when the path cannot be inspected (Landlock and the kernel decide then).
+fn first_block(
+    path: &std::path::Path,
+    id: u32,
+    access: Access,
+    mapped: &[PathBuf],
+) -> Option<(PathBuf, std::fs::Metadata)> {
     let real = std::fs::canonicalize(path).ok()?;
+    let is_mapped = |p: &std::path::Path| mapped.iter().any(|m| p.starts_with(m));
     let mut ancestors: Vec<&std::path::Path> = real.ancestors().skip(1).collect();
     ancestors.reverse();
     for dir in ancestors {
         let m = std::fs::metadata(dir).ok()?;
-        if !may(&m, id, false, 0o1) {
-            return Some(dir.to_path_buf());
+        if !may(&m, id, is_mapped(dir), 0o1) {
+            return Some((dir.to_path_buf(), m));
         }
     }
     let m = std::fs::metadata(&real).ok()?;
-    (!may(&m, id, false, wanted(access, m.is_dir()))).then_some(real)
+    (!may(&m, id, is_mapped(&real), wanted(access, m.is_dir()))).then_some((real, m))
 }
 
-/// Why uid and gid `id` (with no other group) cannot use `path` with `access`, with the
-/// folders in `mapped` (and everything below them) seen ID-mapped: a directory on the way it
-/// may not search, or the grant itself it may not read (or, for a read-write grant of a
-/// directory, write). `None` when it can, or when the path cannot be inspected (Landlock and
-/// the kernel decide then).
+/// Where uid `id` is first stopped on the way to `path`, nothing mapped ([`first_block`]).
+fn blocked_at(path: &std::path::Path, id: u32, access: Access) -> Option<PathBuf> {
+    first_block(path, id, access, &[]).map(|(p, _)| p)
+}
+
+/// Why uid `id` cannot use `path` with `access` even with the folders in `mapped` seen
+/// ID-mapped ([`first_block`]), in words for the refusal.
 fn unreachable_by(
     path: &std::path::Path,
     id: u32,
@@ -454,29 +535,19 @@ fn unreachable_by(
     mapped: &[PathBuf],
 ) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    let real = std::fs::canonicalize(path).ok()?;
-    let is_mapped = |p: &std::path::Path| mapped.iter().any(|m| p.starts_with(m));
-    let owner = |p: &std::path::Path, m: &std::fs::Metadata| {
-        let note = if is_mapped(p) {
-            " (mapped, but only root's files become uid 65534's)"
-        } else {
-            ""
-        };
-        format!("mode {:o}, owner {}{note}", m.mode() & 0o7777, m.uid())
+    let (at, m) = first_block(path, id, access, mapped)?;
+    let note = if mapped.iter().any(|p| at.starts_with(p)) {
+        format!(" (mapped, but only root's files become uid {id}'s)")
+    } else {
+        String::new()
     };
-    for dir in real.ancestors().skip(1) {
-        let m = std::fs::metadata(dir).ok()?;
-        if !may(&m, id, is_mapped(dir), 0o1) {
-            return Some(format!(
-                "{} on the way is {}",
-                dir.display(),
-                owner(dir, &m)
-            ));
-        }
-    }
-    let m = std::fs::metadata(&real).ok()?;
-    (!may(&m, id, is_mapped(&real), wanted(access, m.is_dir())))
-        .then(|| format!("it is {}", owner(&real, &m)))
+    let owner = format!("mode {:o}, owner {}{note}", m.mode() & 0o7777, m.uid());
+    let real = std::fs::canonicalize(path).ok()?;
+    Some(if at == real {
+        format!("it is {owner}")
+    } else {
+        format!("{} on the way is {owner}", at.display())
+    })
 }
 
 /// The grants of the request as the failure explanation reads them; the policy file and the

@@ -383,9 +383,9 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     line(
         "files.stat",
         "files",
-        "stat, access, readlink and inotify on paths outside the grants".into(),
+        "stat, access, readlink, getxattr, listxattr and inotify on paths outside the grants".into(),
         Status::Residual(
-            "Landlock has no hook for them: the server can learn which files exist and their sizes and times, though not read them".into(),
+            "Landlock has no hook for them: the server can learn which files exist, their sizes, times and extended attributes, though not read them".into(),
         ),
     );
 
@@ -586,15 +586,23 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         );
     } else if req.drop_root && kernel.namespaces.is_ok() {
         let id = super::isolate::ROOT_SERVER_ID;
-        let mapped: Vec<String> = super::prepare::idmap_points(req)
-            .iter()
-            .map(|(p, _)| p.display().to_string())
+        let points: Vec<std::path::PathBuf> = super::prepare::idmap_points(req)
+            .into_iter()
+            .map(|(p, _)| p)
             .collect();
+        let kept = super::prepare::kept_unmapped(req, &points);
+        let mapped: Vec<String> = points.iter().map(|p| p.display().to_string()).collect();
         line(
             "processes.uid0",
             "processes",
             format!(
-                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable; {}",
+                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable outside the ID-mapped folders, and in the read grants under them that keep their real owners{}; {}",
+                if kept.is_empty() {
+                    String::new()
+                } else {
+                    let list: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+                    format!(" ({})", list.join(", "))
+                },
                 if mapped.is_empty() {
                     format!("no grant needs a folder ID-mapped (every one is reachable by uid {id})")
                 } else {
@@ -606,6 +614,19 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             ),
             Status::Enforced,
         );
+        if !mapped.is_empty() {
+            line(
+                "processes.uid0-mapped",
+                "processes",
+                format!(
+                    "root's files inside the ID-mapped folders {} (but the read grants kept with their real owners) are uid {id}'s",
+                    mapped.join(", ")
+                ),
+                Status::Residual(format!(
+                    "a root-only file (mode 0600) that a write grant there, or a read grant only root may read, reaches is as readable as under uid 0; keep secrets out of grants under those folders, or grant the files uid {id} may read by their own paths"
+                )),
+            );
+        }
     } else {
         line(
             "processes.uid0",
@@ -627,9 +648,45 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     line(
         "processes.set-id",
         "processes",
-        "no set-user-ID or set-group-ID file: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
+        "no new set-user-ID or set-group-ID bit: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
         seccomp_status(false, ""),
     );
+    // The filter stops new bits, not a set-ID file that is already there: written in place
+    // through a shared mapping, which does not clear the bit, it becomes the server's program.
+    let writable: Vec<String> = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .filter(|r| req.tmpdir.as_deref() != Some(r.path.as_path()))
+        .filter(|r| {
+            matches!(
+                r.access,
+                super::Access::ReadWrite | super::Access::ReadWriteExecute
+            )
+        })
+        // A granted file (`/dev/null`) counts only when it is set-ID itself.
+        .filter(|r| match r.state {
+            PathState::Open { dir: true, .. } => true,
+            _ => std::fs::metadata(&r.path).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o6000 != 0
+            }),
+        })
+        .map(|r| r.path.display().to_string())
+        .collect();
+    if !writable.is_empty() {
+        line(
+            "processes.set-id-existing",
+            "processes",
+            format!(
+                "set-user-ID and set-group-ID files already inside the writable grants {}",
+                writable.join(", ")
+            ),
+            Status::Residual(
+                "one that exists at the start can be rewritten in place (a shared mapping keeps its bit) and then runs the server's code with its owner's rights outside the sandbox; keep set-ID programs out of writable grants".into(),
+            ),
+        );
+    }
     line(
         "processes.process-list",
         "processes",

@@ -610,3 +610,59 @@ fn the_report_says_which_destinations_are_enforced_by_address() {
     let l = line(&no_seccomp, "(address and port enforced");
     assert!(matches!(l.status, Status::Dropped(_)), "{l:?}");
 }
+
+/// Issue 31, without seccomp: a writable grant root's server reaches only through an ID-mapped
+/// folder (here under a 0700 folder) is refused before anything is mapped, since nothing would
+/// refuse the set-user-ID bit on a file that is root's on the host. With seccomp the same
+/// grant passes this check (whatever the mounts then say on this machine).
+#[test]
+fn root_server_without_seccomp_refuses_a_mapped_writable_grant() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let grant = top.path().join("cache");
+    std::fs::create_dir(&grant).unwrap();
+    let profile = Sandbox {
+        mode: SandboxMode::Require,
+        preset: Preset::None,
+        read_write: vec![crate::policy::PolicyPath::parse(grant.to_str().unwrap()).unwrap()],
+        ..Sandbox::default()
+    };
+    let private = tempfile::tempdir().unwrap();
+    let ctx = PathContext {
+        tmpdir: Some(private.path().to_path_buf()),
+        home: Some(PathBuf::from("/nonexistent-home")),
+        ..PathContext::default()
+    };
+    let env = os(&[("PATH", "/usr/bin")]);
+    let req = resolve(&Inputs {
+        profile: &profile,
+        program: Some(Path::new("/usr/bin/true")),
+        args: &[],
+        extra: &Extra::default(),
+        ctx: &ctx,
+        env: &env,
+    })
+    .unwrap();
+    let points: Vec<PathBuf> = prepare::idmap_points(&req)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(points, vec![top.path().canonicalize().unwrap()]);
+    let err = prepare::root_server_idmaps(&req, false).unwrap_err().0;
+    assert!(err.contains(grant.to_str().unwrap()), "{err}");
+    assert!(err.contains("seccomp"), "{err}");
+    assert!(err.contains("sandbox.drop_root = false"), "{err}");
+    // The filter stops new set-ID bits only: one already in a writable grant is named.
+    let text = plan(&req, &kernel(7, true)).text();
+    assert!(
+        text.contains(&format!(
+            "set-user-ID and set-group-ID files already inside the writable grants {}  [RESIDUAL RISK: ",
+            grant.display()
+        )) && text.contains("no new set-user-ID or set-group-ID bit"),
+        "{text}"
+    );
+    if let Err(e) = prepare::root_server_idmaps(&req, true) {
+        assert!(!e.0.contains("seccomp filter"), "{}", e.0);
+    }
+}

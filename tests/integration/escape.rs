@@ -2680,6 +2680,79 @@ fn root_s_grants_under_a_root_only_folder_work_through_an_id_mapped_mount() {
     );
 }
 
+/// Issue 31, a mapped folder opening a read grant: as root, a write grant under a 0700 root
+/// folder (the npm and uv caches under `/root`) maps the whole folder, where root's files are
+/// the server's. A read grant below it (an interpreter's folder, `~/.npmrc`'s) keeps its real
+/// owners: its 0600 root file stays unreadable, while its other files and the write grant work.
+#[test]
+fn root_s_read_grant_under_a_mapped_folder_keeps_its_root_only_files_closed() {
+    if !am_root() {
+        println!("not running as root: nothing to test");
+        return;
+    }
+    let w = World::new(Who::Root);
+    let home = w.path("roothome");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let cache = home.join("cache");
+    let conf = home.join("conf");
+    for d in [&cache, &conf] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let secret = conf.join("token");
+    std::fs::write(&secret, "root-only-token").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let public = conf.join("settings");
+    std::fs::write(&public, "public-settings").unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = |probe: &[&str]| {
+        let mut cmd = w.guard();
+        cmd.current_dir(w.dir.path())
+            .arg("sandbox-check")
+            .arg("--policy")
+            .arg(&w.sandboxed)
+            .arg("--sandbox-write")
+            .arg(&cache)
+            .arg("--sandbox-read")
+            .arg(&conf)
+            .arg("--")
+            .arg(&bins().escape)
+            .args(probe);
+        Run::new(probe[0], run_bounded(&mut cmd))
+    };
+    let stolen = run(&["read", &secret.display().to_string()]);
+    assert!(
+        stolen.ran() && !stolen.says_escaped() && !stolen.stdout.contains("root-only-token"),
+        "a 0600 root file in a read grant under a mapped folder must stay unreadable:\n{}",
+        stolen.brief()
+    );
+    let report = stolen.report();
+    assert!(
+        report.contains(&format!(
+            "in the read grants under them that keep their real owners ({})",
+            conf.display()
+        )) && report.contains(&format!(
+            "root's files inside the ID-mapped folders {} (but the read grants kept with their real owners) are uid 65534's  [RESIDUAL RISK: ",
+            home.display()
+        )),
+        "the report must name the kept read grant and the mapped folder as a residual:\n{report}"
+    );
+    let allowed = run(&["read", &public.display().to_string()]);
+    assert!(
+        allowed.says_escaped() && allowed.stdout.contains("public-settings"),
+        "the read grant's readable files must still be read:\n{}",
+        allowed.brief()
+    );
+    let made = cache.join("made");
+    let write = run(&["plant", &made.display().to_string(), "new"]);
+    assert!(
+        write.says_escaped() && std::fs::metadata(&made).is_ok_and(|m| m.uid() == 0),
+        "the write grant in the mapped folder must still work:\n{}",
+        write.brief()
+    );
+}
+
 // ---- 19. files trusted later inside a writable grant ------------------------------------------
 
 /// A fresh git repository owned by the world's user, with one ordinary file.
@@ -3728,18 +3801,45 @@ fn sandbox_env_passes_the_named_variable_and_no_other() {
 // ---- 23. a set-user-ID file in a writable grant -------------------------------------------------
 
 /// A server with a write grant makes a set-user-ID (and set-group-ID) program there: by
-/// `chmod` of a file, by creating one with `open(O_CREAT)`, or with `openat2`, whose mode a
-/// filter cannot see. As root the grant is seen ID-mapped, so the file is root's on disk and
-/// would run as root for anyone who can reach it. Unsandboxed each works (as root and as an
-/// ordinary user); sandboxed none leaves a set-ID bit on the file, seen from outside.
+/// `chmod` of a file, by creating one with `open(O_CREAT)`, with `openat2`, whose mode a
+/// filter cannot see, with `mknod` of a regular file, or with an `O_TMPFILE` file linked in
+/// through /proc; or it gives a file a `security.capability` (cap_setuid) with `setxattr`. As
+/// root the grant is seen ID-mapped, so the file is root's on disk and would run as root for
+/// anyone who can reach it. Unsandboxed each works (as root and as an ordinary user, but for
+/// file capabilities, which need CAP_SETFCAP); sandboxed none leaves a set-ID bit or a
+/// capability on the file, seen from outside.
 #[test]
 fn no_set_user_id_file_is_made_in_a_writable_grant() {
     let mut t = Tally::new("set-ID files in a writable grant");
+    // The file capability outside, read by the test (not by the probe).
+    let capability = |f: &Path| {
+        let c = CString::new(f.as_os_str().as_bytes()).unwrap();
+        let mut buf = [0u8; 64];
+        // SAFETY: getxattr reads two NUL-terminated strings and writes at most `buf.len()`
+        // bytes into the live buffer.
+        let n = unsafe {
+            libc::getxattr(
+                c.as_ptr(),
+                c"security.capability".as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        n > 0
+    };
     for who in everyone() {
         let w = World::new(who);
         let grant = w.owned_dir("grant");
         let g = grant.display().to_string();
-        for how in ["chmod", "create", "openat2"] {
+        for how in ["chmod", "create", "openat2", "mknod", "tmpfile", "setcap"] {
+            if how == "setcap" && who != Who::Root {
+                t.skip(
+                    how,
+                    who,
+                    "an ordinary user may not set file capabilities (CAP_SETFCAP)",
+                );
+                continue;
+            }
             let mut seen = Vec::new();
             for half in [Half::Off, Half::Sandboxed] {
                 let target = grant.join(format!("{how}-{half:?}"));
@@ -3752,13 +3852,15 @@ fn no_set_user_id_file_is_made_in_a_writable_grant() {
                 let path = target.display().to_string();
                 let run = w.check(half, &["--sandbox-write", &g], &["setuid", how, &path]);
                 let mode = std::fs::metadata(&target).map(|m| m.mode() & 0o7777).ok();
-                let escaped = mode.is_some_and(|m| m & 0o6000 != 0);
+                let cap = capability(&target);
+                let escaped = mode.is_some_and(|m| m & 0o6000 != 0) || cap;
                 seen.push(Outcome::of(
                     &run,
                     escaped,
                     &format!(
-                        "the file's mode outside: {}",
-                        mode.map_or("none".into(), |m| format!("{m:o}"))
+                        "the file's mode outside: {}, security.capability: {}",
+                        mode.map_or("none".into(), |m| format!("{m:o}")),
+                        if cap { "set" } else { "none" }
                     ),
                 ));
                 if half == Half::Sandboxed {

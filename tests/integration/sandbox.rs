@@ -144,7 +144,7 @@ fn sandbox_check_reports_the_kernel_and_every_rule() {
         "no TCP Fast Open".into(),
         "a PID namespace: no descendant outlives the server".into(),
         "no kernel keyrings".into(),
-        "stat, access, readlink and inotify on paths outside the grants  [RESIDUAL RISK: ".into(),
+        "stat, access, readlink, getxattr, listxattr and inotify on paths outside the grants  [RESIDUAL RISK: ".into(),
         // stat, /proc and the memory of the whole server (no cgroup); as root too, since
         // root's server runs as uid 65534 by default (sandbox.drop_root).
         "verdict: the rules above are enforced on this kernel, but 3 residual risk(s)".into(),
