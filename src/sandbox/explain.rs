@@ -436,7 +436,7 @@ fn suggest(ctx: &Context, errno: Errno, path: &Path, exec: bool) -> Suggestion {
             let git = git_folder(path).unwrap_or_else(|| path.to_path_buf());
             return Suggestion {
                 text: format!(
-                    "{} is in the .git folder of a repository inside a writable grant, which is read-only in the sandbox but for objects, refs and logs, so that the server cannot create a control file (.git/commondir, hooks, config) that git runs later outside it; for a server that must commit (index, HEAD), grant the folder by name: --sandbox-write {} (sandbox.read_write in the policy)",
+                    "{} is in the .git folder of a repository inside a writable grant, which is read-only as a whole in the sandbox, so that the server can neither create a control file (.git/commondir, hooks, config) that git runs later outside it nor move a branch to its own commits; for a server that must fetch or commit, grant the folder by name: --sandbox-write {} (sandbox.read_write in the policy)",
                     path.display(),
                     git.display()
                 ),

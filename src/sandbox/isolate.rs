@@ -26,11 +26,11 @@
 //! - **Trusted files inside writable grants.** What git, direnv, editors and hosts run or trust
 //!   later (`sandbox::pins`: `.git/hooks`, `.git/config`, `.envrc`, `.vscode` …) is
 //!   bind-mounted over itself and left read-only by the pass above; a repository's `.git`
-//!   folder is mounted read-only over itself as a whole, with only the folders git writes for
-//!   ordinary work (`objects`, `refs`, `logs`) mounted writable on top: a mount point cannot be
-//!   renamed or removed (EBUSY), so the server can neither change those files nor move them
-//!   away and make new ones, nor create a new control file such as `.git/commondir`, while
-//!   the rest of the project stays writable.
+//!   folder is mounted read-only over itself as a whole (its refs included, so no branch can
+//!   be pointed at the server's commits): a mount point cannot be renamed or removed (EBUSY),
+//!   so the server can neither change those files nor move them away and make new ones, nor
+//!   create a new control file such as `.git/commondir`, while the rest of the project stays
+//!   writable.
 //! - **Private temporary folder.** The run's `TMPDIR` is a fresh tmpfs with a size limit
 //!   (`sandbox.limits.tmp_mb`), noexec, nosuid and nodev, mounted over the directory mcpguard
 //!   created; what the server writes there counts against that limit, not the host's disk.

@@ -15,14 +15,11 @@
 //! A repository's `.git` folder is read-only as a whole ([`Pins::git`]), because the names git
 //! trusts there are not only the ones that exist: a server that creates `.git/commondir` makes
 //! git read the configuration and hooks of a folder it chose, and the same holds for a new
-//! `.git/modules/NAME` or `.git/worktrees/NAME`. Only the folders git writes for ordinary work,
-//! [`GIT_WRITABLE`] (`objects`, `refs`, `logs`), are mounted writable over themselves inside it:
-//! the server's git can read the history, write objects and move branches, but cannot create a
-//! control file, and cannot write the index, `HEAD`, `packed-refs` or `FETCH_HEAD` either, since
-//! git replaces those by renaming a new file into `.git` — which is exactly what creating a
-//! control file takes, so no mount can allow the one and refuse the other. What lands in
-//! `objects` and `refs` is data git checks, not commands (`objects/info/alternates` names
-//! another object store, never a program). A person who wants a server to commit grants the
+//! `.git/modules/NAME` or `.git/worktrees/NAME`. Nothing inside it stays writable, `refs`
+//! included: a server that could write a branch or a remote-tracking ref would point it at its
+//! own commit, and the person's next checkout or merge would write the server's `.envrc` or
+//! `.vscode` into the tree. The server's git can read the history but not fetch, commit or
+//! update the index. A person who wants a server to commit grants the
 //! `.git` folder for write by name (`--sandbox-write REPO/.git`): then it is writable as before,
 //! its `hooks` and `config` stay pinned, and the report names the commondir route as open.
 
@@ -79,11 +76,6 @@ pub const TRUSTED: &[(&str, &str)] = &[
     (".gemini", "Gemini CLI's settings and MCP servers"),
 ];
 
-/// The folders inside a read-only `.git` that git writes for ordinary work (new objects, moved
-/// branches and their logs), mounted writable over themselves. Nothing in them names a
-/// program git runs.
-pub const GIT_WRITABLE: &[&str] = &["objects", "refs", "logs"];
-
 /// At most this many folders one level down are searched; a grant with more is named in the
 /// report as searched in part.
 const MAX_SUBDIRS: usize = 1024;
@@ -99,8 +91,8 @@ pub struct Pins {
     pub held: Vec<PathBuf>,
     /// Mounted read-only over themselves.
     pub read_only: Vec<PathBuf>,
-    /// `.git` folders mounted read-only over themselves as a whole (their [`GIT_WRITABLE`]
-    /// folders are in `held`), so that no control file can be created in them.
+    /// `.git` folders mounted read-only over themselves as a whole, so that no control file
+    /// can be created in them and no ref moved.
     pub git: Vec<PathBuf>,
     /// `.git` folders the person granted for write by name: writable, with only their
     /// existing trusted files pinned.
@@ -216,13 +208,6 @@ fn search(root: &Path, dir: &Path, granted: &[PathBuf], pins: &mut Pins) {
     }
     if git_read_only {
         pins.git.push(git.clone());
-        for name in GIT_WRITABLE {
-            let part = git.join(name);
-            // A link would make the writable mount cover its target instead.
-            if std::fs::symlink_metadata(&part).is_ok_and(|m| m.is_dir()) {
-                pins.held.push(part);
-            }
-        }
     } else if git_is_dir && granted.contains(&git) {
         pins.git_granted.push(git.clone());
     }
@@ -267,16 +252,9 @@ mod tests {
                 root.join("sub/.git/hooks"),
             ]
         );
-        // Each `.git` is read-only as a whole, its writable parts held (not a link).
+        // Each `.git` is read-only as a whole, refs and objects included: nothing in it held.
         assert_eq!(p.git, vec![root.join(".git"), root.join("sub/.git")]);
-        assert_eq!(
-            p.held,
-            vec![
-                root.join(".git/objects"),
-                root.join(".git/refs"),
-                root.join("sub")
-            ]
-        );
+        assert_eq!(p.held, vec![root.join("sub")]);
         // Nothing can be created in a read-only `.git`, so no name in it is missing.
         assert!(!p.missing.iter().any(|m| m.starts_with(".git")));
         assert!(p.missing.contains(&".vscode".to_string()));

@@ -316,9 +316,8 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
                 "files.git-read-only",
                 "files",
                 format!(
-                    "read-only inside the read-write {grant}: the .git folder of each repository ({}), but for the {} git writes for ordinary work: no control file (commondir, config, hooks, modules, worktrees) can be created in it, and the server's git cannot update the index, HEAD or packed-refs (grant a .git folder by name, --sandbox-write REPO/.git, for a server that commits)",
+                    "read-only inside the read-write {grant}: the .git folder of each repository ({}), as a whole: no control file (commondir, config, hooks, modules, worktrees) can be created in it and no branch or remote ref moved to the server's commits, so the server's git cannot fetch, commit or update the index (grant a .git folder by name, --sandbox-write REPO/.git, for a server that does)",
                     rel(&p.git).join(", "),
-                    super::pins::GIT_WRITABLE.join(", "),
                 ),
                 without_namespaces("the server can create .git/commondir, and git then runs the hooks and configuration of a folder the server chooses"),
             );

@@ -2928,8 +2928,7 @@ fn commondir_target(w: &World, token: &str) -> PathBuf {
 /// The commondir route: a server with a write grant on a repository creates `.git/commondir`
 /// naming a folder it prepared, and the person's next `git status` outside the sandbox runs
 /// that folder's `core.fsmonitor` command. Unsandboxed it runs; sandboxed, the `.git` folder is
-/// read-only as a whole, so the file cannot be created — while the folders git writes for
-/// ordinary work (`objects`, `refs`, `logs`) stay writable, and the index does not.
+/// read-only as a whole, so the file cannot be created, nor a ref moved, nor the index written.
 #[test]
 fn a_write_grant_on_a_repository_cannot_create_a_commondir() {
     let mut t = Tally::new("git control files created inside a write grant");
@@ -2972,22 +2971,29 @@ fn a_write_grant_on_a_repository_cannot_create_a_commondir() {
         let s = outcome(Half::Sandboxed);
         let o = outcome(Half::Off);
         t.judge("create .git/commondir", who, o, s);
-        // Ordinary work: a new ref is written; the index (replaced by rename into .git) is not.
+        // A moved ref: the server points a branch at its own commit, which the person's next
+        // checkout or merge writes into the tree. Unsandboxed the ref is written; sandboxed,
+        // `.git/refs` is read-only with the rest of `.git`.
+        let moved = |half: Half| {
+            let dir = repo(&w, &format!("repo-{}-ref-{half:?}", token("")));
+            let branch = dir.join(".git/refs/heads/probe");
+            let run = w.check(
+                half,
+                &["--sandbox-write", &dir.display().to_string()],
+                &["plant", &branch.display().to_string(), "0000"],
+            );
+            let escaped = branch.exists();
+            Outcome::of(
+                &run,
+                escaped,
+                &format!(".git/refs/heads/probe written: {escaped}"),
+            )
+        };
+        let s = moved(Half::Sandboxed);
+        let o = moved(Half::Off);
+        t.judge("write .git/refs/heads/NAME", who, o, s);
         let dir = repo(&w, &format!("repo-{}-work", token("")));
         let d = dir.display().to_string();
-        let branch = dir.join(".git/refs/heads/probe");
-        let run = w.check(
-            Half::Sandboxed,
-            &["--sandbox-write", &d],
-            &["plant", &branch.display().to_string(), "0000"],
-        );
-        if !branch.exists() {
-            t.failures.push(format!(
-                "[refs, {}] .git/refs is not writable for ordinary work:\n{}",
-                who.name(),
-                run.brief()
-            ));
-        }
         let index_lock = dir.join(".git/index.lock");
         let run = w.check(
             Half::Sandboxed,
