@@ -396,13 +396,7 @@ impl Content {
         found: &mut Vec<Labelled>,
         ctx: &injection::Context,
     ) {
-        if !injection::may_have_findings_in(text, &self.labels, ctx) {
-            return;
-        }
-        let labels: Vec<Label> = injection::labels_in(text, ctx)
-            .into_iter()
-            .filter(|l| self.labels.contains(l))
-            .collect();
+        let labels = injection::labels_among_in(text, &self.labels, ctx);
         if !labels.is_empty() {
             found.push(Labelled {
                 pointer: pointer(),

@@ -20,7 +20,9 @@ use std::ops::Range;
 
 mod structure;
 
-pub use structure::{anchor_class, anchors, may_have_signals, Context, Structural};
+pub use structure::{
+    anchor_class, anchor_whole_word, anchors, may_have_signals, Context, Structural,
+};
 pub use structure::{ADDRESS, HIDDEN, TARGET, VERB};
 
 use crate::wire::sanitize::{self, Clean};
@@ -273,29 +275,62 @@ pub fn findings_in(text: &str, ctx: &Context) -> Vec<Finding> {
 /// The labels of the phrase table alone that are orders (override, concealment, imperative,
 /// role markup): what hidden or decoded content is searched for besides the structure.
 fn phrase_labels(text: &str) -> Vec<Label> {
-    let mut labels: Vec<Label> = table_findings(text)
-        .into_iter()
-        .map(|f| f.label)
-        .filter(|l| {
-            matches!(
-                l,
-                Label::OverrideInstruction
-                    | Label::Concealment
-                    | Label::Imperative
-                    | Label::RoleMarkup
-            )
-        })
-        .collect();
-    labels.dedup();
-    labels
+    let orders = [
+        Label::OverrideInstruction,
+        Label::Concealment,
+        Label::Imperative,
+        Label::RoleMarkup,
+    ];
+    let found = table_labels(text, &orders);
+    orders.into_iter().filter(|l| found.has(*l)).collect()
+}
+
+/// A set of labels (bit `i` for `Label::ALL[i]`).
+#[derive(Clone, Copy, Default)]
+struct LabelSet(u16);
+
+impl LabelSet {
+    fn bit(label: Label) -> u16 {
+        1 << Label::ALL.iter().position(|l| *l == label).unwrap_or(0)
+    }
+    fn has(self, label: Label) -> bool {
+        self.0 & LabelSet::bit(label) != 0
+    }
+    fn add(&mut self, label: Label) {
+        self.0 |= LabelSet::bit(label);
+    }
+}
+
+/// The labels among `wanted` that the phrase and marker tables, hidden characters and encoded
+/// payloads give `text` (those [`table_findings`] finds), without building any evidence, and
+/// each table entry skipped once its label is found.
+fn table_labels(text: &str, wanted: &[Label]) -> LabelSet {
+    let mut skip = LabelSet::default();
+    for l in Label::ALL {
+        if !wanted.contains(&l) {
+            skip.add(l);
+        }
+    }
+    // What is found is skipped from then on: one cell read by `skip` and written by `push`.
+    let found = std::cell::Cell::new(LabelSet::default());
+    table_scan(
+        text,
+        &mut |l| skip.has(l) || found.get().has(l),
+        &mut |l, _, _| {
+            let mut f = found.get();
+            f.add(l);
+            found.set(f);
+        },
+    );
+    found.get()
 }
 
 /// The findings of the phrase and marker tables, hidden characters and encoded payloads.
 fn table_findings(text: &str) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    let mut push = |label: Label, evidence: &str, at: Range<usize>| {
+    table_scan(text, &mut |_| false, &mut |label, evidence, at| {
         let evidence = sanitize::clean(
-            evidence,
+            &evidence.text(),
             Clean {
                 keep_newlines: false,
                 max_bytes: EVIDENCE_MAX,
@@ -312,58 +347,112 @@ fn table_findings(text: &str) -> Vec<Finding> {
                 signals: Vec::new(),
             });
         }
-    };
+    });
+    out.sort_by_key(|f| f.label);
+    out
+}
 
-    let mut hidden = String::new();
-    let mut hidden_at: Option<Range<usize>> = None;
-    for (i, c) in text.char_indices() {
-        if sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r') {
-            hidden.push(c);
-            let r = hidden_at.get_or_insert(i..i);
-            r.end = i + c.len_utf8();
+/// The evidence of one table match, built only by a caller that quotes it.
+enum Evidence<'a> {
+    Quoted(&'a str),
+    Hidden(&'a str),
+    Encoded(&'a str, usize),
+}
+
+impl Evidence<'_> {
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Evidence::Quoted(s) => (*s).into(),
+            Evidence::Hidden(text) => text
+                .chars()
+                .filter(|&c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
+                .collect::<String>()
+                .into(),
+            Evidence::Encoded(quoted, run) => format!("{quoted}… ({run} characters)").into(),
         }
     }
-    if let Some(at) = hidden_at {
-        push(Label::HiddenCharacters, &hidden, at);
+}
+
+/// Every match of the phrase and marker tables, hidden characters and encoded payloads, in the
+/// order [`table_findings`] reports them: `push` gets the label, the evidence and the range. An
+/// entry whose label `skip` names is not searched (a caller that wants labels only skips the
+/// labels it has).
+fn table_scan(
+    text: &str,
+    skip: &mut dyn FnMut(Label) -> bool,
+    push: &mut dyn FnMut(Label, Evidence<'_>, Range<usize>),
+) {
+    if !skip(Label::HiddenCharacters) {
+        let mut hidden_at: Option<Range<usize>> = None;
+        for (i, c) in text.char_indices() {
+            if sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r') {
+                let r = hidden_at.get_or_insert(i..i);
+                r.end = i + c.len_utf8();
+            }
+        }
+        if let Some(at) = hidden_at {
+            push(Label::HiddenCharacters, Evidence::Hidden(text), at);
+        }
     }
 
-    let words = words(text);
-    for &(label, phrase) in PHRASES {
-        for start in 0..words.len() {
-            let matched = phrase.len() <= words.len() - start
-                && phrase
-                    .iter()
-                    .zip(&words[start..])
-                    .all(|(want, (word, _))| word == want);
-            if matched {
-                let from = words[start].1.start;
-                let to = words[start + phrase.len() - 1].1.end;
-                push(label, &text[from..to], from..to);
+    if PHRASES.iter().any(|(l, _)| !skip(*l)) {
+        let words = words(text);
+        for &(label, phrase) in PHRASES {
+            if skip(label) {
+                continue;
+            }
+            for start in 0..words.len() {
+                let matched = phrase.len() <= words.len() - start
+                    && phrase
+                        .iter()
+                        .zip(&words[start..])
+                        .all(|(want, (word, _))| word == want);
+                if matched {
+                    let from = words[start].1.start;
+                    let to = words[start + phrase.len() - 1].1.end;
+                    push(label, Evidence::Quoted(&text[from..to]), from..to);
+                    if skip(label) {
+                        break;
+                    }
+                }
             }
         }
     }
 
-    // ASCII lowercasing keeps every byte offset, so a match in `lower` is a slice of `text`.
-    let lower = format!("\n{}", text.to_ascii_lowercase());
-    for &(label, marker) in MARKERS {
-        let mut from = 0;
-        while let Some(at) = lower[from..].find(marker) {
-            let start = from + at;
-            let end = start + marker.len();
-            // Offsets in `lower` are one ahead of `text` because of the leading line break.
-            let (from_t, mut to_t) = (start.saturating_sub(1), end - 1);
-            if matches!(label, Label::Link | Label::SensitivePath) {
-                // A link or a path is quoted whole, up to the next space or quote.
-                to_t += text[to_t..]
-                    .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')'))
-                    .unwrap_or(text.len() - to_t);
+    if MARKERS.iter().any(|(l, _)| !skip(*l)) {
+        // ASCII lowercasing keeps every byte offset, so a match in `lower` is a slice of `text`.
+        let lower = format!("\n{}", text.to_ascii_lowercase());
+        for &(label, marker) in MARKERS {
+            if skip(label) {
+                continue;
             }
-            let quoted = text[from_t..to_t].trim_start_matches('\n');
-            push(label, quoted, to_t - quoted.len()..to_t);
-            from = end;
+            let mut from = 0;
+            while let Some(at) = lower[from..].find(marker) {
+                let start = from + at;
+                let end = start + marker.len();
+                // Offsets in `lower` are one ahead of `text` because of the leading line break.
+                let (from_t, mut to_t) = (start.saturating_sub(1), end - 1);
+                if matches!(label, Label::Link | Label::SensitivePath) {
+                    // A link or a path is quoted whole, up to the next space or quote.
+                    to_t += text[to_t..]
+                        .find(|c: char| {
+                            c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')')
+                        })
+                        .unwrap_or(text.len() - to_t);
+                }
+                let quoted = text[from_t..to_t].trim_start_matches('\n');
+                push(label, Evidence::Quoted(quoted), to_t - quoted.len()..to_t);
+                from = end;
+                if skip(label) {
+                    break;
+                }
+            }
         }
     }
 
+    if skip(Label::EncodedPayload) {
+        return;
+    }
     let mut run = 0usize;
     let mut run_start = 0usize;
     for (i, b) in text
@@ -378,19 +467,18 @@ fn table_findings(text: &str) -> Vec<Finding> {
             run += 1;
         } else {
             if run >= ENCODED_MIN {
-                let quoted = &text[run_start..run_start + 24];
                 push(
                     Label::EncodedPayload,
-                    &format!("{quoted}… ({run} characters)"),
+                    Evidence::Encoded(&text[run_start..run_start + 24], run),
                     run_start..run_start + run,
                 );
+                if skip(Label::EncodedPayload) {
+                    return;
+                }
             }
             run = 0;
         }
     }
-
-    out.sort_by_key(|f| f.label);
-    out
 }
 
 /// A quick test: `false` only when [`findings`] would find nothing in `text`. One linear pass of
@@ -412,6 +500,35 @@ pub fn may_have_findings_in(text: &str, labels: &[Label], ctx: &Context) -> bool
     if labels.iter().any(|l| l.structural()) && structure::may_have_signals(text, ctx) {
         return true;
     }
+    may_have_table_findings(text, labels)
+}
+
+/// The labels among `labels` that [`findings_in`] gives `text` with `ctx`, each once, in the
+/// order of [`Label::ALL`]: what a caller that acts on labels needs (the gate on every result
+/// string), in one call. The same as [`may_have_findings_in`] and then [`labels_in`] filtered to
+/// `labels`, at less cost: the structural prefilter runs once (its answer is reused by the
+/// analysis), no evidence is quoted or sanitized, and a table entry is not searched once its
+/// label is found.
+pub fn labels_among_in(text: &str, labels: &[Label], ctx: &Context) -> Vec<Label> {
+    let signals = labels.iter().any(|l| l.structural()) && structure::may_have_signals(text, ctx);
+    if !signals && !may_have_table_findings(text, labels) {
+        return Vec::new();
+    }
+    let mut found = table_labels(text, labels);
+    if signals {
+        for s in structure::structural_unfiltered(text, ctx) {
+            found.add(s.label);
+        }
+    }
+    Label::ALL
+        .into_iter()
+        .filter(|l| found.has(*l) && labels.contains(l))
+        .collect()
+}
+
+/// The part of [`may_have_findings_in`] after the structural prefilter: `false` only when the
+/// tables, hidden characters and encoded payloads give none of `labels`.
+fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
     // Look-alike letters are folded before the phrases are matched, which the ASCII
     // expressions below cannot do: such a text gets the full scan.
     if labels.iter().any(|l| {
@@ -684,3 +801,6 @@ mod tests {
 #[cfg(test)]
 #[path = "injection/corpus_tests.rs"]
 pub(crate) mod corpus_tests;
+#[cfg(test)]
+#[path = "injection/prefilter_tests.rs"]
+mod prefilter_tests;

@@ -125,29 +125,52 @@ pub struct Structural {
 /// The anchor literals (ASCII, matched case-insensitively): a text that holds none of them, no
 /// catalogue tool name, no Unicode tag character, no Greek or Cyrillic letter and no long base64
 /// run has no structural finding. Exposed so a scanner that folds every literal of mcpguard into
-/// one automaton can take them over; [`anchor_class`] says what each one stands for.
+/// one automaton can take them over; [`anchor_class`] says what each one stands for and
+/// [`anchor_whole_word`] whether it counts only as a whole word.
 pub fn anchors() -> &'static [&'static str] {
     static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        ANCHORS
-            .iter()
-            .flat_map(|(_, list)| list.iter().copied())
-            .collect()
-    })
+    ALL.get_or_init(|| anchor_table().iter().map(|(_, _, a)| *a).collect())
 }
 
 /// The class of the anchor at `index` of [`anchors`]: [`VERB`], [`ADDRESS`], [`TARGET`] or
 /// [`HIDDEN`]. A text may have a finding only with a `HIDDEN` anchor, or a `VERB` anchor and an
 /// `ADDRESS` or `TARGET` one.
 pub fn anchor_class(index: usize) -> u8 {
-    ANCHORS
-        .iter()
-        .flat_map(|(class, list)| list.iter().map(move |_| *class))
-        .nth(index)
-        .unwrap_or(HIDDEN)
+    anchor_table().get(index).map_or(HIDDEN, |(c, _, _)| *c)
 }
 
-/// Anchor class: a directive verb (stems: "send" also finds "sends", only a false "maybe").
+/// Whether the anchor at `index` of [`anchors`] counts only as a whole word: neither the byte
+/// before it nor the byte after it is an ASCII letter, digit or `_`.
+pub fn anchor_whole_word(index: usize) -> bool {
+    anchor_table().get(index).is_some_and(|(_, w, _)| *w)
+}
+
+/// Every anchor with its class and whether it counts only as a whole word. The verbs and the
+/// names of the model are the words themselves ([`SENDING`], [`ACTING`], [`NOUNS_STRONG`],
+/// [`NOUNS_WEAK`]), whole words only: [`signals`] takes a verb or an address only from a token
+/// equal to one of them, and a token is a whole run of letters, digits and `_` (a word inside
+/// another one, "ai" in "details" or "run" in "runner", is never one). So the prefilter says
+/// "maybe" for exactly the texts whose tokens can be verbs or addresses (more often, never less:
+/// an apostrophe, a hyphen or a non-ASCII letter beside a word counts as a boundary here), and
+/// ordinary prose no longer gets the full analysis for words that only contain an anchor.
+fn anchor_table() -> &'static [(u8, bool, &'static str)] {
+    static ALL: OnceLock<Vec<(u8, bool, &'static str)>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<(u8, bool, &'static str)> = Vec::new();
+        for w in SENDING.iter().chain(ACTING) {
+            all.push((VERB, true, w));
+        }
+        for w in NOUNS_STRONG.iter().chain(NOUNS_WEAK) {
+            all.push((ADDRESS, true, w));
+        }
+        for (class, list) in ANCHORS {
+            all.extend(list.iter().map(|a| (*class, false, *a)));
+        }
+        all
+    })
+}
+
+/// Anchor class: a directive verb.
 pub const VERB: u8 = 1;
 /// Anchor class: a name of the model or an agent.
 pub const ADDRESS: u8 = 2;
@@ -156,82 +179,9 @@ pub const TARGET: u8 = 4;
 /// Anchor class: markup that hides content.
 pub const HIDDEN: u8 = 8;
 
+/// The anchors matched anywhere, not only as whole words (the verbs and the names of the model
+/// are added by [`anchor_table`]).
 const ANCHORS: &[(u8, &[&str])] = &[
-    (
-        VERB,
-        &[
-            "send",
-            "post",
-            "export",
-            "forward",
-            "delete",
-            "remove",
-            "run",
-            "exec",
-            "upload",
-            "call",
-            "invoke",
-            "use",
-            "retry",
-            "try",
-            "mail",
-            "transmit",
-            "exfiltrat",
-            "leak",
-            "share",
-            "submit",
-            "transfer",
-            "purge",
-            "wipe",
-            "erase",
-            "drop",
-            "curl",
-            "wget",
-            "rm",
-            "kill",
-            "grant",
-            "disable",
-            "reset",
-            "install",
-            "trigger",
-            "launch",
-            "switch",
-            "fetch",
-            "read",
-            "open",
-            "cat",
-            "visit",
-            "navigate",
-            "download",
-            "reveal",
-            "dump",
-            "copy",
-            "attach",
-            "include",
-            "paste",
-            "reply",
-            "respond",
-            "answer",
-            "output",
-            "print",
-        ],
-    ),
-    (
-        ADDRESS,
-        &[
-            "ai",
-            "assistant",
-            "agent",
-            "model",
-            "llm",
-            "bot",
-            "system",
-            "gpt",
-            "claude",
-            "gemini",
-            "copilot",
-        ],
-    ),
     (
         TARGET,
         &[
@@ -274,18 +224,28 @@ const ANCHORS: &[(u8, &[&str])] = &[
     ),
 ];
 
-/// The literal prefilter, built once, with each pattern's class.
-fn prefilter() -> Option<&'static (AhoCorasick, Vec<u8>)> {
-    static AC: OnceLock<Option<(AhoCorasick, Vec<u8>)>> = OnceLock::new();
+/// The anchor automaton with each pattern's class and whether it counts only as a whole word.
+type Prefilter = (AhoCorasick, Vec<(u8, bool)>);
+
+/// The literal prefilter, built once.
+fn prefilter() -> Option<&'static Prefilter> {
+    static AC: OnceLock<Option<Prefilter>> = OnceLock::new();
     AC.get_or_init(|| {
-        let classes = (0..anchors().len()).map(anchor_class).collect();
+        let table = anchor_table();
+        let classes = table.iter().map(|(c, w, _)| (*c, *w)).collect();
         AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
-            .build(anchors())
+            .build(table.iter().map(|(_, _, a)| a))
             .ok()
             .map(|ac| (ac, classes))
     })
     .as_ref()
+}
+
+/// Whether the byte continues a token for the whole-word test (ASCII letters, digits and `_`;
+/// every other byte counts as a boundary, which can only make the prefilter say "maybe" more).
+fn word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// A quick test: `false` only when [`structural`] finds nothing in `text` with `ctx`. One
@@ -296,12 +256,20 @@ pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
     let Some((ac, classes)) = prefilter() else {
         return true;
     };
+    let bytes = text.as_bytes();
     let mut seen = 0u8;
     for m in ac.find_overlapping_iter(text) {
-        seen |= classes
+        let (class, whole) = classes
             .get(m.pattern().as_usize())
             .copied()
-            .unwrap_or(HIDDEN);
+            .unwrap_or((HIDDEN, false));
+        if whole
+            && (m.start() > 0 && word_byte(bytes[m.start() - 1])
+                || bytes.get(m.end()).is_some_and(|&b| word_byte(b)))
+        {
+            continue;
+        }
+        seen |= class;
         if seen & HIDDEN != 0 || (seen & VERB != 0 && seen & (ADDRESS | TARGET) != 0) {
             return true;
         }
@@ -340,6 +308,12 @@ pub fn structural(text: &str, ctx: &Context) -> Vec<Structural> {
     if !may_have_signals(text, ctx) {
         return Vec::new();
     }
+    structural_unfiltered(text, ctx)
+}
+
+/// [`structural`] without its prefilter, for a caller that ran [`may_have_signals`] itself
+/// (and, in the tests, to hold the prefilter to what the analysis finds).
+pub(super) fn structural_unfiltered(text: &str, ctx: &Context) -> Vec<Structural> {
     let mut out = Vec::new();
     analyse(text, ctx, 0, &mut out, true);
     out.sort_by_key(|s| (s.at.start, s.label));
@@ -559,7 +533,7 @@ fn combine(
 }
 
 /// Nouns that name the model or an agent without doubt.
-const NOUNS_STRONG: &[&str] = &[
+pub(super) const NOUNS_STRONG: &[&str] = &[
     "ai",
     "llm",
     "llms",
@@ -573,7 +547,7 @@ const NOUNS_STRONG: &[&str] = &[
     "assistants",
 ];
 /// Nouns that name it only in an addressing position.
-const NOUNS_WEAK: &[&str] = &[
+pub(super) const NOUNS_WEAK: &[&str] = &[
     "agent", "agents", "model", "models", "bot", "bots", "system",
 ];
 /// Words that may stand between a sentence start and a vocative ("To the AI agent:").
@@ -635,7 +609,7 @@ const READING: &[&str] = &[
     "viewing",
 ];
 /// Verbs that send something somewhere.
-const SENDING: &[&str] = &[
+pub(super) const SENDING: &[&str] = &[
     "send",
     "post",
     "export",
@@ -668,7 +642,7 @@ const OUTBOUND: &[&str] = &[
     "leak",
 ];
 /// Verbs that act.
-const ACTING: &[&str] = &[
+pub(super) const ACTING: &[&str] = &[
     "delete", "remove", "run", "execute", "exec", "purge", "wipe", "erase", "drop", "call",
     "invoke", "use", "retry", "try", "curl", "wget", "rm", "kill", "grant", "disable", "reset",
     "install", "read", "open", "cat", "fetch", "visit", "navigate", "download", "reveal", "output",

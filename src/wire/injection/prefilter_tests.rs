@@ -1,0 +1,216 @@
+//! The labeller's quick tests held to its full scan (issue 34): the structural prefilter never
+//! hides a finding of the analysis it guards, and [`labels_among_in`] (the gate's one call per
+//! string) answers what the quick test followed by [`labels_in`] answers. Over the hand-written
+//! corpora and over generated texts that put every anchor word inside other words, beside
+//! apostrophes, hyphens, underscores and non-ASCII letters, in every case.
+
+use serde_json::Value;
+
+use super::corpus_tests::COUNTED_BY_DEFAULT;
+use super::structure::{structural_unfiltered, ACTING, NOUNS_STRONG, NOUNS_WEAK, SENDING};
+use super::*;
+
+const ATTACKS: &str = include_str!("../../../tests/data/injection/attacks.json");
+const CONTROLS: &str = include_str!("../../../tests/data/injection/controls.json");
+
+/// Deterministic pseudo-random numbers (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Texts of the corpora, each with the context its case names, and generated texts in three
+/// contexts (none, a catalogue, a catalogue with argument values and error text).
+fn texts() -> Vec<(String, Context)> {
+    let mut out = Vec::new();
+    for corpus in [ATTACKS, CONTROLS] {
+        for case in serde_json::from_str::<Vec<Value>>(corpus).expect("corpus") {
+            let list = |k: &str| -> Vec<String> {
+                case.get(k)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let mut ctx = Context::new(list("tools")).arguments(list("arguments"));
+            if let Some(a) = case.get("answering").and_then(Value::as_str) {
+                ctx = ctx.answering(a);
+            }
+            let ctx = ctx.error(case.get("error") == Some(&Value::Bool(true)));
+            let text = case["text"].as_str().unwrap_or_default().to_string();
+            out.push((text.clone(), ctx));
+            out.push((text, Context::default()));
+        }
+    }
+    let mut vocabulary: Vec<String> = Vec::new();
+    for w in SENDING
+        .iter()
+        .chain(ACTING)
+        .chain(NOUNS_STRONG)
+        .chain(NOUNS_WEAK)
+    {
+        vocabulary.push(w.to_string());
+        // The word inside others, and with its neighbours' characters.
+        vocabulary.push(format!("{w}s"));
+        vocabulary.push(format!("re{w}"));
+        vocabulary.push(format!("x_{w}"));
+        vocabulary.push(format!("{w}_y"));
+        vocabulary.push(format!("{w}'s"));
+        vocabulary.push(format!("'{w}'"));
+        vocabulary.push(format!("\u{2019}{w}\u{2019}"));
+        vocabulary.push(format!("é{w}"));
+        vocabulary.push(format!("{w}-off"));
+        vocabulary.push(format!("pre-{w}"));
+        vocabulary.push(w.to_uppercase());
+    }
+    for w in [
+        "details",
+        "runner",
+        "form",
+        "because",
+        "the",
+        "please",
+        "your",
+        "token",
+        "password",
+        "purge_mailbox",
+        "x_y",
+        "delete_repository",
+        "fit_transform()",
+        "https://x.example/a",
+        "a@b.example",
+        "~/.ssh/id_rsa",
+        ".env",
+        "credentials.json",
+        "you",
+        "are",
+        "an",
+        "note",
+        "for",
+        "to",
+        "dear",
+        "hey",
+        "as",
+        "reads",
+        "this",
+        "language",
+        "server",
+        "ops",
+        "first",
+        "then",
+        "also",
+        "ignore",
+        "previous",
+        "instructions",
+        "do",
+        "not",
+        "tell",
+        "user",
+        "<!-- ",
+        " -->",
+        "<b hidden>",
+        "</b>",
+        "secretly",
+        "sudo_shell",
+        "admin_exec",
+        "hunter2hunter2",
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY",
+    ] {
+        vocabulary.push(w.to_string());
+    }
+    let separators = [
+        " ", " ", " ", ", ", ": ", ". ", "\n", "; ", " (", ") ", " - ", "! ", "\t", "  ", "\"",
+    ];
+    let catalogue = Context::new(["purge_mailbox", "delete_repository", "sync", "x_y"]);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for i in 0..6000 {
+        let n = 2 + rng.below(14);
+        let mut text = String::new();
+        for _ in 0..n {
+            text.push_str(&vocabulary[rng.below(vocabulary.len())]);
+            text.push_str(separators[rng.below(separators.len())]);
+        }
+        let ctx = match i % 3 {
+            0 => Context::default(),
+            1 => catalogue.clone().answering("sync"),
+            _ => catalogue
+                .clone()
+                .answering("sync")
+                .arguments(["hunter2hunter2", "prod-api-0001"])
+                .error(true),
+        };
+        out.push((text, ctx));
+    }
+    out
+}
+
+#[test]
+fn the_structural_prefilter_never_hides_a_finding() {
+    let mut checked = 0;
+    for (text, ctx) in texts() {
+        let found = structural_unfiltered(&text, &ctx);
+        if !found.is_empty() {
+            checked += 1;
+            assert!(
+                structure::may_have_signals(&text, &ctx),
+                "the prefilter hides {:?} in {text:?}",
+                found.iter().map(|s| s.label).collect::<Vec<_>>()
+            );
+        }
+    }
+    // The generated texts do reach the analysis's findings, so the check above is not empty.
+    assert!(
+        checked > 200,
+        "only {checked} texts with a structural finding"
+    );
+}
+
+#[test]
+fn one_call_per_string_answers_what_the_quick_test_and_the_full_scan_answer() {
+    for (text, ctx) in texts() {
+        for labels in [&COUNTED_BY_DEFAULT[..], &Label::ALL[..], &[Label::Link][..]] {
+            let before: Vec<Label> = if may_have_findings_in(&text, labels, &ctx) {
+                labels_in(&text, &ctx)
+                    .into_iter()
+                    .filter(|l| labels.contains(l))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            assert_eq!(
+                labels_among_in(&text, labels, &ctx),
+                before,
+                "{text:?} with {labels:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn anchor_words_inside_other_words_do_not_send_prose_to_the_analysis() {
+    // "ai" in "details", "run" in "runs" and "runner", "rm" in "form", "use" in "because": none
+    // of them is a verb or a name of the model, so this text costs one scan (the old prefilter
+    // matched them inside the words and analysed every such text in full).
+    let prose = "The build finished in 41.2 seconds on runner 7; 1,204 tests passed and 3 were \
+                 skipped. See the log at https://ci.example.com/runs/88231 for details, because \
+                 the form was changed.";
+    assert!(!structure::may_have_signals(prose, &Context::default()));
+    // The same words as whole words still do.
+    assert!(structure::may_have_signals(
+        "AI: run https://x.example now",
+        &Context::default()
+    ));
+}
