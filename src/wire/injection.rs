@@ -540,8 +540,6 @@ fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
     {
         return true;
     }
-    static QUICK: std::sync::OnceLock<Vec<(Label, Option<regex::bytes::Regex>)>> =
-        std::sync::OnceLock::new();
     if labels.contains(&Label::HiddenCharacters) {
         let maybe = text
             .bytes()
@@ -554,24 +552,63 @@ fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
             return true;
         }
     }
-    let quick = QUICK.get_or_init(|| {
-        Label::ALL
-            .iter()
-            .filter(|l| **l != Label::HiddenCharacters && !l.structural())
-            .map(|&l| (l, quick_regex(l)))
-            .collect()
-    });
-    quick
-        .iter()
-        .filter(|(l, _)| labels.contains(l))
-        // An expression is built from constant tables and always compiles; should one not,
-        // the full scan answers instead of a wrong "nothing".
-        .any(|(_, re)| re.as_ref().is_none_or(|re| re.is_match(text.as_bytes())))
+    // One expression for all the labels asked for: one pass over the text instead of one per
+    // label. An expression is built from constant tables and always compiles; should one not,
+    // the full scan answers instead of a wrong "nothing".
+    with_quick_union(labels, |re| {
+        re.is_none_or(|re| re.is_match(text.as_bytes()))
+    })
 }
 
-/// For one label: the union of its phrases (their words with any run of non-word characters
-/// between them, as [`words`] splits them) and its markers, and for encoded payloads the run.
-fn quick_regex(label: Label) -> Option<regex::bytes::Regex> {
+/// Calls `f` with the union of the quick expressions of the table labels among `labels`
+/// ([`quick_parts`]; `None` when it does not compile). Compiled once per set of labels and kept
+/// for the process: a process has one policy, so one or two sets; past [`QUICK_SETS`] sets, an
+/// expression is compiled for the call and dropped.
+fn with_quick_union<T>(labels: &[Label], f: impl FnOnce(Option<&regex::bytes::Regex>) -> T) -> T {
+    type Cache = std::sync::Mutex<Vec<(u16, &'static Option<regex::bytes::Regex>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let mut set = LabelSet::default();
+    for l in labels {
+        if *l != Label::HiddenCharacters && !l.structural() {
+            set.add(*l);
+        }
+    }
+    let build = || {
+        let parts: Vec<String> = Label::ALL
+            .into_iter()
+            .filter(|l| set.has(*l))
+            .flat_map(quick_parts)
+            .collect();
+        quick_regex(&parts)
+    };
+    let cache = CACHE.get_or_init(Default::default);
+    let found = {
+        let Ok(mut sets) = cache.lock() else {
+            return f(build().as_ref());
+        };
+        match sets.iter().find(|(k, _)| *k == set.0) {
+            Some((_, re)) => Some(*re),
+            None if sets.len() < QUICK_SETS => {
+                let re: &'static Option<regex::bytes::Regex> = Box::leak(Box::new(build()));
+                sets.push((set.0, re));
+                Some(re)
+            }
+            None => None,
+        }
+    };
+    match found {
+        Some(re) => f(re.as_ref()),
+        None => f(build().as_ref()),
+    }
+}
+
+/// How many sets of labels keep their compiled quick expression (see [`with_quick_union`]).
+const QUICK_SETS: usize = 64;
+
+/// For one label: its phrases (their words with any run of non-word characters between them,
+/// as [`words`] splits them) and its markers, and for encoded payloads the run, as the
+/// alternatives of one expression (see [`quick_regex`]).
+fn quick_parts(label: Label) -> Vec<String> {
     // ASCII-only classes keep the expression small and fast. They only make the test answer
     // "maybe" more often, never less: a character [`words`] counts as a word character but this
     // class does not (a non-ASCII letter) can only split a word here where `words` would not,
@@ -598,13 +635,19 @@ fn quick_regex(label: Label) -> Option<regex::bytes::Regex> {
     if label == Label::EncodedPayload {
         parts.push(format!("[A-Za-z0-9+/=_-]{{{ENCODED_MIN}}}"));
     }
+    parts
+}
+
+/// The alternatives `parts` as one ASCII, case-insensitive expression; one that never matches
+/// when there is none; `None` when it does not compile.
+fn quick_regex(parts: &[String]) -> Option<regex::bytes::Regex> {
     if parts.is_empty() {
         return regex::bytes::Regex::new("[^\\s\\S]").ok();
     }
     regex::bytes::RegexBuilder::new(&format!("(?i-u){}", parts.join("|")))
         .unicode(false)
-        .size_limit(8 << 20)
-        .dfa_size_limit(8 << 20)
+        .size_limit(32 << 20)
+        .dfa_size_limit(16 << 20)
         .build()
         .ok()
 }

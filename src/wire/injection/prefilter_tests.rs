@@ -214,3 +214,9 @@ fn anchor_words_inside_other_words_do_not_send_prose_to_the_analysis() {
         &Context::default()
     ));
 }
+
+#[test]
+fn the_quick_expression_of_every_label_compiles_as_one() {
+    with_quick_union(&Label::ALL, |re| assert!(re.is_some()));
+    with_quick_union(&COUNTED_BY_DEFAULT, |re| assert!(re.is_some()));
+}
