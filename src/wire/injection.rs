@@ -510,8 +510,10 @@ pub fn may_have_findings_in(text: &str, labels: &[Label], ctx: &Context) -> bool
 /// analysis), no evidence is quoted or sanitized, and a table entry is not searched once its
 /// label is found.
 pub fn labels_among_in(text: &str, labels: &[Label], ctx: &Context) -> Vec<Label> {
-    let signals = labels.iter().any(|l| l.structural()) && structure::may_have_signals(text, ctx);
-    if !signals && !may_have_table_findings(text, labels) {
+    let mut facts = None;
+    let signals = labels.iter().any(|l| l.structural())
+        && structure::may_have_signals_with(text, ctx, &mut facts);
+    if !signals && !may_have_table_findings_with(text, labels, &mut facts) {
         return Vec::new();
     }
     let mut found = table_labels(text, labels);
@@ -529,28 +531,37 @@ pub fn labels_among_in(text: &str, labels: &[Label], ctx: &Context) -> Vec<Label
 /// The part of [`may_have_findings_in`] after the structural prefilter: `false` only when the
 /// tables, hidden characters and encoded payloads give none of `labels`.
 fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
+    may_have_table_findings_with(text, labels, &mut None)
+}
+
+/// [`may_have_table_findings`] with the byte pass shared with the structural prefilter (see
+/// `structure::may_have_signals_with`).
+fn may_have_table_findings_with(
+    text: &str,
+    labels: &[Label],
+    facts: &mut Option<structure::ByteFacts>,
+) -> bool {
+    let f = *facts.get_or_insert_with(|| structure::ByteFacts::of(text));
     // Look-alike letters are folded before the phrases are matched, which the ASCII
     // expressions below cannot do: such a text gets the full scan.
-    if labels.iter().any(|l| {
-        matches!(
-            l,
-            Label::OverrideInstruction | Label::Concealment | Label::Imperative
-        )
-    }) && structure::has_look_alikes(text)
+    if f.non_ascii
+        && labels.iter().any(|l| {
+            matches!(
+                l,
+                Label::OverrideInstruction | Label::Concealment | Label::Imperative
+            )
+        })
+        && structure::has_look_alikes(text)
     {
         return true;
     }
-    if labels.contains(&Label::HiddenCharacters) {
-        let maybe = text
-            .bytes()
-            .any(|b| b >= 0x80 || b == 0x7f || (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')));
-        if maybe
-            && text
-                .chars()
-                .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
-        {
-            return true;
-        }
+    if labels.contains(&Label::HiddenCharacters)
+        && (f.non_ascii || f.control)
+        && text
+            .chars()
+            .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
+    {
+        return true;
     }
     // One expression for all the labels asked for: one pass over the text instead of one per
     // label. An expression is built from constant tables and always compiles; should one not,

@@ -253,6 +253,17 @@ fn word_byte(b: u8) -> bool {
 /// of the catalogue's names, one byte pass for tag characters, look-alike letters and base64
 /// runs.
 pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
+    may_have_signals_with(text, ctx, &mut None)
+}
+
+/// [`may_have_signals`], with the byte pass's [`ByteFacts`] kept in `facts` (taken from there
+/// when a caller has them, stored there when this test needed them), so that the labeller's
+/// other quick tests reuse the same pass.
+pub(super) fn may_have_signals_with(
+    text: &str,
+    ctx: &Context,
+    facts: &mut Option<ByteFacts>,
+) -> bool {
     let Some((ac, classes)) = prefilter() else {
         return true;
     };
@@ -279,24 +290,65 @@ pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
     }
     // Tag characters (U+E0000 block: F3 A0 in UTF-8) and look-alike letters hide words from the
     // literal scan; a base64 run hides everything.
-    if has_look_alikes(text) {
-        return true;
-    }
-    let mut run = 0usize;
-    for &b in text.as_bytes() {
-        if b == 0xF3 {
-            return true;
-        }
-        if is_b64(b) {
-            run += 1;
-            if run >= PAYLOAD_MIN {
-                return true;
+    let f = *facts.get_or_insert_with(|| ByteFacts::of(text));
+    f.tag_lead || f.payload_run || (f.non_ascii && has_look_alikes(text))
+}
+
+/// What one pass over a text's bytes tells the labeller's quick tests (table-driven, no early
+/// exit, so the loop is branch-light): whether it has a byte of a tag character's lead
+/// (`0xF3`), a base64 run of at least [`PAYLOAD_MIN`] characters, a non-ASCII byte, or a
+/// control character other than a line break or a tab.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ByteFacts {
+    pub tag_lead: bool,
+    pub payload_run: bool,
+    pub non_ascii: bool,
+    pub control: bool,
+}
+
+impl ByteFacts {
+    pub(super) fn of(text: &str) -> ByteFacts {
+        const B64: u8 = 1;
+        const CONTROL: u8 = 2;
+        const HIGH: u8 = 4;
+        const TAG: u8 = 8;
+        const CLASS: [u8; 256] = {
+            let mut t = [0u8; 256];
+            let mut b = 0;
+            while b < 256 {
+                let c = b as u8;
+                if c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_') {
+                    t[b] |= B64;
+                }
+                if c == 0x7f || (c < 0x20 && !matches!(c, b'\n' | b'\t' | b'\r')) {
+                    t[b] |= CONTROL;
+                }
+                if c >= 0x80 {
+                    t[b] |= HIGH;
+                }
+                if c == 0xF3 {
+                    t[b] |= TAG;
+                }
+                b += 1;
             }
-        } else {
-            run = 0;
+            t
+        };
+        let mut all = 0u8;
+        let mut run = 0usize;
+        let mut longest = 0usize;
+        for &b in text.as_bytes() {
+            let c = CLASS[b as usize];
+            all |= c;
+            run = if c & B64 != 0 { run + 1 } else { 0 };
+            longest = longest.max(run);
+        }
+        ByteFacts {
+            tag_lead: all & TAG != 0,
+            payload_run: longest >= PAYLOAD_MIN,
+            non_ascii: all & HIGH != 0,
+            control: all & CONTROL != 0,
         }
     }
-    false
 }
 
 fn is_b64(b: u8) -> bool {
