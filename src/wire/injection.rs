@@ -528,6 +528,44 @@ pub fn labels_among_in(text: &str, labels: &[Label], ctx: &Context) -> Vec<Label
         .collect()
 }
 
+/// A quick test of a whole JSON text (a result as the server sent it): `false` only when no
+/// string and no member name in it has any of `labels` with `ctx`, so a caller can skip the
+/// walk over its tree. It answers `true` for a text with a backslash: only without escapes is
+/// every string and every name the slice of the text between two quotes. For such a text one
+/// run of the quick tests over the whole of it answers at least what they answer for any of
+/// those slices: an anchor counts only at word boundaries, and a quote is one; a phrase
+/// expression starts and ends at a non-word byte, and a quote is one; the byte facts (tag
+/// characters, base64 runs, non-ASCII and control bytes) of a slice are among the whole's; a
+/// catalogue name or a marker in a slice is in the whole. The one place where a slice's start
+/// matters more is the role prefixes (`system:` at the start of a line, and a text's start is
+/// one): the whole is searched for them after a quote.
+pub fn json_may_have_labels(raw: &str, labels: &[Label], ctx: &Context) -> bool {
+    if raw.contains('\\') {
+        return true;
+    }
+    if labels.contains(&Label::RoleMarkup) {
+        static AFTER_QUOTE: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+            std::sync::OnceLock::new();
+        let starts = AFTER_QUOTE.get_or_init(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(
+                    MARKERS
+                        .iter()
+                        .filter_map(|(_, m)| m.strip_prefix('\n').map(|rest| format!("\"{rest}"))),
+                )
+                .ok()
+        });
+        if starts.as_ref().is_none_or(|ac| ac.is_match(raw)) {
+            return true;
+        }
+    }
+    let mut facts = None;
+    (labels.iter().any(|l| l.structural())
+        && structure::may_have_signals_with(raw, ctx, &mut facts))
+        || may_have_table_findings_with(raw, labels, &mut facts)
+}
+
 /// The part of [`may_have_findings_in`] after the structural prefilter: `false` only when the
 /// tables, hidden characters and encoded payloads give none of `labels`.
 fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
