@@ -233,8 +233,13 @@ fn prefilter() -> Option<&'static Prefilter> {
     AC.get_or_init(|| {
         let table = anchor_table();
         let classes = table.iter().map(|(c, w, _)| (*c, *w)).collect();
+        // A DFA: the anchors include single bytes ("_", "(", "@"), so no literal prefilter
+        // applies and the search walks every byte; a DFA walks it with one table lookup, where
+        // the default (a noncontiguous or contiguous NFA for this many patterns) follows
+        // failure transitions. The matches are the same whatever the kind.
         AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build(table.iter().map(|(_, _, a)| a))
             .ok()
             .map(|ac| (ac, classes))
