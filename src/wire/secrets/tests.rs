@@ -515,26 +515,6 @@ fn texts_shorter_than_any_shape_are_not_searched_and_hold_nothing() {
     assert!(!lit.may_contain("\"abc\""));
 }
 
-/// A probe of how the scan grows with hostile texts (run by hand with `--ignored
-/// --nocapture`; the benchmark reports the same corpora at 1 MiB).
-#[test]
-#[ignore]
-fn probe_growth_of_hostile_texts() {
-    let d = Detector::new(true, &[], &[]).unwrap();
-    for (what, unit) in [
-        ("pem headers, no END", "-----BEGIN PRIVATE KEY-----\nMIIB\n"),
-        ("bearer words", "Bearer abc "),
-        ("sk- in words", "risk-free task-list "),
-    ] {
-        for kib in [16usize, 32, 64] {
-            let text = unit.repeat(kib * 1024 / unit.len());
-            let t = std::time::Instant::now();
-            let n = d.find(&text).len();
-            println!("{what} {kib} KiB: {n} findings, {:?}", t.elapsed());
-        }
-    }
-}
-
 #[test]
 fn private_keys_are_found_as_the_whole_pattern_finds_them() {
     // The shape runs as its parts (header, END line, body): held to the whole pattern over
