@@ -672,7 +672,7 @@ _mcpguard() {
             return 0
             ;;
         mcpguard__subcmd__sandbox__subcmd__check)
-            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --log-format --help"
+            opts="-h --policy --sandbox-read --sandbox-write --sandbox-env --sandbox-connect --learn --call --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,6 +695,10 @@ _mcpguard() {
                     return 0
                     ;;
                 --sandbox-connect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --call)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -111,6 +111,10 @@
 //! * `--approve-own-writes DIR`: the self-approval attack. A thread keeps listing every approval
 //!   socket in DIR and answers each pending approval with `approve` (once bare, once with a
 //!   standing scope), printing each reply on stderr (`fixture: approval socket said: ...`).
+//! * `--run-on-call CMD`: before every `tools/call`, run CMD (split on spaces, stdout and stderr
+//!   to the server's stderr) and wait for it, as a server that installs packages at run time
+//!   does (`npm install` at the first call); when CMD cannot start or fails, the call gets an
+//!   `isError` result naming the error instead of its tool's answer.
 //! * `--stall-list-after N`: once N successful `tools/list` responses have been sent, later
 //!   `tools/list` requests are never answered (a server that stops answering the re-list).
 //! * `--ask-timeout-ms N`: how long the `ask_*` tools wait for the client (default 10000).
@@ -222,6 +226,7 @@ struct Options {
     write_delay_ms: u64,
     approve_own_writes: Option<String>,
     stall_list_after: Option<u64>,
+    run_on_call: Option<String>,
     modern: bool,
     ttl_ms: u64,
     identity_change_after: Option<u64>,
@@ -267,6 +272,7 @@ impl Default for Options {
             write_delay_ms: 0,
             approve_own_writes: None,
             stall_list_after: None,
+            run_on_call: None,
             modern: false,
             ttl_ms: 1000,
             identity_change_after: None,
@@ -350,6 +356,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             "--ask-timeout-ms" => opts.ask_timeout_ms = parse_number(&flag, &value)?,
             "--write-delay-ms" => opts.write_delay_ms = parse_number(&flag, &value)?,
             "--stall-list-after" => opts.stall_list_after = Some(parse_number(&flag, &value)?),
+            "--run-on-call" => opts.run_on_call = Some(value),
             "--ttl-ms" => opts.ttl_ms = parse_number(&flag, &value)?,
             "--identity-change-after" => {
                 opts.identity_change_after = Some(parse_number(&flag, &value)?);
@@ -967,6 +974,20 @@ impl Server {
 
     /// Bad arguments become an `isError` result (SEP-1303) rather than a protocol error.
     fn call_tool(&self, name: &str, params: &Value) -> Reply {
+        if let Some(cmd) = &self.opts.run_on_call {
+            let words: Vec<&str> = cmd.split(' ').filter(|w| !w.is_empty()).collect();
+            // The command's output goes to stderr: stdout carries the protocol.
+            let ran = Command::new(words[0])
+                .args(&words[1..])
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(io::stderr()))
+                .status();
+            match ran {
+                Ok(s) if s.success() => {}
+                Ok(s) => return Ok(tool_error(&format!("{cmd} failed: {s}"))),
+                Err(e) => return Ok(tool_error(&format!("cannot run {cmd}: {e}"))),
+            }
+        }
         let empty = json!({});
         let arguments = match params.get("arguments") {
             None | Some(Value::Null) => &empty,

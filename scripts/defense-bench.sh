@@ -11,21 +11,43 @@
 #                                       it was before: no closed arguments, secrets, argument
 #                                       rules or result labels)
 #   scripts/defense-bench.sh after dev  one profile, one corpus (dev or benign)
+#   scripts/defense-bench.sh labels     the proxy's result checks run directly over the dev and
+#                                       benign corpora (examples/label_bench.rs): seconds, not
+#                                       the half hour the benign corpus takes through the proxy
 #
 # Needs .peers/defense-bench (scripts/install-peers.sh installs it). Results are written to
-# target/defense-bench/<profile>/.
+# target/defense-bench/<profile>/. MCPGUARD_BIN=path/to/mcpguard scores that binary instead of
+# building a release one (a debug build scores the same; it is only slower).
+#
+# The bench's fixture server drops a result's `isError` (its FixtureTool returns the content
+# only), so an error case reaches mcpguard as an ordinary result: the labeller reads error text
+# by its shape too (`structure::error_shaped`), which is what counts false-error-escalation.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=${MCPGUARD_PEERS_DIR:-$ROOT/.peers}
 BENCH=$PEERS/defense-bench/bin/mcp-defense-bench
 PROFILE=${1:-after}
 CORPORA=${2:-dev benign}
-case "$PROFILE" in after | before) ;; *) echo "defense-bench: profile is 'after' or 'before', not '$PROFILE'" >&2; exit 2 ;; esac
+case "$PROFILE" in after | before | labels) ;; *) echo "defense-bench: profile is 'after', 'before' or 'labels', not '$PROFILE'" >&2; exit 2 ;; esac
 [[ -x $BENCH ]] || "$ROOT/scripts/install-peers.sh"
-cargo build --quiet --locked --release --bins --manifest-path "$ROOT/Cargo.toml"
+if [[ $PROFILE == labels ]]; then
+    CASES=$("$PEERS/defense-bench/bin/python" -c 'import mcp_defense_bench, pathlib; print(pathlib.Path(mcp_defense_bench.__file__).parent / "_bench")')
+    cargo build --quiet --locked --example label_bench --manifest-path "$ROOT/Cargo.toml"
+    for corpus in testcases testcases-benign; do
+        echo "defense-bench: the proxy's result checks over $corpus" >&2
+        "$ROOT/target/debug/examples/label_bench" "$CASES/$corpus"
+    done
+    exit 0
+fi
+if [[ -n ${MCPGUARD_BIN:-} ]]; then
+    MCPGUARD=$(realpath "$MCPGUARD_BIN")
+else
+    cargo build --quiet --locked --release --bins --manifest-path "$ROOT/Cargo.toml"
+    MCPGUARD=$ROOT/target/release/mcpguard
+fi
 OUT=$ROOT/target/defense-bench/$PROFILE
 mkdir -p "$OUT"
-export MCPGUARD=$ROOT/target/release/mcpguard MCPGUARD_BENCH_PROFILE=$PROFILE
+export MCPGUARD MCPGUARD_BENCH_PROFILE=$PROFILE
 export PYTHONPATH=$ROOT/scripts/defense-bench${PYTHONPATH:+:$PYTHONPATH}
 for corpus in $CORPORA; do
     echo "defense-bench: scoring mcpguard-$PROFILE on the $corpus corpus (two process starts per case; minutes)" >&2

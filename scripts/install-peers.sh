@@ -135,6 +135,8 @@ command -v ssh-keygen >/dev/null 2>&1 || DEBIAN_PACKAGES+=(openssh-client)
 [[ -x /usr/sbin/rsyslogd ]] || command -v rsyslogd >/dev/null 2>&1 || DEBIAN_PACKAGES+=(rsyslog)
 # tmux plays the person at a host's full-screen terminal interface (tests/integration/support/tmux.rs).
 command -v tmux >/dev/null 2>&1 || DEBIAN_PACKAGES+=(tmux)
+# The sandbox preset test (tests/integration/escape.rs) runs the system's /usr/bin/python3.
+[[ -x /usr/bin/python3 ]] || DEBIAN_PACKAGES+=(python3)
 # The trusted approval path's real-components test (tests/integration/polkit.rs) runs polkitd
 # (with pkttyagent and the setuid polkit-agent-helper-1) on a private system bus.
 [[ -x /usr/lib/polkit-1/polkitd ]] && command -v pkttyagent >/dev/null 2>&1 || DEBIAN_PACKAGES+=(polkitd)

@@ -36,6 +36,25 @@ fn extra(grants: &mcpguard::cli::flags::SandboxGrants) -> mcpguard::sandbox::Ext
     }
 }
 
+/// Holds the per-run grant flags (`--sandbox-read/-write/-env/-connect`) to the managed floor.
+/// The policy loaded before, so loading it again succeeds.
+fn held_to_floor(
+    policy_file: Option<&std::path::Path>,
+    grants: &mcpguard::cli::flags::SandboxGrants,
+) -> Result<(), String> {
+    if grants.read.is_empty()
+        && grants.write.is_empty()
+        && grants.env.is_empty()
+        && grants.connect.is_empty()
+    {
+        return Ok(());
+    }
+    let layered = policy::load_layered(policy_file).map_err(|e| e.to_string())?;
+    layered
+        .check_overrides(None, None, &grants.read, &grants.write, &grants.env)
+        .and_then(|()| layered.check_connect(&grants.connect))
+}
+
 /// Prepares the sandbox of the server, or says why it will not start. `Ok(None)` when the
 /// policy turns the sandbox off. `missing` reports a server program that cannot be found: the
 /// proxy exits the way a shell would (127, 126), `capture` and `check` with their own failure.
@@ -48,20 +67,9 @@ fn sandbox_for(
 ) -> Result<Option<mcpguard::sandbox::Setup>, ExitCode> {
     use mcpguard::sandbox;
     // The per-run grants are held to the managed floor here too (capture, check, lock check),
-    // not only in the proxy. The policy loaded before, so loading it again succeeds.
-    if !grants.read.is_empty()
-        || !grants.write.is_empty()
-        || !grants.env.is_empty()
-        || !grants.connect.is_empty()
-        || !policy.sandbox.connect.is_empty()
-    {
-        if let Ok(layered) = policy::load_layered(policy_file) {
-            layered
-                .check_overrides(None, None, &grants.read, &grants.write, &grants.env)
-                .and_then(|()| layered.check_connect(&grants.connect))
-                .map_err(|why| fail(&format!("refusing to start the server: {why}")))?;
-        }
-    }
+    // not only in the proxy. (The policy's own `sandbox.connect` was held to it when it loaded.)
+    held_to_floor(policy_file, grants)
+        .map_err(|why| fail(&format!("refusing to start the server: {why}")))?;
     if policy.sandbox.mode == policy::SandboxMode::Off {
         return Ok(None);
     }
@@ -505,11 +513,29 @@ fn run_command(cmd: Command) -> ExitCode {
         Command::SandboxCheck {
             policy,
             grants,
+            learn,
+            call,
             command,
-        } => match load_policy(policy.as_deref()) {
-            Ok(p) => commands::sandbox_check(&p, &extra(grants), command, diag::is_json()),
-            Err(e) => return fail(&e),
-        },
+        } => {
+            let learn = match learn.then(|| commands::learn_calls(call)).transpose() {
+                Ok(l) => l,
+                Err(e) => return fail(&e),
+            };
+            // The command runs under the sandbox it reports, so its per-run grants are held to
+            // the managed floor as for every other command that starts a server.
+            match load_policy(policy.as_deref())
+                .and_then(|p| held_to_floor(policy.as_deref(), grants).map(|()| p))
+            {
+                Ok(p) => commands::sandbox_check(
+                    &p,
+                    &extra(grants),
+                    command,
+                    diag::is_json(),
+                    learn.as_deref(),
+                ),
+                Err(e) => return fail(&e),
+            }
+        }
         Command::Wrap {
             config,
             dry_run,

@@ -150,6 +150,22 @@ pub fn capture(args: CaptureArgs<'_>) -> CmdResult {
         args.out.display(),
         rfc3339(expires)
     );
+    // The labeller's signals per tool, without the passages: the reviewer reads them in `show`.
+    let labelled = m
+        .server(args.server)
+        .map(|e| crate::snapshot::reviewview::label_lines(args.server, e, None))
+        .unwrap_or_default();
+    for line in &labelled {
+        eprintln!("instruction-like text in {line}");
+    }
+    if !labelled.is_empty() {
+        eprintln!(
+            "{} field(s) carry instruction-like text; read them whole with `mcpguard show {} --server {} [--tool NAME]` before you review",
+            labelled.len(),
+            args.out.display(),
+            args.server
+        );
+    }
     eprintln!(
         "next: review each tool you want served (`mcpguard show {0}`, then `mcpguard review {0} --server {1} --tool NAME ...`)",
         args.out.display(),
@@ -310,7 +326,7 @@ pub fn review(args: ReviewArgs<'_>) -> CmdResult {
                         .strip_prefix(&at)
                         .and_then(manifest::pointer_tokens)
                         .unwrap_or_default();
-                    let hint = super::template::hint(name, &rel, &p.message, source);
+                    let hint = super::template::hint(name, &rel, &p.kind, source);
                     problems.push(if hint.is_empty() {
                         p.to_string()
                     } else {
@@ -581,6 +597,16 @@ pub fn show(
                 }
             }
         }
+        // What the labeller found, and why, after the text it points into.
+        let labelled = crate::snapshot::reviewview::label_lines(key, entry, tool);
+        if !labelled.is_empty() {
+            out.push_str(&format!(
+                "\n!! instruction-like text (server {key}; labels, the signals that made them, byte ranges):\n"
+            ));
+            for line in labelled {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
     }
     if let Some(name) = tool {
         if !found_tool {
@@ -667,6 +693,103 @@ pub fn trust_report(file: &Path, server: Option<&str>) -> CmdResult {
     Ok(0)
 }
 
+/// The `--call NAME ARGUMENTS` pairs of `sandbox-check --learn`, each ARGUMENTS a JSON object.
+pub fn learn_calls(raw: &[String]) -> Result<Vec<(String, Value)>, String> {
+    raw.chunks(2)
+        .map(|pair| {
+            let [name, args] = pair else {
+                return Err("--call takes a tool name and a JSON object".to_string());
+            };
+            let v: Value = serde_json::from_str(args)
+                .map_err(|e| format!("--call {name}: {args:?} is not JSON ({e}); write a JSON object such as '{{\"path\": \"/tmp/x\"}}'"))?;
+            if !v.is_object() {
+                return Err(format!("--call {name}: the arguments must be a JSON object, not {args:?}"));
+            }
+            Ok((name.clone(), v))
+        })
+        .collect()
+}
+
+/// `sandbox-check --learn`: runs `command` as an MCP server under `prepared` (whose observer
+/// notes every denial), initializes it, lists its tools, makes `calls`, and prints the grants
+/// it was refused, folded to folders where that is sensible
+/// (`sandbox::observe::learned_grants`). Exit status 0 when nothing was refused, 3 otherwise;
+/// 1 when the session failed.
+fn learn_grants(
+    command: &[std::ffi::OsString],
+    prepared: &std::sync::Arc<crate::sandbox::Prepared>,
+    calls: &[(String, Value)],
+) -> CmdResult {
+    use crate::process::{capture, client::Client};
+    use std::time::Duration;
+    if prepared.observer.is_none() {
+        return Err("sandbox-check --learn needs the sandbox's denial observer (Landlock, seccomp user notification, and sandbox.explain_denials = true)".into());
+    }
+    let mut client = Client::start(command, 16 << 20, Duration::from_secs(30), Some(prepared))
+        .map_err(|e| e.to_string())?;
+    let mut failed = None;
+    match capture::capture(
+        &mut client,
+        crate::protocol::DEFAULT_PROTOCOL_VERSION,
+        &capture::Limits::default(),
+    ) {
+        Ok(c) => {
+            let tools: usize = c.entry["toolPages"]
+                .as_array()
+                .map(|pages| {
+                    pages
+                        .iter()
+                        .map(|p| p["tools"].as_array().map_or(0, Vec::len))
+                        .sum()
+                })
+                .unwrap_or(0);
+            eprintln!("mcpguard: learn: the server initialized and listed {tools} tool(s)");
+            for (name, args) in calls {
+                match client.request(
+                    "tools/call",
+                    serde_json::json!({"name": name, "arguments": args}),
+                ) {
+                    Ok(r) => eprintln!(
+                        "mcpguard: learn: called {name}: {}",
+                        if r["isError"] == true {
+                            "it answered with an error"
+                        } else {
+                            "it answered"
+                        }
+                    ),
+                    Err(e) => eprintln!("mcpguard: learn: called {name}: {e}"),
+                }
+            }
+        }
+        Err(e) => failed = Some(e),
+    }
+    client.shutdown(Duration::from_secs(2));
+    // The observer compares a call with the grants just after letting it go on.
+    std::thread::sleep(Duration::from_millis(100));
+    let grants = crate::sandbox::observe::learned_grants();
+    let mut out = String::new();
+    if grants.is_empty() {
+        out.push_str("learn: the sandbox refused nothing in this run\n");
+    } else {
+        out.push_str("learn: grants this run needed (flags, for one run or a wrapped entry):\n");
+        for (flag, value) in grants.flags() {
+            out.push_str(&format!("  {flag} {value}\n"));
+        }
+        out.push_str("learn: the same as a policy:\n");
+        out.push_str(&grants.toml());
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(|e| format!("cannot write standard output: {e}"))?;
+    if let Some(e) = failed {
+        return Err(format!(
+            "sandbox-check --learn: the session with the server failed: {e}"
+        ));
+    }
+    Ok(if grants.is_empty() { 0 } else { 3 })
+}
+
 /// `mcpguard sandbox-check [--policy FILE] [--sandbox-read P] [--sandbox-write P] [-- CMD...]`:
 /// prints the kernel's Landlock ABI, what the profile asks and what this kernel enforces (text,
 /// or one JSON object with `--log-format json`), then runs CMD under exactly that sandbox with
@@ -677,6 +800,7 @@ pub fn sandbox_check(
     extra: &crate::sandbox::Extra,
     command: &[std::ffi::OsString],
     json: bool,
+    learn: Option<&[(String, Value)]>,
 ) -> CmdResult {
     use crate::policy::{PathContext, SandboxMode};
     use crate::process::child;
@@ -686,11 +810,21 @@ pub fn sandbox_check(
     let kernel = Kernel::probe();
     let mut out = std::io::stdout().lock();
     let run = |sandbox: Option<&std::sync::Arc<sandbox::Prepared>>| -> CmdResult {
+        if let (Some(calls), Some(prepared)) = (learn, sandbox) {
+            return learn_grants(command, prepared, calls);
+        }
         let mut c =
             child::spawn_with(command, sandbox, child::Io::Inherit).map_err(|e| e.to_string())?;
         let status = c
             .wait()
             .map_err(|e| format!("waiting for the command: {e}"))?;
+        if !status.success() && sandbox.is_some_and(|s| s.observer.is_some()) {
+            // The command failed: what the sandbox denied it is said at the default level.
+            // The observer compares a call with the grants just after letting it go on, so
+            // the last one may still be on its way.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            child::name_held_denials();
+        }
         Ok(match (status.code(), status.signal()) {
             (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
             (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),

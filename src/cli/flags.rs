@@ -126,7 +126,8 @@ pub enum Command {
         /// distribution (even when it also publishes a wheel), for packages that publish none.
         /// Building runs the package's own build script outside the sandbox with your rights,
         /// so each such package is named by you; every other package is installed from wheels
-        /// only. Not recorded: give it again to every later `update`.
+        /// only. Recorded in the snapshot's package record (`builtFromSource`), but never
+        /// carried over: give it again to every later `update` (a new release's build is new code).
         #[arg(long, value_name = "PACKAGE")]
         build_from_source: Vec<String>,
         #[command(flatten)]
@@ -227,7 +228,8 @@ pub enum Command {
         /// distribution (even when it also publishes a wheel), for packages that publish none.
         /// Building runs the package's own build script outside the sandbox with your rights,
         /// so each such package is named by you; every other package is installed from wheels
-        /// only. Not recorded: give it again to every later `update`.
+        /// only. Recorded in the snapshot's package record (`builtFromSource`), but never
+        /// carried over: give it again to every later `update` (a new release's build is new code).
         #[arg(long, value_name = "PACKAGE")]
         build_from_source: Vec<String>,
         #[command(flatten)]
@@ -363,6 +365,14 @@ pub enum Command {
         policy: Option<PathBuf>,
         #[command(flatten)]
         grants: SandboxGrants,
+        /// Run the command as an MCP server under the sandbox: initialize it, list its tools,
+        /// make the calls --call names, then print the grants the sandbox refused it (as
+        /// --sandbox-read/--sandbox-write/--sandbox-connect flags and as a policy).
+        #[arg(long)]
+        learn: bool,
+        /// With --learn: call tool NAME with the JSON object ARGUMENTS. Repeatable.
+        #[arg(long = "call", num_args = 2, value_names = ["NAME", "ARGUMENTS"], requires = "learn")]
+        call: Vec<String>,
         /// The command to examine and run, after `--`.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<OsString>,
@@ -385,8 +395,9 @@ pub struct SandboxGrants {
     #[arg(long = "sandbox-env", value_name = "NAME", value_parser = env_name)]
     pub env: Vec<String>,
     /// Let the server connect to the TCP destination HOST:PORT (127.0.0.1:5432,
-    /// localhost:8080, [::1]:80), on top of the policy's sandbox.connect. Only the port is
-    /// enforced (Landlock confines TCP by port, not by address). Repeatable.
+    /// localhost:8080, [::1]:80), on top of the policy's sandbox.connect. Address and port are
+    /// enforced: mcpguard makes each connect to that port itself, to that address only (a host
+    /// name: the addresses mcpguard's resolver gives for it). Repeatable.
     #[arg(long = "sandbox-connect", value_name = "HOST:PORT", value_parser = crate::policy::Destination::parse)]
     pub connect: Vec<crate::policy::Destination>,
 }

@@ -483,59 +483,23 @@ const UPDATE_VERBS: [&str; 14] = [
     "save", "run", "execute", "exec",
 ];
 
-/// The proposed operation class and why: the previous review's, else the tool name's verb, else
-/// the server's annotations, else `update` (a write, the cautious guess).
+/// The proposed operation class and why: the previous review's, else the one the review template
+/// proposes ([`super::template::propose_class`]); where the template proposes none (the name and
+/// the server's claims conflict), the stricter class of the conflict, with the conflict said.
 fn propose_class(name: &str, tool: &Value, previous: Option<&Value>) -> (String, String) {
     if let Some(c) = previous.and_then(manifest::reviewed_side_effect) {
         return (c.to_string(), "your previous review said so".into());
     }
-    let read_only = tool
-        .pointer("/annotations/readOnlyHint")
-        .and_then(Value::as_bool);
-    let destructive = tool
-        .pointer("/annotations/destructiveHint")
-        .and_then(Value::as_bool);
-    let (named, verb) = class_of_name(name);
-    // An update verb decides nothing here: the server's destructiveHint may still propose the
-    // more cautious delete, and without hints update is proposed anyway. But it is never
-    // overruled by the server's readOnlyHint: a write_* tool that claims to be read-only
-    // contradicts its name, as the template says too.
-    if named == Some("update") && read_only == Some(true) && destructive != Some(true) {
-        return (
-            "update".into(),
-            format!("proposed from the name's verb {verb:?}; !! the server claims readOnlyHint, which contradicts the name; you decide"),
-        );
+    let p = super::template::propose_class(name, tool);
+    let mut why = match p.class {
+        Some(_) => format!("proposed {}", p.why),
+        None => format!("nothing proposed ({}), {} offered", p.why, p.default),
+    };
+    if let Some(flag) = &p.flag {
+        why.push_str(&format!("; !! {flag}"));
     }
-    let by_name = named.filter(|c| *c != "update");
-    match (by_name, read_only, destructive) {
-        // The server's own hint only ever moves the proposal away from "read".
-        (Some("read"), Some(false), _) => (
-            "update".into(),
-            "proposed: the name reads like a read, but the server's readOnlyHint is false; you decide".into(),
-        ),
-        // A server that calls a delete_* tool read-only is contradicting its own name: the
-        // proposal follows the name, and the reviewer is told about the claim.
-        (Some(c), Some(true), _) if c != "read" => (
-            c.into(),
-            format!("proposed from the name's verb {verb:?}; !! the server claims readOnlyHint, which contradicts the name; you decide"),
-        ),
-        (Some(c), _, _) => (
-            c.into(),
-            format!("proposed from the name's verb {verb:?}; you decide"),
-        ),
-        (None, _, Some(true)) => (
-            "delete".into(),
-            "proposed from the server's destructiveHint (a hint, not a fact); you decide".into(),
-        ),
-        (None, Some(true), _) => (
-            "read".into(),
-            "proposed from the server's readOnlyHint (a hint, not a fact); you decide".into(),
-        ),
-        _ => (
-            "update".into(),
-            "nothing says what it does, so a write is proposed; you decide".into(),
-        ),
-    }
+    why.push_str("; you decide");
+    (p.default.to_string(), why)
 }
 
 /// The operation class the first word of a tool's name suggests, and that word.
@@ -687,12 +651,44 @@ mod tests {
         // A write-named tool's readOnlyHint never makes the proposal a read.
         let (class, why) = propose_class("write_file", &t, None);
         assert_eq!(class, "update");
-        assert!(why.contains("contradicts the name"), "{why}");
+        assert!(why.contains("CONFLICT"), "{why}");
         let prev = json!({"sideEffect": "create", "inputChannels": {"/opts": "authority", "/path": "data"}});
         assert_eq!(
             propose_class("get_file", &json!({}), Some(&prev)).0,
             "create"
         );
+        // The terminal review offers what the template proposes, for every mix of a name's verb
+        // and the server's hints; where the template proposes nothing, the stricter class.
+        let hints = [
+            json!({}),
+            json!({"annotations": {"readOnlyHint": true}}),
+            json!({"annotations": {"readOnlyHint": false}}),
+            json!({"annotations": {"destructiveHint": true}}),
+            json!({"annotations": {"destructiveHint": false}}),
+            json!({"annotations": {"readOnlyHint": true, "destructiveHint": true}}),
+            json!({"annotations": {"readOnlyHint": false, "destructiveHint": true}}),
+        ];
+        for name in [
+            "get_note",
+            "add_note",
+            "write_note",
+            "delete_note",
+            "frobnicate",
+        ] {
+            for tool in &hints {
+                let template = super::super::template::propose_class(name, tool);
+                let (class, why) = propose_class(name, tool, None);
+                assert_eq!(class, template.default, "{name} {tool}: {why}");
+                if let Some(c) = template.class {
+                    assert_eq!(class, c, "{name} {tool}");
+                } else {
+                    assert!(why.contains("nothing proposed"), "{name} {tool}: {why}");
+                }
+            }
+        }
+        // The case the two used to disagree on: an update the server calls destructive.
+        let destructive = json!({"annotations": {"readOnlyHint": false, "destructiveHint": true}});
+        assert_eq!(propose_class("write_note", &destructive, None).0, "delete");
         assert_eq!(propose_channel("/filePath", None).0, "authority");
         assert_eq!(propose_channel("/recipient", None).0, "authority");
         assert_eq!(propose_channel("/body", None).0, "data");

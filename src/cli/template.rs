@@ -32,9 +32,14 @@ pub enum Source<'a> {
 }
 
 /// The hint for a problem of one review: `rel` is the problem's pointer below
-/// `/servers/KEY/reviews/TOOL` (tokens unescaped), `message` its text. It names the flag to add
+/// `/servers/KEY/reviews/TOOL` (tokens unescaped), `kind` its kind. It names the flag to add
 /// (flags) or the field to set in the file, in dotted form valid inside the tool's TOML table.
-pub fn hint(tool: &str, rel: &[String], message: &str, source: Source<'_>) -> String {
+pub fn hint(
+    tool: &str,
+    rel: &[String],
+    kind: &manifest::ProblemKind,
+    source: Source<'_>,
+) -> String {
     let field = rel.join(".");
     let values = |key: &str| -> &'static str {
         match key {
@@ -55,16 +60,20 @@ pub fn hint(tool: &str, rel: &[String], message: &str, source: Source<'_>) -> St
             _ => format!("{key}=VALUE"),
         }
     };
-    // When the answer is there but says the tool is unsuitable, no flag fixes that.
-    if message.contains(" is false: such a tool is outside") {
-        return "if that is your answer, leave the tool unreviewed (it is then not served)".into();
-    }
-    // "argument \"/b\" is not classified": the argument's pointer, when it is plain.
-    let argument = message
-        .strip_prefix("argument \"")
-        .and_then(|m| m.split_once("\" is not classified"))
-        .map(|(p, _)| p.to_string())
-        .filter(|p| !p.contains(['\\', '"']));
+    let argument = match kind {
+        // When the answer is there but says the tool is unsuitable, no flag fixes that.
+        manifest::ProblemKind::Unsuitable => {
+            return "if that is your answer, leave the tool unreviewed (it is then not served)"
+                .into()
+        }
+        // An unclassified argument is named in the hint only when its pointer is plain: one
+        // that Rust's debug form shows as it is, without escapes. A quote, a backslash, a control
+        // or hidden character would need escaping in both the flag and the TOML key.
+        manifest::ProblemKind::Unclassified(p) if format!("{p:?}") == format!("\"{p}\"") => {
+            Some(p.clone())
+        }
+        _ => None,
+    };
     let shown = crate::snapshot::diff::display_name(tool);
     match source {
         Source::Flags => match rel.first().map(String::as_str) {
@@ -221,13 +230,22 @@ fn comment_text(s: &str, max: usize) -> String {
 /// A proposed operation class: `None` when the template must not propose one.
 pub(crate) struct ClassProposal {
     pub class: Option<&'static str>,
+    /// Where the proposal comes from (or, with no class, why there is none), after "proposed".
     pub why: String,
     /// Set when the proposal rests on the server's own claims or they contradict the name: the
     /// person must look.
     pub flag: Option<String>,
+    /// The class a prompt offers when it must offer one: `class`, or with none proposed the
+    /// stricter of the classes in conflict (the terminal review asks; the template leaves it
+    /// to be written).
+    pub default: &'static str,
 }
 
-/// The operation class the template proposes, from the name's verb and the annotations.
+/// The operation class proposed for a tool, from its name's verb and the server's annotations:
+/// the one answer of the review template and of the terminal review (`review --interactive`).
+/// The server's hints only ever move the proposal toward caution (a read-named tool the server
+/// says writes is proposed `update`, an update it calls destructive `delete`); a hint toward
+/// harmlessness that contradicts the name proposes nothing.
 pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
     let hint = |k: &str| {
         tool.pointer(&format!("/annotations/{k}"))
@@ -235,7 +253,13 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
     };
     let (ro, de) = (hint("readOnlyHint"), hint("destructiveHint"));
     let (by_name, verb) = super::interactive::class_of_name(name);
-    let p = |class, why: String, flag: Option<String>| ClassProposal { class, why, flag };
+    let p =
+        |class: Option<&'static str>, why: String, flag: Option<String>, default| ClassProposal {
+            class,
+            why,
+            flag,
+            default: class.unwrap_or(default),
+        };
     match (by_name, ro, de) {
         (Some(c), Some(true), _) if c != "read" => p(
             None,
@@ -244,11 +268,21 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
                 "CONFLICT: the server claims {} is read-only, its name says {c}; a server can claim anything, so nothing is proposed: write the class yourself",
                 crate::snapshot::diff::display_name(name)
             )),
+            if de == Some(true) { "delete" } else { c },
         ),
         (Some("read"), _, Some(true)) | (Some("read"), Some(false), _) => p(
             Some("update"),
             format!("the name's verb {verb:?} reads like a read, but the server's hints say it writes: the cautious class is proposed"),
             Some("the name and the server's hints disagree: check what it does".into()),
+            "update",
+        ),
+        // A destructive update is proposed as the stricter class: the server says the tool
+        // may destroy what it touches, which is what `delete` tells a policy.
+        (Some("update"), _, Some(true)) => p(
+            Some("delete"),
+            format!("from the server's destructiveHint: the name's verb {verb:?} says update, and a destructive update is the stricter delete"),
+            None,
+            "delete",
         ),
         (Some(c), _, _) => p(
             Some(c),
@@ -257,22 +291,26 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
                 if ro == Some(true) { " (the server's readOnlyHint agrees)" } else { "" }
             ),
             None,
+            c,
         ),
         (None, Some(true), Some(true)) => p(
             None,
             "the server's hints say both read-only and destructive".into(),
             Some("CONFLICT: readOnlyHint and destructiveHint are both true; nothing is proposed: write the class yourself".into()),
+            "delete",
         ),
-        (None, _, Some(true)) => p(Some("delete"), "from the server's destructiveHint".into(), None),
+        (None, _, Some(true)) => p(Some("delete"), "from the server's destructiveHint".into(), None, "delete"),
         (None, Some(true), _) => p(
             Some("read"),
             "only from the server's own readOnlyHint (a hint, not a fact)".into(),
             Some("read rests only on what the server says about itself: check it".into()),
+            "read",
         ),
         _ => p(
             Some("update"),
             "nothing says what it does, so the cautious answer (a write) is proposed".into(),
             None,
+            "update",
         ),
     }
 }
@@ -555,14 +593,44 @@ mod tests {
         );
     }
 
+    /// A tool named with an update verb that the server calls destructive is proposed as the
+    /// stricter `delete` (it was `update` here and `delete` in the terminal review); without the
+    /// hint, or with it false, the name's update stands.
+    #[test]
+    fn a_destructive_update_proposes_the_stricter_class() {
+        let destructive = json!({"annotations": {"readOnlyHint": false, "destructiveHint": true}});
+        let p = propose_class("write_file", &destructive);
+        assert_eq!((p.class, p.default), (Some("delete"), "delete"));
+        assert!(p.why.contains("destructiveHint"), "{}", p.why);
+        assert!(p.flag.is_none());
+        let additive = json!({"annotations": {"destructiveHint": false}});
+        assert_eq!(propose_class("write_file", &additive).class, Some("update"));
+        assert_eq!(
+            propose_class("write_file", &json!({})).class,
+            Some("update")
+        );
+        // A conflict proposes nothing, and offers a prompt the stricter side.
+        let both = json!({"annotations": {"readOnlyHint": true, "destructiveHint": true}});
+        let p = propose_class("write_file", &both);
+        assert_eq!((p.class, p.default), (None, "delete"));
+        let p = propose_class(
+            "delete_all",
+            &json!({"annotations": {"readOnlyHint": true}}),
+        );
+        assert_eq!((p.class, p.default), (None, "delete"));
+        let p = propose_class("add_note", &json!({"annotations": {"readOnlyHint": true}}));
+        assert_eq!((p.class, p.default), (None, "create"));
+    }
+
     #[test]
     fn hints_name_flags_and_fields() {
         let rel = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let other = manifest::ProblemKind::Other;
         assert_eq!(
             hint(
                 "t",
                 &rel(&["assertions", "concurrency"]),
-                "must be",
+                &other,
                 Source::Flags
             ),
             "give --assert concurrency=safe|serialize"
@@ -570,10 +638,70 @@ mod tests {
         let f = hint(
             "t",
             &rel(&["inputChannels"]),
-            "argument \"/b\" is not classified (data, instruction or authority)",
+            &manifest::ProblemKind::Unclassified("/b".into()),
             Source::File(Path::new("r.toml")),
         );
         assert_eq!(f, "in r.toml, tool t: add inputChannels.\"/b\" = \"data\", \"instruction\" or \"authority\"");
-        assert!(hint("t", &rel(&["reviewer"]), "missing", Source::Flags).contains("--reviewer ID"));
+        assert!(hint("t", &rel(&["reviewer"]), &other, Source::Flags).contains("--reviewer ID"));
+    }
+
+    /// The hints follow the kind `validate_review` gives each problem, not the problem's words:
+    /// an assertion answered false is answered by leaving the tool unreviewed, an unclassified
+    /// argument is named when its pointer is plain and only described when it is not.
+    #[test]
+    fn hints_follow_the_kind_of_each_review_problem() {
+        let tool = json!({"inputSchema": {"type": "object", "properties": {
+            "b": {"type": "string"}, "c\"d": {"type": "string"}, "e\u{7f}": {"type": "string"}}}});
+        let review = json!({"reviewer": "me", "reviewedAt": "2026-01-01T00:00:00Z",
+            "assertions": {"headless": false, "independentCalls": true, "modelBacked": false,
+                           "sideEffects": [], "concurrency": "safe", "referenceBasedIO": true},
+            "inputChannels": {}});
+        let at = "/servers/s/reviews/t";
+        let problems =
+            manifest::validate_review(at, &tool, &review, &manifest::Acceptance::default());
+        let hints: Vec<(String, String, String)> = problems
+            .iter()
+            .map(|p| {
+                let rel = manifest::pointer_tokens(p.pointer.strip_prefix(at).unwrap()).unwrap();
+                (
+                    p.pointer.clone(),
+                    hint("t", &rel, &p.kind, Source::Flags),
+                    hint("t", &rel, &p.kind, Source::File(Path::new("r.toml"))),
+                )
+            })
+            .collect();
+        let unsuitable =
+            "if that is your answer, leave the tool unreviewed (it is then not served)";
+        let c = "/servers/s/reviews/t/inputChannels";
+        assert_eq!(
+            hints,
+            [
+                (
+                    "/servers/s/reviews/t/assertions/headless".to_string(),
+                    unsuitable.to_string(),
+                    unsuitable.to_string()
+                ),
+                (
+                    c.into(),
+                    "give --channel /b=data|instruction|authority".into(),
+                    "in r.toml, tool t: add inputChannels.\"/b\" = \"data\", \"instruction\" or \"authority\"".into()
+                ),
+                (
+                    c.into(),
+                    "give --channel POINTER=data|instruction|authority for the argument named".into(),
+                    "in r.toml, tool t: add the argument named to inputChannels".into()
+                ),
+                (
+                    c.into(),
+                    "give --channel POINTER=data|instruction|authority for the argument named".into(),
+                    "in r.toml, tool t: add the argument named to inputChannels".into()
+                ),
+            ]
+        );
+        assert_eq!(problems[0].kind, manifest::ProblemKind::Unsuitable);
+        assert_eq!(
+            problems[1].kind,
+            manifest::ProblemKind::Unclassified("/b".into())
+        );
     }
 }

@@ -288,12 +288,26 @@ pub fn layer(
         &text,
         &format!("the effective policy of {f_origin} and {u_origin}"),
     )?;
-    Ok(Layered {
+    let layered = Layered {
         policy,
         floor: Some(f_origin.to_string()),
         origins,
         floor_keys,
-    })
+    };
+    // A destination of the user's `sandbox.connect` becomes a connect grant of its port, which
+    // the key-by-key overlay cannot see against the floor's `sandbox.tcp_connect` (another key).
+    // It is checked here, where every command reads the policy (the proxy, capture, check,
+    // sandbox-check, wrap), so that no path can start a server with a port the floor leaves out.
+    layered.check_connect(&[]).map_err(|message| {
+        let line = line_of(u_text, &["sandbox".to_string(), "connect".to_string()]);
+        PolicyError::Invalid {
+            origin: u_origin.to_string(),
+            line,
+            column: 1,
+            message,
+        }
+    })?;
+    Ok(layered)
 }
 
 struct Ctx<'a> {
@@ -761,6 +775,23 @@ mod tests {
         assert!(l
             .check_overrides(None, None, &[], &[], &["HOME".to_string()])
             .is_ok());
+    }
+
+    #[test]
+    fn layering_refuses_a_user_destination_beyond_the_floors_ports() {
+        let floor = "[sandbox]\ntcp_connect = [5432]\n";
+        let user = "# mine\n[sandbox]\nconnect = [\"127.0.0.1:22\"]\n";
+        let e = layer(Some((floor, "floor.toml")), Some((user, "user.toml")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("user.toml:3:")
+                && e.contains("sandbox.connect 127.0.0.1:22 cannot loosen sandbox.tcp_connect")
+                && e.contains("floor.toml:2"),
+            "{e}"
+        );
+        let user = "[sandbox]\nconnect = [\"127.0.0.1:5432\"]\n";
+        assert!(layer(Some((floor, "floor.toml")), Some((user, "user.toml"))).is_ok());
     }
 
     #[test]

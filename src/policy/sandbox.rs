@@ -46,9 +46,15 @@ pub struct Sandbox {
     pub scope_abstract_unix_sockets: bool,
     /// When mcpguard runs as root: run the server as uid/gid 65534 in a user namespace of its
     /// own, so that ordinary file permissions bind it (root-only files in a read grant stay
-    /// unreadable) and the process limit counts it. The grants must then be reachable by that
-    /// id: root-owned 0700 folders (such as /root) and root-owned writable grants are not.
+    /// unreadable) and the process limit counts it. A grant that id cannot reach (under the
+    /// 0700 /root, or root-owned and granted for writing) is seen through an ID-mapped mount
+    /// where root's files are its own.
     pub drop_root: bool,
+    /// Name at the default level every open and bind the sandbox refuses, with the flag that
+    /// allows it (`sandbox::observe`: each observed call waits for one round trip to
+    /// mcpguard). `false` observes no open or bind; the connects of `connect` destinations are
+    /// still made by mcpguard, which enforces their address.
+    pub explain_denials: bool,
     /// Environment variables passed to the server: exact names, or a prefix ending in `*`.
     pub env: Vec<String>,
     pub limits: SandboxLimits,
@@ -136,6 +142,7 @@ impl Default for Sandbox {
             scope_signals: true,
             scope_abstract_unix_sockets: true,
             drop_root: DEFAULT_DROP_ROOT,
+            explain_denials: true,
             env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
             limits: SandboxLimits::default(),
         }
@@ -284,10 +291,11 @@ impl Default for SandboxLimits {
     }
 }
 
-/// The default `sandbox.drop_root`: off, because uid 65534 cannot reach what root's servers
-/// usually run from and write to (interpreters and caches under the 0700 `/root`, root-owned
-/// project folders granted for writing); the report names what keeping uid 0 leaves open.
-pub const DEFAULT_DROP_ROOT: bool = false;
+/// The default `sandbox.drop_root`: on, so that root's server never runs as uid 0 (issue 31).
+/// What uid 65534 could not reach otherwise (interpreters and caches under the 0700 `/root`,
+/// root-owned project folders granted for writing) it sees through ID-mapped mounts
+/// (`sandbox::isolate::Idmapped`).
+pub const DEFAULT_DROP_ROOT: bool = true;
 
 /// The default `sandbox.limits.processes`: node starts about a dozen threads, and npx and uv
 /// start a few processes each, so this leaves room for a server that runs tools as processes

@@ -1001,23 +1001,10 @@ fn every_key() -> Vec<String> {
     keys
 }
 
-/// Keys whose row in docs/policy.md names no test that proves them as an attack would meet
-/// them yet. This list may only shrink: a key that gets a test must leave it (issue 32).
-const UNPROVEN: &[&str] = &[
-    "confirmation.allow_tool_for_session",
-    "sandbox.allow_other_sockets",
-    "sandbox.allow_unix_sockets",
-    "sandbox.limits.address_space_mb",
-    "sandbox.limits.core_dumps",
-    "sandbox.limits.open_files",
-    "sandbox.preset",
-    "sandbox.scope_abstract_unix_sockets",
-];
-
 /// The mechanism of issue 32: docs/policy.md's table "Every key and the test that proves it"
 /// has one row per key of the policy document, and each test it names exists in the tests
-/// tree (`module::function`, a `fn function(` in `tests/integration/module.rs`). A key without
-/// a test says `none` and is listed in [`UNPROVEN`].
+/// tree (`module::function`, a `fn function(` in `tests/integration/module.rs`). A key
+/// without a test fails: a key that cannot be proven is removed rather than claimed.
 #[test]
 fn every_policy_key_has_a_row_naming_an_existing_test() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -1040,14 +1027,9 @@ fn every_policy_key_has_a_row_naming_an_existing_test() {
             problems.push(format!("{key}: no row"));
             continue;
         };
-        if tests == "none" {
-            if !UNPROVEN.contains(&key.as_str()) {
-                problems.push(format!("{key}: says none but is not in UNPROVEN"));
-            }
+        if tests.is_empty() || tests == "none" {
+            problems.push(format!("{key}: names no test"));
             continue;
-        }
-        if UNPROVEN.contains(&key.as_str()) {
-            problems.push(format!("{key}: has a test; take it out of UNPROVEN"));
         }
         for named in tests.split(", ") {
             let named = named.trim_matches('`');

@@ -123,17 +123,28 @@ pub fn spawn_with(
         });
     }
     let sandboxed = sandbox.is_some();
-    let spawned = cmd.spawn();
-    if let (Ok(_), Some(observer)) = (&spawned, sandbox.and_then(|s| s.observer.as_ref())) {
+    if let Some(observer) = sandbox.and_then(|s| s.observer.as_ref()) {
         // What the sandbox refuses is named at the default level (`sandbox::observe`); the
         // path or address comes from the server, so it is made harmless like its stderr.
-        observer.start(Arc::new(|line: &str| {
-            crate::process::diag::emit(
-                crate::protocol::Level::Warn,
-                &sanitize::clean(line, Clean::LINE),
-            )
-        }));
+        // Started before the spawn: the observer sees the server's own exec, and `spawn`
+        // returns only once that exec is done, so a thread started after it would never be
+        // there to let the exec continue.
+        observer.start(
+            Arc::new(|line: &str| {
+                crate::process::diag::emit(
+                    crate::protocol::Level::Warn,
+                    &sanitize::clean(line, Clean::LINE),
+                )
+            }),
+            Arc::new(|line: &str| {
+                crate::process::diag::emit(
+                    crate::protocol::Level::Debug,
+                    &sanitize::clean(line, Clean::LINE),
+                )
+            }),
+        );
     }
+    let spawned = cmd.spawn();
     spawned.map_err(|e| {
         let (reason, exit_code) = match e.kind() {
             io::ErrorKind::NotFound => (
@@ -237,5 +248,18 @@ pub fn relay_stderr(mut src: impl Read, watch: Option<DenialWatch>) {
     }
     if !pending.is_empty() {
         emit(&pending);
+    }
+}
+
+/// Says at the default level the sandbox denials noted at the debug level since the last call
+/// (`sandbox::observe::take_held`): called when the server then failed — a tool call answered
+/// with an error, a failed exit — so that a denial is named when it mattered and a server
+/// that handled it itself stays quiet.
+pub fn name_held_denials() {
+    for line in crate::sandbox::observe::take_held() {
+        crate::process::diag::emit(
+            crate::protocol::Level::Warn,
+            &sanitize::clean(&line, Clean::LINE),
+        );
     }
 }

@@ -209,6 +209,7 @@ impl Client {
         if exited {
             let _ = s.stderr_done.recv_timeout(Duration::from_millis(500));
         }
+        crate::process::child::name_held_denials();
         let watch = s.watch.lock().unwrap_or_else(|p| p.into_inner());
         format!(
             "\n  {}",

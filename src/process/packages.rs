@@ -114,6 +114,12 @@ pub struct Package {
     /// `sha256:HEX`, the install's content digest ([`content_digest`]). `None` in a record
     /// captured before content pinning: such a record is refused at start (capture again).
     pub content: Option<String>,
+    /// `builtFromSource`: the PyPI packages of the install that were built from source at
+    /// capture (`--build-from-source`), whose build scripts ran outside the sandbox: normalized
+    /// names, sorted, as the install itself says ([`built_from_source`]). A start refuses an
+    /// install whose list differs from the record's, so a record that does not say a package
+    /// was built (one from before mcpguard recorded it) never runs such an install.
+    pub built_from_source: Vec<String>,
 }
 
 impl Package {
@@ -133,6 +139,9 @@ impl Package {
         if let (false, Some(o)) = (self.with.is_empty(), v.as_object_mut()) {
             o.insert("with".into(), json!(self.with));
         }
+        if let (false, Some(o)) = (self.built_from_source.is_empty(), v.as_object_mut()) {
+            o.insert("builtFromSource".into(), json!(self.built_from_source));
+        }
         v
     }
 
@@ -144,6 +153,21 @@ impl Package {
                 .ok_or_else(|| format!("the snapshot's package record has no string `{k}`"))
         };
         let eco = field("ecosystem")?;
+        let list = |k: &str| -> Result<Vec<String>, String> {
+            match v.get(k) {
+                None => Ok(Vec::new()),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|w| w.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(format!(
+                        "the snapshot's package record has a `{k}` that is not a list of strings"
+                    )),
+                Some(_) => Err(format!(
+                    "the snapshot's package record has a `{k}` that is not a list"
+                )),
+            }
+        };
         Ok(Package {
             ecosystem: Ecosystem::from_name(&eco)
                 .ok_or_else(|| format!("the snapshot's package ecosystem {eco:?} is unknown"))?,
@@ -152,21 +176,8 @@ impl Package {
             integrity: field("integrity")?,
             requested: field("requested")?,
             bin: field("bin")?,
-            with: match v.get("with") {
-                None => Vec::new(),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|w| w.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or(
-                        "the snapshot's package record has a `with` that is not a list of strings",
-                    )?,
-                Some(_) => {
-                    return Err(
-                        "the snapshot's package record has a `with` that is not a list".into(),
-                    )
-                }
-            },
+            with: list("with")?,
+            built_from_source: list("builtFromSource")?,
             content: match v.get("content") {
                 None => None,
                 Some(Value::String(c)) => Some(c.clone()),
@@ -685,6 +696,7 @@ fn install_npm(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, String
         bin: String::new(),
         with: Vec::new(),
         content: Some(content.digest),
+        built_from_source: Vec::new(),
     };
     npm_command(r, package, &dest)
 }
@@ -848,7 +860,7 @@ fn no_build_hint(error: String, what: &str) -> String {
             .join(" ")
     };
     format!(
-        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it runs its build script outside the sandbox with your rights before anything was reviewed. If you trust that package's build, allow exactly it: add {allow} to the `mcpguard capture` or `mcpguard update` that failed (and to later `update`s: it is not recorded). Or install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`) and give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
+        "{error}\nmcpguard installs pinned PyPI packages from wheels only: {what} (or a dependency) has only a source distribution, and building it runs its build script outside the sandbox with your rights before anything was reviewed. If you trust that package's build, allow exactly it: add {allow} to the `mcpguard capture` or `mcpguard update` that failed (and to later `update`s: the snapshot records what was built from source, but an update never builds without your word). Or install it yourself into a virtual environment (`uv venv DIR && uv pip install --python DIR/bin/python {what}`) and give the host configuration DIR/bin/<server> as the command; mcpguard then runs it sandboxed as a local program"
     )
 }
 
@@ -885,6 +897,7 @@ fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, Strin
             "installing {exact} twice gave two different packages ({integrity}, then {again}); is the registry or the cache changing under uv?"
         ));
     }
+    let built = built_from_source(&dest)?;
     let content = content_digest(&dest)?;
     let package = Package {
         ecosystem: Ecosystem::Pypi,
@@ -895,8 +908,40 @@ fn install_pypi(r: &Runner, store: &Path, tmp: &Path) -> Result<Installed, Strin
         bin: r.bin.clone().unwrap_or_else(|| r.name.clone()),
         with: r.with.clone(),
         content: Some(content.digest),
+        built_from_source: built,
     };
     pypi_command(r, package, &dest)
+}
+
+/// The site-packages folder of a virtual environment.
+fn site_packages(venv: &Path) -> Result<PathBuf, String> {
+    let lib = venv.join("lib");
+    std::fs::read_dir(&lib)
+        .map_err(|e| format!("cannot read {}: {e}", lib.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .ok_or_else(|| format!("{} has no site-packages", venv.display()))
+}
+
+/// The packages of a PyPI install that uv built from source (normalized names, sorted): uv
+/// writes `uv_build.json` into the `.dist-info` of each distribution it built itself, and
+/// never into one it installed from a wheel.
+pub fn built_from_source(venv: &Path) -> Result<Vec<String>, String> {
+    let site = site_packages(venv)?;
+    let mut out: Vec<String> = std::fs::read_dir(&site)
+        .map_err(|e| format!("cannot read {}: {e}", site.display()))?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("uv_build.json").is_file())
+        .filter_map(|e| {
+            let f = e.file_name();
+            let stem = f.to_str()?.strip_suffix(".dist-info")?;
+            Some(normalize(stem.rsplit_once('-')?.0))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// PEP 503 normalization: lowercase, runs of `-`, `_` and `.` as one `-`.
@@ -917,13 +962,7 @@ fn normalize(name: &str) -> String {
 /// The installed version of `name` in a virtual environment, and the SHA-256 of its RECORD.
 fn pypi_record(venv: &Path, name: &str) -> Result<(String, String), String> {
     let want = normalize(name);
-    let lib = venv.join("lib");
-    let site = std::fs::read_dir(&lib)
-        .map_err(|e| format!("cannot read {}: {e}", lib.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("site-packages"))
-        .find(|p| p.is_dir())
-        .ok_or_else(|| format!("{} has no site-packages", venv.display()))?;
+    let site = site_packages(venv)?;
     for entry in std::fs::read_dir(&site)
         .map_err(|e| format!("cannot read {}: {e}", site.display()))?
         .filter_map(Result::ok)
@@ -950,9 +989,18 @@ fn pypi_record(venv: &Path, name: &str) -> Result<(String, String), String> {
         // The files inside site-packages, with the hashes the installer checked. Entries outside
         // it (`../../../bin/…`) are console-script wrappers the installer wrote for this
         // folder, whose first line names its interpreter, so they differ by location.
+        // `uv_cache.json` is uv's own note of when it built a package from source (a
+        // timestamp): the first install of a capture has it and the second, from uv's cache,
+        // does not, so it would make two installs of the same build differ. It holds no code.
         let mut lines: Vec<&str> = record
             .lines()
             .filter(|l| !l.starts_with("../") && !l.is_empty())
+            .filter(|l| {
+                !l.split(',')
+                    .next()
+                    .unwrap_or("")
+                    .ends_with(".dist-info/uv_cache.json")
+            })
             .collect();
         lines.sort_unstable();
         let hash = Sha256::digest(lines.join("\n").as_bytes());
@@ -1095,6 +1143,31 @@ fn verify_in(r: &Runner, pin: &Package, dir: &Path) -> Result<Installed, String>
             pin.integrity
         ));
     }
+    // What was built from source, as the install says (uv's marker files, covered by the
+    // content digest below) against the record: a record that does not say so (one written
+    // before mcpguard recorded it, or edited) is refused rather than run as a wheels-only
+    // install.
+    let built = match pin.ecosystem {
+        Ecosystem::Npm => Vec::new(),
+        Ecosystem::Pypi => built_from_source(&dir)?,
+    };
+    if built != pin.built_from_source {
+        let say = |l: &[String]| {
+            if l.is_empty() {
+                "nothing (wheels only)".to_string()
+            } else {
+                l.join(", ")
+            }
+        };
+        return Err(format!(
+            "the install of {} in {} was built from source for {}, but the snapshot's package record says {}; \
+             run `mcpguard update` (with --build-from-source for each package you allow to be built) or capture again",
+            pin.label(),
+            dir.display(),
+            say(&built),
+            say(&pin.built_from_source)
+        ));
+    }
     let Some(pinned) = &pin.content else {
         return Err(format!(
             "the snapshot pins {} by its label only (it was captured before mcpguard recorded an install's content), \
@@ -1216,6 +1289,7 @@ mod tests {
             bin: "x".into(),
             with: Vec::new(),
             content: Some("sha256:00".into()),
+            built_from_source: Vec::new(),
         };
         assert_eq!(Package::from_json(&p.to_json()).unwrap(), p);
         // Without `--with` packages the record has no `with` (it is the record it always was).
@@ -1225,6 +1299,17 @@ mod tests {
             ..p.clone()
         };
         assert_eq!(Package::from_json(&with.to_json()).unwrap(), with);
+        // What was built from source is recorded (and only when anything was).
+        assert!(p.to_json().get("builtFromSource").is_none());
+        let built = Package {
+            built_from_source: vec!["pandoc".into()],
+            ..p.clone()
+        };
+        assert_eq!(built.to_json()["builtFromSource"], json!(["pandoc"]));
+        assert_eq!(Package::from_json(&built.to_json()).unwrap(), built);
+        let mut bad = built.to_json();
+        bad["builtFromSource"] = json!("pandoc");
+        assert!(Package::from_json(&bad).is_err());
         assert!(Package::from_json(&json!({"ecosystem": "cargo"})).is_err());
         // A record from before content pinning reads (so that update can replace it), without
         // content; one whose content is not a string does not.
@@ -1233,6 +1318,25 @@ mod tests {
         assert_eq!(Package::from_json(&old).unwrap().content, None);
         old["content"] = json!(1);
         assert!(Package::from_json(&old).is_err());
+    }
+
+    #[test]
+    fn the_packages_uv_built_are_those_with_its_build_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("lib/python3.11/site-packages");
+        for d in [
+            "Foo_Bar-1.0.dist-info",
+            "wheel_only-2.0.dist-info",
+            "pandoc-2.4.dist-info",
+        ] {
+            std::fs::create_dir_all(site.join(d)).unwrap();
+        }
+        std::fs::write(site.join("Foo_Bar-1.0.dist-info/uv_build.json"), "{}").unwrap();
+        std::fs::write(site.join("pandoc-2.4.dist-info/uv_build.json"), "{}").unwrap();
+        assert_eq!(
+            built_from_source(dir.path()).unwrap(),
+            vec!["foo-bar".to_string(), "pandoc".to_string()]
+        );
     }
 
     #[test]
@@ -1305,6 +1409,7 @@ mod tests {
             bin: "srv".into(),
             with: Vec::new(),
             content: Some("sha256:00".into()),
+            built_from_source: Vec::new(),
         };
         let nowhere = Path::new("/nonexistent-mcpguard-store");
         let e = verify(&runner("npx -y srv@1.0.1"), &pin, nowhere).unwrap_err();
@@ -1323,6 +1428,7 @@ mod tests {
             bin: "srv".into(),
             with: vec!["mcp==1.30.0".into()],
             content: Some("sha256:00".into()),
+            built_from_source: Vec::new(),
         };
         for (cmd, said) in [
             ("uvx srv==1.0.0", "with no --with package"),

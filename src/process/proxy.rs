@@ -97,9 +97,6 @@ pub enum Outcome {
 /// The exit status after an internal error (a panic): `EX_SOFTWARE` of sysexits(3).
 pub const EXIT_INTERNAL_ERROR: u8 = 70;
 
-/// The JSON-RPC "Internal error" code, for a request whose decision panicked.
-const JSONRPC_INTERNAL_ERROR: i64 = -32603;
-
 #[derive(Debug)]
 enum Event {
     HostEof,
@@ -598,6 +595,10 @@ pub fn run(opts: Options) -> io::Result<Outcome> {
     let ended_by = std::os::unix::process::ExitStatusExt::signal(&status)
         .and_then(|s| Signal::try_from(s).ok())
         .filter(|s| (sent_term && *s == Signal::SIGTERM) || (sent_kill && *s == Signal::SIGKILL));
+    if !status.success() && ended_by.is_none() {
+        // The server failed: what the sandbox denied it is said at the default level.
+        crate::process::child::name_held_denials();
+    }
     // A sandboxed server that failed before it said anything most likely lacked a grant: say
     // what the sandbox may have denied, since the server's own words rarely point there.
     if let (Some(prepared), Some(watch)) = (&opts.sandbox, &watch) {
@@ -670,7 +671,7 @@ fn end_after_panic(
         }
         out.push(Out::Host(Bytes::from(crate::wire::message::error_response(
             Some(&id),
-            JSONRPC_INTERNAL_ERROR,
+            crate::wire::message::INTERNAL_ERROR,
             "mcpguard: an internal error (a bug in mcpguard) ended the session while it decided this request; the server was stopped. See mcpguard's stderr",
             None,
         ))));
@@ -1146,7 +1147,11 @@ impl Sinks {
         // A failed server stdin means the server is exiting; its exit is reported separately.
         let _ = self.server.send(to_server, route == Route::FromHost);
         // Explained after the messages went on: the explanation may wait briefly for the
-        // server's stderr, and the host's answer must not wait with it.
+        // server's stderr, and the host's answer must not wait with it. The call failed, so
+        // the denials the sandbox observer held are said now.
+        if !failed_calls.is_empty() {
+            crate::process::child::name_held_denials();
+        }
         for (tool, text) in failed_calls {
             let text = self.with_stderr_denials(text);
             if let Some(why) = self

@@ -51,6 +51,11 @@ pub enum Errno {
     /// EROFS, "Read-only file system": the mount namespace keeps everything but the writable
     /// grants read-only.
     Erofs,
+    /// Not a permission error: a package's compiled addon (`build/Release/x.node`, a prebuilt
+    /// binary) is missing because its install script never ran (`npm --ignore-scripts`, as
+    /// mcpguard's package store installs). Recorded with the denials so that every explanation
+    /// says it instead of blaming the sandbox.
+    NoAddon,
 }
 
 impl Errno {
@@ -59,6 +64,7 @@ impl Errno {
             Errno::Eacces => "EACCES",
             Errno::Eperm => "EPERM",
             Errno::Erofs => "EROFS",
+            Errno::NoAddon => "compiled addon missing",
         }
     }
 }
@@ -75,6 +81,13 @@ pub struct Denial {
 /// Reads one (sanitized) stderr line: a denial, or nothing.
 pub fn denial(line: &str) -> Option<Denial> {
     let lower = line.to_ascii_lowercase();
+    if missing_addon(&lower) {
+        return Some(Denial {
+            line: line.to_string(),
+            errno: Errno::NoAddon,
+            path: named_path(line),
+        });
+    }
     let errno = if lower.contains("read-only file system") || line.contains("EROFS") {
         Errno::Erofs
     } else if lower.contains("permission denied")
@@ -95,6 +108,44 @@ pub fn denial(line: &str) -> Option<Denial> {
         errno,
         path: named_path(line),
     })
+}
+
+/// Whether a (lower-cased) stderr line says a package's compiled addon is missing: node's
+/// `Cannot find module '…/build/Release/x.node'`, the `bindings` package's "Could not locate the
+/// bindings file", `node-gyp-build`'s "No native build was found".
+fn missing_addon(lower: &str) -> bool {
+    lower.contains("could not locate the bindings file")
+        || lower.contains("no native build was found")
+        || ((lower.contains("cannot find module") || lower.contains("no such file"))
+            && (lower.contains(".node'")
+                || lower.contains(".node\"")
+                || lower.contains("build/release/")))
+}
+
+/// The hint for a missing compiled addon: not the sandbox, but an install script that never ran.
+const NO_ADDON: &str = "a compiled addon of the package is missing: its install script (which builds or downloads it) never ran, because mcpguard installs pinned npm packages with --ignore-scripts (an install script would run outside the sandbox with your rights before any review) or the package was installed so; no grant fixes this. Install the package by hand where you accept its install script (`npm install PKG` in a folder of its own), run it by its entry point (`node /abs/node_modules/PKG/…`), and wrap that command";
+
+/// The package runner a server command starts (`uvx`, `npx`, `uv run`, `uv tool run`, `pipx
+/// run`, `pnpm dlx`, `bunx`), which resolves and installs the package at each start.
+fn package_runner(command: &[OsString]) -> Option<String> {
+    let word = |i: usize| {
+        command
+            .get(i)
+            .map(|w| w.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let program = Path::new(&word(0))
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match (program.as_str(), word(1).as_str(), word(2).as_str()) {
+        ("uvx" | "npx" | "bunx" | "pnpx", _, _) => Some(program),
+        ("uv", "run", _) | ("pipx", "run", _) | ("pnpm" | "yarn", "dlx", _) => {
+            Some(format!("{program} {}", word(1)))
+        }
+        ("uv", "tool", "run") => Some("uv tool run".into()),
+        _ => None,
+    }
 }
 
 /// The first absolute path a line names: inside quotes (`'…'`, `"…"`, as python and node write
@@ -202,6 +253,13 @@ impl Context {
     }
 }
 
+/// The `.git` folder `path` is in (the nearest ancestor of that name, the path itself included).
+fn git_folder(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == ".git"))
+        .map(Path::to_path_buf)
+}
+
 /// The explanation of a sandboxed server's failure, as indented lines to append to the error:
 /// what the sandbox most likely denied, the flag or key that grants it, and the `sandbox-check`
 /// command to try it with.
@@ -212,6 +270,11 @@ pub fn explain(ctx: &Context, ending: &Ending, denials: &[Denial], command: &[Os
     ];
     let mut read = Vec::new();
     let mut write = Vec::new();
+    if let Some(runner) = package_runner(command) {
+        lines.push(format!(
+            "- the server command starts `{runner}`, which resolves the package from the registry and installs it into its own folders at every start; the sandbox gives it no network and no write to those folders, so it fails on the first of them it reaches (a file it cannot create, a connection refused or a name not resolved) — that is the launch shape, not a data grant. Pin it: `mcpguard capture` with this command installs the package into mcpguard's package store, and the wrapped entry then starts it from there; or, if you installed the server in a virtual environment or a folder of your own, start it from there (`/path/to/venv/bin/SERVER`, `/path/to/venv/bin/python -m MODULE`, `node /abs/node_modules/PKG/…`) in place of `{runner}` and run `mcpguard wrap` again"
+        ));
+    }
     match ending {
         Ending::Exited(126) => lines.push(
             "- status 126 means a program could not be executed: its directory or its interpreter's is not executable in the sandbox; grant that directory with sandbox.execute in the policy (a writable grant is never executable)".into(),
@@ -230,7 +293,7 @@ pub fn explain(ctx: &Context, ending: &Ending, denials: &[Denial], command: &[Os
     for d in denials {
         let mut text = format!("- its stderr said {:?} ({})", d.line, d.errno.name());
         match &d.path {
-            Some(path) => {
+            Some(path) if d.errno != Errno::NoAddon => {
                 let suggestion = suggest(ctx, d.errno, path, *ending == Ending::Exited(126));
                 text.push_str(&format!(": {}", suggestion.text));
                 match suggestion.grant {
@@ -239,7 +302,9 @@ pub fn explain(ctx: &Context, ending: &Ending, denials: &[Denial], command: &[Os
                     None => {}
                 }
             }
-            None => text.push_str(match d.errno {
+            _ if d.errno == Errno::NoAddon => text.push_str(&format!(": {NO_ADDON}")),
+            _ => text.push_str(match d.errno {
+                Errno::NoAddon => "",
                 Errno::Eacces => ": a path outside the grants; grant it with --sandbox-read PATH (sandbox.read), --sandbox-write PATH if the server writes there (sandbox.read_write), or sandbox.execute for programs",
                 Errno::Erofs => ": only the writable grants can be written; grant the folder with --sandbox-write PATH (sandbox.read_write)",
                 Errno::Eperm => ": the system-call filter or Landlock refused an operation (linking or renaming across grants, or a refused system call)",
@@ -268,6 +333,12 @@ pub fn explain(ctx: &Context, ending: &Ending, denials: &[Denial], command: &[Os
 /// server needs only for some calls never shows at capture, so this is where it shows first.
 pub fn explain_call(ctx: &Context, tool: &str, text: &str, command: &[OsString]) -> Option<String> {
     let denials: Vec<Denial> = text.lines().filter_map(denial).take(4).collect();
+    if let Some(d) = denials.iter().find(|d| d.errno == Errno::NoAddon) {
+        return Some(format!(
+            "the call of {tool:?} failed, and not because of mcpguard's sandbox: the server said {:?}, so {NO_ADDON}",
+            d.line
+        ));
+    }
     let with_path: Vec<&Denial> = denials.iter().filter(|d| d.path.is_some()).collect();
     if with_path.is_empty() {
         return None;
@@ -359,6 +430,19 @@ fn suggest(ctx: &Context, errno: Errno, path: &Path, exec: bool) -> Suggestion {
             "{} — the system-call filter or Landlock refused an operation on it (linking or renaming across grants needs both ends in one --sandbox-write folder, sandbox.read_write)",
             path.display()
         ),
+        (Errno::Erofs, Some(Access::ReadWrite | Access::ReadWriteExecute))
+            if git_folder(path).is_some() =>
+        {
+            let git = git_folder(path).unwrap_or_else(|| path.to_path_buf());
+            return Suggestion {
+                text: format!(
+                    "{} is in the .git folder of a repository inside a writable grant, which is read-only in the sandbox but for objects, refs and logs, so that the server cannot create a control file (.git/commondir, hooks, config) that git runs later outside it; for a server that must commit (index, HEAD), grant the folder by name: --sandbox-write {} (sandbox.read_write in the policy)",
+                    path.display(),
+                    git.display()
+                ),
+                grant: Some((Access::ReadWrite, git)),
+            };
+        }
         (_, Some(Access::ReadWrite | Access::ReadWriteExecute)) => format!(
             "{} is already granted read-write; if the server executes it, it needs sandbox.execute instead (a writable grant is never executable)",
             path.display()
@@ -524,6 +608,21 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_git_folder_in_a_writable_grant_names_the_git_grant() {
+        let ctx = Context {
+            grants: vec![(Access::ReadWrite, "/srv/repo".into())],
+            ..Context::default()
+        };
+        let d =
+            denial("fatal: Unable to create '/srv/repo/.git/index.lock': Read-only file system")
+                .unwrap();
+        let text = explain(&ctx, &Ending::Exited(128), &[d], &["x".into()]);
+        assert!(text.contains("control file"), "{text}");
+        assert!(text.contains("--sandbox-write /srv/repo/.git"), "{text}");
+        assert!(!text.contains("already granted read-write"), "{text}");
+    }
+
+    #[test]
     fn a_file_in_the_home_directory_is_suggested_alone() {
         let home = tempfile::tempdir().unwrap();
         let file = home.path().join("server.py");
@@ -535,6 +634,79 @@ mod tests {
         let s = suggest(&ctx, Errno::Eacces, &file, false);
         assert_eq!(s.grant, Some((Access::Read, file.clone())));
         assert!(s.text.contains("never granted whole"), "{}", s.text);
+    }
+
+    /// A missing compiled addon is named as an install script that never ran, not as a grant
+    /// the sandbox withheld, at start and at a call.
+    #[test]
+    fn a_missing_native_addon_is_not_blamed_on_the_sandbox() {
+        for line in [
+            "Error: Cannot find module '../build/Release/better_sqlite3.node'",
+            "Error: Could not locate the bindings file. Tried:",
+            "Error: No native build was found for platform=linux arch=x64 runtime=node abi=115",
+            "Error: Cannot find module '/srv/node_modules/x/build/Release/x.node'",
+        ] {
+            let d = denial(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(d.errno, Errno::NoAddon, "{line}");
+            let text = explain(
+                &Context::default(),
+                &Ending::Exited(1),
+                &[d],
+                &["node".into()],
+            );
+            assert!(
+                text.contains("--ignore-scripts") && text.contains("no grant fixes this"),
+                "{text}"
+            );
+            assert!(!text.contains("--sandbox-read /"), "{text}");
+            assert!(
+                !text.contains("its stderr named no permission error"),
+                "{text}"
+            );
+        }
+        let why = explain_call(
+            &Context::default(),
+            "query",
+            "Error: Could not locate the bindings file. Tried:\n → /x/build/x.node",
+            &["node".into()],
+        )
+        .unwrap();
+        assert!(why.contains("not because of mcpguard's sandbox"), "{why}");
+        assert_eq!(denial("Error: Cannot find module 'express'"), None);
+    }
+
+    /// A server started by a package runner that fails under the sandbox is told its launch
+    /// shape and the two fixes, whatever it tripped on first.
+    #[test]
+    fn a_package_runner_entry_is_named_with_its_fix() {
+        let d = denial("error: Could not create temporary file: Permission denied (os error 13) at path \"/h/.local/share/uv/tools/.tmp1\"").unwrap();
+        for (command, runner) in [
+            (vec!["uvx", "mcp-server-time"], "uvx"),
+            (vec!["/usr/bin/npx", "-y", "pkg"], "npx"),
+            (vec!["uv", "tool", "run", "x"], "uv tool run"),
+            (vec!["uv", "run", "--with", "mcp", "x"], "uv run"),
+        ] {
+            let command: Vec<OsString> = command.into_iter().map(OsString::from).collect();
+            let text = explain(
+                &Context::default(),
+                &Ending::Exited(2),
+                std::slice::from_ref(&d),
+                &command,
+            );
+            assert!(
+                text.contains(&format!("the server command starts `{runner}`"))
+                    && text.contains("mcpguard capture")
+                    && text.contains("/path/to/venv/bin/SERVER"),
+                "{text}"
+            );
+        }
+        let text = explain(
+            &Context::default(),
+            &Ending::Exited(2),
+            &[d],
+            &["python3".into()],
+        );
+        assert!(!text.contains("the server command starts"), "{text}");
     }
 
     #[test]

@@ -25,19 +25,29 @@
 //!   appears inside, so nothing arrives after the read-only pass that it did not cover.
 //! - **Trusted files inside writable grants.** What git, direnv, editors and hosts run or trust
 //!   later (`sandbox::pins`: `.git/hooks`, `.git/config`, `.envrc`, `.vscode` …) is
-//!   bind-mounted over itself and left read-only by the pass above, and the `.git` folder
-//!   holding them is mounted over itself writable: a mount point cannot be renamed or removed
-//!   (EBUSY), so the server can neither change those files nor move them away and make new
-//!   ones, while the rest of the project (and of `.git`) stays writable.
+//!   bind-mounted over itself and left read-only by the pass above; a repository's `.git`
+//!   folder is mounted read-only over itself as a whole, with only the folders git writes for
+//!   ordinary work (`objects`, `refs`, `logs`) mounted writable on top: a mount point cannot be
+//!   renamed or removed (EBUSY), so the server can neither change those files nor move them
+//!   away and make new ones, nor create a new control file such as `.git/commondir`, while
+//!   the rest of the project stays writable.
 //! - **Private temporary folder.** The run's `TMPDIR` is a fresh tmpfs with a size limit
 //!   (`sandbox.limits.tmp_mb`), noexec, nosuid and nodev, mounted over the directory mcpguard
 //!   created; what the server writes there counts against that limit, not the host's disk.
-//! - **Root stays no root.** Started by root (with `sandbox.drop_root`), the server runs as uid
-//!   and gid 65534 (the kernel's overflow id, "nobody") in a user namespace of its own, with no
-//!   supplementary groups: ordinary file permissions bind it, so a root-only file (mode 0600)
-//!   inside a read grant stays unreadable, and `RLIMIT_NPROC`, from which uid 0 is exempt,
-//!   counts its processes in that namespace. The map needs a privileged writer in the parent
-//!   namespace, so C writes it for R (below) before R switches to the id.
+//! - **Root stays no root.** Started by root (`sandbox.drop_root`, on by default), the server
+//!   runs as uid and gid 65534 (the kernel's overflow id, "nobody") in a user namespace of its
+//!   own, with no supplementary groups: ordinary file permissions bind it, so a root-only file
+//!   (mode 0600) inside a read grant stays unreadable, and `RLIMIT_NPROC`, from which uid 0 is
+//!   exempt, counts its processes in that namespace. The map needs a privileged writer in the
+//!   parent namespace, so C writes it for R (below) before R switches to the id.
+//! - **ID-mapped folders for root's server.** A grant uid 65534 cannot reach (under the 0700
+//!   `/root`, or root-owned and writable) is seen through an ID-mapped mount ([`Idmapped`]) of
+//!   the highest folder in the way: `open_tree(OPEN_TREE_CLONE)`, `mount_setattr` with the
+//!   mapping of a throw-away user namespace (uid and gid 0 to 65534, made in the parent by
+//!   [`root_as_server_userns`]) and `move_mount` over the same path, by C, after the namespace
+//!   is made private and before the grants' binds, which inherit the mapping (pins included,
+//!   made read-only by the pass below like any other). Root's files there are the server's and
+//!   what it creates is root's on disk; Landlock still decides what it may open.
 //! - **IPC namespace.** SysV shared memory, semaphores and message queues and POSIX message
 //!   queues are per IPC namespace: the server sees none of the host's and its own vanish with it.
 //!
@@ -62,6 +72,7 @@
 
 use std::ffi::CString;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -78,7 +89,10 @@ const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NOSUID: u64 = 0x2;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
 const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
 
 /// All securebits set and locked, except `KEEP_CAPS` (cleared, and locked so): uid 0 gets no
@@ -125,6 +139,34 @@ struct Tmpfs {
 /// The id root's server runs as (`sandbox.drop_root`): the overflow id, which owns nothing.
 pub const ROOT_SERVER_ID: u32 = 65534;
 
+/// The folders root's server (uid [`ROOT_SERVER_ID`]) could not reach otherwise, seen through
+/// ID-mapped mounts in its mount namespace: root's files and folders there appear as the
+/// server's own, and what it creates there belongs to root outside. Prepared in the parent
+/// ([`root_as_server_userns`], [`try_idmap`]), mounted by C ([`idmap_over_itself`]).
+#[derive(Debug)]
+pub struct Idmapped {
+    /// A user namespace with no process left in it, whose only mapping is uid and gid 0 to
+    /// [`ROOT_SERVER_ID`]: the mounts take their mapping from it.
+    userns: std::os::fd::OwnedFd,
+    /// Each folder (or file) to clone, map and mount over itself; none inside another.
+    paths: Vec<CString>,
+}
+
+impl Idmapped {
+    /// The mapping of `paths` through `userns` (from [`root_as_server_userns`]). A path with a
+    /// NUL byte cannot be mounted, and is refused.
+    pub fn new(userns: std::os::fd::OwnedFd, paths: &[std::path::PathBuf]) -> io::Result<Idmapped> {
+        let paths = paths
+            .iter()
+            .map(|p| {
+                CString::new(p.as_os_str().as_bytes())
+                    .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Idmapped { userns, paths })
+    }
+}
+
 /// The namespaces to create, prepared in the parent.
 #[derive(Debug)]
 pub struct Namespaces {
@@ -132,6 +174,9 @@ pub struct Namespaces {
     /// Started by root with `drop_root`: R gets a user namespace of its own, whose map C
     /// writes, and switches to [`ROOT_SERVER_ID`].
     drop_root: Option<IdMaps>,
+    /// With `drop_root`: the folders mounted ID-mapped before the grants' binds, so that a
+    /// grant or pin inside one inherits its mapping.
+    idmapped: Option<Idmapped>,
     binds: Vec<Bind>,
     tmp: Option<Tmpfs>,
 }
@@ -199,6 +244,7 @@ impl Isolation {
         pinned: Pinned,
         tmp: Option<(&Path, u64)>,
         drop_root: bool,
+        idmapped: Option<Idmapped>,
     ) -> Isolation {
         let root = running_as_root();
         let namespaces = namespaces.then(|| {
@@ -245,6 +291,7 @@ impl Isolation {
                     uid_map: nobody.clone(),
                     gid_map: nobody,
                 }),
+                idmapped: if drop_root { idmapped } else { None },
                 binds,
                 tmp,
             }
@@ -361,10 +408,11 @@ impl Isolation {
             namespace_init(server, status[1]);
         }
         // S: the server. The pipes are close-on-exec.
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(()),
+        if let Some(e) = failure {
+            return Err(e);
         }
+        reenter_working_directory();
+        Ok(())
     }
 
     /// Where the private TMPDIR's tmpfs is mounted, when it is: the child adds a Landlock rule
@@ -626,6 +674,136 @@ fn mount_setattr(path: &std::ffi::CStr, flags: libc::c_uint, set: u64, clr: u64)
     })
 }
 
+/// `open_tree(path, OPEN_TREE_CLONE | AT_RECURSIVE)`: a detached copy of the mounts at `path`
+/// and below, close-on-exec. Raw system call.
+fn open_tree_clone(path: &std::ffi::CStr) -> io::Result<libc::c_int> {
+    // SAFETY: open_tree reads the NUL-terminated path and takes integer flags.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE,
+        )
+    };
+    if fd < 0 {
+        return Err(last_error());
+    }
+    Ok(fd as libc::c_int)
+}
+
+/// Gives the detached tree `tree` (every mount in it) the mapping of the user namespace
+/// `userns`. Raw system call.
+fn idmap_tree(tree: libc::c_int, userns: libc::c_int) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_IDMAP,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns as u64,
+    };
+    // SAFETY: mount_setattr reads the empty NUL-terminated path and the live attribute struct.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })
+}
+
+/// Clones the mounts at `path`, maps them through `userns` and mounts the copy over `path`, in
+/// the calling process's mount namespace (C). Raw system calls only.
+fn idmap_over_itself(path: &std::ffi::CStr, userns: libc::c_int) -> io::Result<()> {
+    let tree = open_tree_clone(path)?;
+    let moved = idmap_tree(tree, userns).and_then(|()| {
+        // SAFETY: move_mount reads the empty path and the NUL-terminated target path.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        })
+    });
+    close(tree);
+    moved
+}
+
+/// Whether `path` can be ID-mapped ([`idmap_over_itself`]): the same clone and mapping, in the
+/// parent, on a detached copy that is dropped unmounted (nothing changes in mcpguard's mount
+/// namespace). A file system without ID-mapped mounts fails here with the errno the child
+/// would meet, so that the refusal can name the path.
+pub fn try_idmap(path: &Path, userns: &std::os::fd::OwnedFd) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let tree = open_tree_clone(&c)?;
+    let mapped = idmap_tree(tree, userns.as_raw_fd());
+    close(tree);
+    mapped
+}
+
+/// A user namespace whose only mapping is uid and gid 0 inside to [`ROOT_SERVER_ID`] outside,
+/// for ID-mapped mounts: seen through one, a file root owns belongs to the server, and a file
+/// the server creates belongs to root on disk; any other owner is unmapped, which matches no
+/// process (only the "other" permission bits apply). Made in the parent (root only): a child
+/// cloned into a new user namespace waits in `pause` while the parent writes its maps and opens
+/// the namespace, then is killed; the descriptor keeps the namespace alive.
+pub fn root_as_server_userns() -> io::Result<std::os::fd::OwnedFd> {
+    let child = fork_flags(libc::CLONE_NEWUSER as libc::c_ulong)?;
+    if child == 0 {
+        // The throwaway child: raw system calls only, until the parent kills it.
+        loop {
+            // SAFETY: pause takes no arguments.
+            unsafe { libc::pause() };
+        }
+    }
+    let map = format!("0 {ROOT_SERVER_ID} 1\n").into_bytes();
+    let opened = write_maps_of(
+        child,
+        &IdMaps {
+            uid_map: map.clone(),
+            gid_map: map,
+        },
+    )
+    .and_then(|()| {
+        let path = CString::new(format!("/proc/{child}/ns/user"))
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: open reads the NUL-terminated path.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(last_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    });
+    // SAFETY: kill with integers, to the child forked above (not yet reaped, so its pid is
+    // still its own).
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    wait_for(child);
+    opened
+}
+
+/// Enters the working directory again by its absolute path, in S. The one inherited from
+/// mcpguard is the folder as it was before the mounts above (a grant bound over itself, a
+/// folder ID-mapped for root's server), so relative paths would meet the covered mount: read-
+/// only, and unmapped. A path lookup from the root lands on the mount on top. A directory the
+/// server cannot enter (or whose path does not fit) is left as it was. Raw system calls only.
+fn reenter_working_directory() {
+    let mut buf = [0u8; 4096];
+    // SAFETY: getcwd writes at most `buf.len()` bytes, NUL-terminated, into the live buffer.
+    let n = unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) };
+    if n > 0 && buf[0] == b'/' {
+        // SAFETY: chdir reads the NUL-terminated path the kernel wrote.
+        unsafe { libc::chdir(buf.as_ptr().cast()) };
+    }
+}
+
 /// The namespaces and mounts, in the calling process (C). Raw system calls only.
 fn unshare_and_mount(ns: &Namespaces) -> io::Result<()> {
     unshare_namespaces(ns)?;
@@ -663,6 +841,13 @@ fn mount_all(ns: &Namespaces) -> io::Result<()> {
             std::ptr::null(),
         )
     } as libc::c_long)?;
+    // Before the binds: a grant (or a pin) inside a mapped folder is bound from the mapped
+    // mount on top, and a bind mount keeps the mapping of its source.
+    if let Some(m) = &ns.idmapped {
+        for p in &m.paths {
+            idmap_over_itself(p, m.userns.as_raw_fd())?;
+        }
+    }
     for b in &ns.binds {
         // SAFETY: mount reads the NUL-terminated source and target (the same grant).
         check(unsafe {
@@ -836,6 +1021,7 @@ pub fn probe() -> Result<(), String> {
     let ns = Namespaces {
         user: (!running_as_root()).then(id_maps),
         drop_root: None,
+        idmapped: None,
         binds: Vec::new(),
         tmp: None,
     };

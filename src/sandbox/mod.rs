@@ -23,7 +23,9 @@
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
+pub mod caches;
 pub mod explain;
+pub mod installers;
 pub mod isolate;
 pub mod landlock;
 pub mod observe;
@@ -73,6 +75,10 @@ pub struct Kernel {
     /// The cgroup v2 folder delegated to this user with the memory and pids controllers
     /// (`isolate::delegated_cgroup`), or why there is none.
     pub cgroup: Result<PathBuf, String>,
+    /// `/proc/sys/kernel/core_pattern` when it pipes a crash to a program (`|…`: systemd-coredump,
+    /// apport). The kernel ignores RLIMIT_CORE 0 for such a pattern, so it decides whether
+    /// "no core dumps" can be claimed.
+    pub core_pipe: Option<String>,
 }
 
 impl Kernel {
@@ -87,6 +93,10 @@ impl Kernel {
             memfd_noexec_seal: seccomp::memfd_noexec_seal_available(),
             root: isolate::running_as_root(),
             cgroup: isolate::delegated_cgroup(),
+            core_pipe: std::fs::read_to_string("/proc/sys/kernel/core_pattern")
+                .ok()
+                .map(|p| p.trim().to_string())
+                .filter(|p| p.starts_with('|')),
         }
     }
 
@@ -146,7 +156,11 @@ pub struct Request {
     /// The TCP ports the server may connect to: `sandbox.tcp_connect` and the ports of the
     /// destinations.
     pub tcp_connect: Vec<u16>,
-    /// `sandbox.connect` and `--sandbox-connect`, of which only the port is enforced.
+    /// `sandbox.tcp_connect` alone: the ports open to any address.
+    pub tcp_connect_any: Vec<u16>,
+    /// `sandbox.connect` and `--sandbox-connect`. Their addresses are enforced by the
+    /// observer (`observe`), which makes the connect itself, unless `tcp_connect_any` opens
+    /// their port to any address.
     pub connect: Vec<crate::policy::Destination>,
     pub tcp_bind: Vec<u16>,
     pub allow_udp: bool,
@@ -155,12 +169,27 @@ pub struct Request {
     pub scope_signals: bool,
     pub scope_abstract_unix_sockets: bool,
     pub drop_root: bool,
+    /// `sandbox.explain_denials`: whether the observer watches opens and binds to name what the
+    /// sandbox refused.
+    pub explain_denials: bool,
     pub limits: crate::policy::SandboxLimits,
     pub env: EnvPlan,
     pub tmpdir: Option<PathBuf>,
     /// The trusted files inside each read-write grant of the policy and the command line
     /// (`pins`), made read-only in the server's view.
     pub pins: Vec<pins::Pins>,
+}
+
+impl Request {
+    /// The destinations whose address mcpguard enforces: those of `sandbox.connect` and
+    /// `--sandbox-connect` whose port `sandbox.tcp_connect` does not open to any address.
+    pub fn by_address(&self) -> Vec<crate::policy::Destination> {
+        self.connect
+            .iter()
+            .filter(|d| !self.tcp_connect_any.contains(&d.port))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Keeps the variables `allow` names (exact names only: a prefix would pass whatever a host or
@@ -541,6 +570,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
             }
             ports
         },
+        tcp_connect_any: p.tcp_connect.clone(),
         connect: p
             .connect
             .iter()
@@ -554,6 +584,7 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
         scope_signals: p.scope_signals,
         scope_abstract_unix_sockets: p.scope_abstract_unix_sockets,
         drop_root: p.drop_root,
+        explain_denials: p.explain_denials,
         limits: p.limits.clone(),
         env: env_plan,
         tmpdir: inp.ctx.tmpdir.clone(),
@@ -564,13 +595,21 @@ pub fn resolve(inp: &Inputs<'_>) -> Result<Request, String> {
 /// The trusted files ([`pins::find`]) of the open read-write grants the policy or the command
 /// line made (a preset's are private caches), but the run's TMPDIR.
 fn wanted_pins(paths: &[PathRule], tmpdir: Option<&Path>) -> Vec<pins::Pins> {
-    paths
-        .iter()
-        .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+    let writable = || {
+        paths
+            .iter()
+            .filter(|r| matches!(r.access, Access::ReadWrite | Access::ReadWriteExecute))
+            .filter(|r| matches!(r.state, PathState::Open { .. }))
+    };
+    // A `.git` folder granted for write by name stays writable (the person chose it).
+    let granted: Vec<PathBuf> = writable()
+        .filter_map(|r| std::fs::canonicalize(&r.path).ok())
+        .collect();
+    writable()
         .filter(|r| matches!(r.state, PathState::Open { dir: true, .. }))
         .filter(|r| r.origin.starts_with("sandbox.") || r.origin.starts_with("--sandbox"))
         .filter(|r| tmpdir.is_none_or(|t| r.path != t))
-        .filter_map(|r| pins::find(&r.path))
+        .filter_map(|r| pins::find(&r.path, &granted))
         .fold(Vec::new(), |mut out: Vec<pins::Pins>, p| {
             if !out.iter().any(|o| o.grant == p.grant) {
                 out.push(p);

@@ -11,6 +11,20 @@
 //! the start cannot be pinned: [`Pins::missing`] lists them, and the sandbox report names them
 //! as a residual risk. Only the grant itself and the folders one level down are searched (a
 //! folder of repositories); deeper ones are named in the report as not searched.
+//!
+//! A repository's `.git` folder is read-only as a whole ([`Pins::git`]), because the names git
+//! trusts there are not only the ones that exist: a server that creates `.git/commondir` makes
+//! git read the configuration and hooks of a folder it chose, and the same holds for a new
+//! `.git/modules/NAME` or `.git/worktrees/NAME`. Only the folders git writes for ordinary work,
+//! [`GIT_WRITABLE`] (`objects`, `refs`, `logs`), are mounted writable over themselves inside it:
+//! the server's git can read the history, write objects and move branches, but cannot create a
+//! control file, and cannot write the index, `HEAD`, `packed-refs` or `FETCH_HEAD` either, since
+//! git replaces those by renaming a new file into `.git` — which is exactly what creating a
+//! control file takes, so no mount can allow the one and refuse the other. What lands in
+//! `objects` and `refs` is data git checks, not commands (`objects/info/alternates` names
+//! another object store, never a program). A person who wants a server to commit grants the
+//! `.git` folder for write by name (`--sandbox-write REPO/.git`): then it is writable as before,
+//! its `hooks` and `config` stay pinned, and the report names the commondir route as open.
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +79,11 @@ pub const TRUSTED: &[(&str, &str)] = &[
     (".gemini", "Gemini CLI's settings and MCP servers"),
 ];
 
+/// The folders inside a read-only `.git` that git writes for ordinary work (new objects, moved
+/// branches and their logs), mounted writable over themselves. Nothing in them names a
+/// program git runs.
+pub const GIT_WRITABLE: &[&str] = &["objects", "refs", "logs"];
+
 /// At most this many folders one level down are searched; a grant with more is named in the
 /// report as searched in part.
 const MAX_SUBDIRS: usize = 1024;
@@ -80,6 +99,12 @@ pub struct Pins {
     pub held: Vec<PathBuf>,
     /// Mounted read-only over themselves.
     pub read_only: Vec<PathBuf>,
+    /// `.git` folders mounted read-only over themselves as a whole (their [`GIT_WRITABLE`]
+    /// folders are in `held`), so that no control file can be created in them.
+    pub git: Vec<PathBuf>,
+    /// `.git` folders the person granted for write by name: writable, with only their
+    /// existing trusted files pinned.
+    pub git_granted: Vec<PathBuf>,
     /// Trusted names missing at the start in the grant itself (relative): a server could
     /// create them, and nothing can cover a file that does not exist.
     pub missing: Vec<String>,
@@ -91,8 +116,9 @@ pub struct Pins {
 }
 
 /// Finds the trusted files of the writable grant `grant` (a folder; `None` otherwise): in the
-/// grant itself and in each folder one level down.
-pub fn find(grant: &Path) -> Option<Pins> {
+/// grant itself and in each folder one level down. `granted` lists every path granted for
+/// write by name (real paths): a `.git` folder among them stays writable.
+pub fn find(grant: &Path, granted: &[PathBuf]) -> Option<Pins> {
     let root = std::fs::canonicalize(grant).ok()?;
     if !std::fs::metadata(&root).ok()?.is_dir() {
         return None;
@@ -101,7 +127,7 @@ pub fn find(grant: &Path) -> Option<Pins> {
         grant: root.clone(),
         ..Pins::default()
     };
-    search(&root, &root, &mut pins);
+    search(&root, &root, granted, &mut pins);
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|entries| {
             entries
@@ -124,9 +150,9 @@ pub fn find(grant: &Path) -> Option<Pins> {
         {
             continue;
         }
-        let before = pins.read_only.len();
-        search(&root, &dir, &mut pins);
-        if pins.read_only.len() > before {
+        let before = pins.read_only.len() + pins.git.len();
+        search(&root, &dir, granted, &mut pins);
+        if pins.read_only.len() + pins.git.len() > before {
             pins.held.push(dir);
         }
     }
@@ -136,7 +162,7 @@ pub fn find(grant: &Path) -> Option<Pins> {
 }
 
 /// Adds the trusted names of `dir` (the grant `root`, or a folder one level down) to `pins`.
-fn search(root: &Path, dir: &Path, pins: &mut Pins) {
+fn search(root: &Path, dir: &Path, granted: &[PathBuf], pins: &mut Pins) {
     let relative = |p: &Path| {
         p.strip_prefix(root)
             .unwrap_or(p)
@@ -145,6 +171,11 @@ fn search(root: &Path, dir: &Path, pins: &mut Pins) {
     };
     let git = dir.join(".git");
     let git_is_dir = std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir());
+    // A real `.git` folder (no link on the way, so the mount covers this very folder) that the
+    // person did not grant by name is read-only as a whole: nothing missing in it can be made.
+    let git_read_only = git_is_dir
+        && std::fs::canonicalize(&git).ok().as_deref() == Some(git.as_path())
+        && !granted.contains(&git);
     for (name, _) in TRUSTED {
         let path = dir.join(name);
         match std::fs::symlink_metadata(&path) {
@@ -156,11 +187,13 @@ fn search(root: &Path, dir: &Path, pins: &mut Pins) {
                     pins.links.push(relative(&path));
                     continue;
                 }
-                if git_is_dir && path.starts_with(&git) {
+                if git_is_dir && !git_read_only && path.starts_with(&git) {
                     pins.held.push(git.clone());
                 }
                 pins.read_only.push(path);
             }
+            // Nothing can be created in a read-only `.git`.
+            Err(_) if git_read_only && path.starts_with(&git) => {}
             Err(_) if dir == root => {
                 // Inside a `.git` that is missing (or a gitdir file), the `.git` name itself
                 // is what a server could create.
@@ -180,6 +213,18 @@ fn search(root: &Path, dir: &Path, pins: &mut Pins) {
             }
             Err(_) => {}
         }
+    }
+    if git_read_only {
+        pins.git.push(git.clone());
+        for name in GIT_WRITABLE {
+            let part = git.join(name);
+            // A link would make the writable mount cover its target instead.
+            if std::fs::symlink_metadata(&part).is_ok_and(|m| m.is_dir()) {
+                pins.held.push(part);
+            }
+        }
+    } else if git_is_dir && granted.contains(&git) {
+        pins.git_granted.push(git.clone());
     }
     // A `.git` file (a worktree's or submodule's gitdir pointer) names the git folder to use.
     if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
@@ -206,10 +251,13 @@ mod tests {
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/config"), "").unwrap();
         std::fs::write(root.join(".envrc"), "").unwrap();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(root.join(".git/refs")).unwrap();
+        std::os::unix::fs::symlink("/tmp", root.join(".git/logs")).unwrap();
         std::fs::create_dir_all(root.join("sub/.git/hooks")).unwrap();
         std::fs::create_dir_all(root.join("plain")).unwrap();
         std::fs::write(root.join("README"), "").unwrap();
-        let p = find(&root).unwrap();
+        let p = find(&root, &[]).unwrap();
         assert_eq!(
             p.read_only,
             vec![
@@ -219,14 +267,28 @@ mod tests {
                 root.join("sub/.git/hooks"),
             ]
         );
+        // Each `.git` is read-only as a whole, its writable parts held (not a link).
+        assert_eq!(p.git, vec![root.join(".git"), root.join("sub/.git")]);
         assert_eq!(
             p.held,
-            vec![root.join(".git"), root.join("sub"), root.join("sub/.git")]
+            vec![
+                root.join(".git/objects"),
+                root.join(".git/refs"),
+                root.join("sub")
+            ]
         );
-        assert!(p.missing.contains(&".git/commondir".to_string()));
+        // Nothing can be created in a read-only `.git`, so no name in it is missing.
+        assert!(!p.missing.iter().any(|m| m.starts_with(".git")));
         assert!(p.missing.contains(&".vscode".to_string()));
-        assert!(!p.missing.contains(&".git".to_string()));
         assert!(p.links.is_empty());
+        assert!(p.git_granted.is_empty());
+        // Granted by name, a `.git` stays writable, held, with its commondir missing.
+        let p = find(&root, &[root.join(".git")]).unwrap();
+        assert_eq!(p.git, vec![root.join("sub/.git")]);
+        assert_eq!(p.git_granted, vec![root.join(".git")]);
+        assert!(p.held.contains(&root.join(".git")));
+        assert!(!p.held.contains(&root.join(".git/objects")));
+        assert!(p.missing.contains(&".git/commondir".to_string()));
         assert_eq!(
             why(".git/config").map(|w| w.contains("fsmonitor")),
             Some(true)
@@ -237,15 +299,18 @@ mod tests {
     fn no_repository_a_gitdir_file_and_links() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        let p = find(&root).unwrap();
+        let p = find(&root, &[]).unwrap();
         assert!(p.read_only.is_empty() && p.held.is_empty());
         assert!(p.missing.contains(&".git".to_string()));
         assert!(!p.missing.iter().any(|m| m.starts_with(".git/")));
         std::fs::write(root.join(".git"), "gitdir: /elsewhere\n").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", root.join(".envrc")).unwrap();
-        let p = find(&root).unwrap();
+        let p = find(&root, &[]).unwrap();
         assert_eq!(p.read_only, vec![root.join(".git")]);
         assert_eq!(p.links, vec![".envrc".to_string()]);
-        assert!(find(&root.join(".git")).is_none(), "a file is no folder");
+        assert!(
+            find(&root.join(".git"), &[]).is_none(),
+            "a file is no folder"
+        );
     }
 }

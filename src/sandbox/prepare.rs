@@ -119,6 +119,30 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         .clone()
         .ok_or_else(|| Refused("no server command to sandbox".into()))?;
     let abi = kernel.abi();
+    // The ports of the destinations whose address is enforced: Landlock does not open them,
+    // and the observer makes each connect to them itself, to their addresses only. That needs
+    // seccomp user notification, which every kernel with Landlock's TCP rules (ABI 4, Linux
+    // 6.7) has unless seccomp itself is unavailable; then the start is refused rather than
+    // the port opened to every address.
+    let by_address = req.by_address();
+    let by_address_ports: Vec<u16> = if landlock::handled_net(abi) != 0 {
+        by_address.iter().map(|d| d.port).collect()
+    } else {
+        Vec::new()
+    };
+    let can_enforce_addresses = kernel.seccomp && super::observe::available();
+    if !by_address_ports.is_empty() && !can_enforce_addresses {
+        let list: Vec<String> = by_address.iter().map(|d| d.to_string()).collect();
+        return Err(Refused(format!(
+            "the TCP destinations {} (sandbox.connect, --sandbox-connect) cannot be enforced by address here: mcpguard makes those connects itself through seccomp user notification, which this system does not offer to it. To fix: open their ports to any address with sandbox.tcp_connect = [{}] in the policy, or run where seccomp is available",
+            list.join(", "),
+            by_address_ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let ruleset = if abi > 0 {
         let handled = landlock::handled_fs(abi);
         let scoped = (if req.scope_signals {
@@ -147,6 +171,10 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         }
         if net != 0 {
             for &port in &req.tcp_connect {
+                if by_address_ports.contains(&port) {
+                    // Opened by the observer, to the destinations' addresses only.
+                    continue;
+                }
                 rs.allow_port(port, landlock::NET_CONNECT_TCP)
                     .map_err(|e| failed(format!("TCP connect port {port}"), e))?;
             }
@@ -194,20 +222,11 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         })?;
     }
     // After the private directory was given to the server's id, which it must reach too.
-    if kernel.root && req.drop_root && kernel.namespaces.is_ok() {
-        for r in &req.paths {
-            if let PathState::Open { .. } = r.state {
-                if let Some(why) = unreachable_by(&r.path, isolate::ROOT_SERVER_ID, r.access) {
-                    return Err(Refused(format!(
-                        "sandbox.drop_root: the server would run as uid {id}, which cannot use {} ({}): {why}. To fix: move it where uid {id} can reach it, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)",
-                        r.path.display(),
-                        r.origin,
-                        id = isolate::ROOT_SERVER_ID,
-                    )));
-                }
-            }
-        }
-    }
+    let idmapped = if kernel.root && req.drop_root && kernel.namespaces.is_ok() {
+        root_server_idmaps(&req)?
+    } else {
+        None
+    };
     let tmp_mb = match req.limits.tmp_mb {
         Limit::Max(mb) => Some(mb),
         Limit::Inherit => None,
@@ -220,6 +239,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         pinned,
         tmp,
         req.drop_root,
+        idmapped,
     );
     let tmp_rights = rights(Access::ReadWrite, landlock::handled_fs(abi), true);
     let explain = explain_context(&req);
@@ -235,8 +255,14 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
     let argv0 = req.shim.as_ref().map(|_| program.clone().into_os_string());
     // Only where Landlock decides: without a ruleset nothing denies an open, and the observer
     // would name refusals that never happened.
-    let observer = if ruleset.is_some() && kernel.seccomp && super::observe::available() {
-        let grants = observe_grants(&req, abi);
+    // With `sandbox.explain_denials = false` it runs only to make the connects whose address
+    // it enforces (and then watches connect alone).
+    let wanted = req.explain_denials || !by_address_ports.is_empty();
+    let observer = if wanted && ruleset.is_some() && can_enforce_addresses {
+        let mut grants = observe_grants(&req, abi);
+        if by_address_ports.is_empty() {
+            grants.by_address.clear();
+        }
         let observer = super::observe::Observer::new(grants).map_err(|e| {
             Refused(format!(
                 "preparing the observer of the sandbox's denials failed: {e}"
@@ -272,47 +298,185 @@ fn pinned(req: &Request, writable: &[(PathBuf, bool)]) -> isolate::Pinned {
         };
         out.held.extend(p.held.iter().map(|h| (h.clone(), *exec)));
         out.read_only.extend(p.read_only.iter().cloned());
+        out.read_only.extend(p.git.iter().cloned());
     }
     out
 }
 
-/// Why uid and gid `id` (with no other group) cannot use `path` with `access`: a directory on
-/// the way it may not search, or the grant itself it may not read (or, for a read-write grant
-/// of a directory, write). `None` when it can, or when the path cannot be inspected (Landlock
-/// and the kernel decide then).
-fn unreachable_by(path: &std::path::Path, id: u32, access: Access) -> Option<String> {
+/// The ID-mapped mounts root's server needs (`sandbox.drop_root`, issue 31): for each open
+/// grant that uid [`isolate::ROOT_SERVER_ID`] cannot use, the highest folder on its way it may
+/// not search, or else the grant itself, is mapped (root's files there become the server's).
+/// Landlock still decides what the server may open, so a mapped folder gives it nothing beyond
+/// its grants; root-only files inside a grant it can reach unmapped (`/etc/ssl/private`) stay
+/// unreadable. Refused, naming the grant, the reason and the key, when a grant stays out of
+/// reach even mapped (a folder of another user) or a folder cannot be mapped (a file system
+/// without ID-mapped mounts). The mapped folders are added to the report's line.
+fn root_server_idmaps(req: &Request) -> Result<Option<isolate::Idmapped>, Refused> {
+    let id = isolate::ROOT_SERVER_ID;
+    let open: Vec<&super::PathRule> = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        .collect();
+    let mapped = idmap_points(req);
+    let paths: Vec<PathBuf> = mapped.iter().map(|(p, _)| p.clone()).collect();
+    for r in &open {
+        if let Some(why) = unreachable_by(&r.path, id, r.access, &paths) {
+            return Err(Refused(format!(
+                "sandbox.drop_root: the server runs as uid {id}, which cannot use {} ({}) even with root's files mapped to it: {why}. To fix: move it where uid {id} can reach it (or give it to root), or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)",
+                r.path.display(),
+                r.origin,
+            )));
+        }
+    }
+    // Made whether or not a folder needs mapping: it is also the test that this system lets
+    // root create the user namespace the server gets (R's, in `isolate`), which the namespace
+    // probe does not try for root; failing here names the cause and the key, where the spawn
+    // would fail with a bare errno.
+    let userns = isolate::root_as_server_userns().map_err(|e| {
+        Refused(format!(
+            "sandbox.drop_root: the server would run as uid {id} in a user namespace of its own, but this system does not let root create one ({e}; user.max_user_namespaces, or a security module forbids it). To fix: allow user namespaces, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)"
+        ))
+    })?;
+    if mapped.is_empty() {
+        return Ok(None);
+    }
+    let failed = |what: String, e: io::Error| {
+        Refused(format!(
+            "sandbox.drop_root: the server runs as uid {id}, and {what}: {e}. To fix: move the grant where uid {id} can reach it unmapped, or set sandbox.drop_root = false (the server then keeps uid 0, and `mcpguard sandbox-check` names what that leaves open)"
+        ))
+    };
+    for (p, r) in &mapped {
+        isolate::try_idmap(p, &userns).map_err(|e| {
+            let why = match e.raw_os_error() {
+                Some(libc::EINVAL) => " (its file system does not support ID-mapped mounts, or it is mapped already)",
+                _ => "",
+            };
+            failed(
+                format!(
+                    "{} (on the way to {}, {}) cannot be mounted with root's files mapped to it{why}",
+                    p.display(),
+                    r.path.display(),
+                    r.origin
+                ),
+                e,
+            )
+        })?;
+    }
+    isolate::Idmapped::new(userns, &paths)
+        .map(Some)
+        .map_err(|e| {
+            let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            failed(format!("{} cannot be mounted", list.join(", ")), e)
+        })
+}
+
+/// The folders to ID-map for root's server, each with the first grant that needs it: for each
+/// open grant uid [`isolate::ROOT_SERVER_ID`] cannot use, the highest folder on its way it may
+/// not search, or else the grant itself; none inside another (the clone is recursive). Also
+/// read by the report, which names them (before the private TMPDIR is given to the server,
+/// which is why it is left out here).
+pub(super) fn idmap_points(req: &Request) -> Vec<(PathBuf, &super::PathRule)> {
+    let mut points: Vec<(PathBuf, &super::PathRule)> = req
+        .paths
+        .iter()
+        .filter(|r| matches!(r.state, PathState::Open { .. }))
+        // The private TMPDIR is given to the server instead (and a tmpfs of its own covers it).
+        .filter(|r| req.tmpdir.as_deref() != Some(r.path.as_path()))
+        .filter_map(|r| Some((blocked_at(&r.path, isolate::ROOT_SERVER_ID, r.access)?, r)))
+        .collect();
+    points.sort_by_key(|a| a.0.as_os_str().len());
+    let mut mapped: Vec<(PathBuf, &super::PathRule)> = Vec::new();
+    for (p, r) in points {
+        if !mapped.iter().any(|(m, _)| p.starts_with(m)) {
+            mapped.push((p, r));
+        }
+    }
+    mapped
+}
+
+/// The permission bits of `m` that apply to uid and gid `id` (with no other group); `mapped`:
+/// seen through an ID-mapped mount, where root's files are `id`'s and `id`'s own are nobody's.
+fn may(m: &std::fs::Metadata, id: u32, mapped: bool, bits: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let seen = |owner: u32| match owner {
+        0 if mapped => id,
+        o if mapped && o == id => u32::MAX,
+        o => o,
+    };
+    let mode = m.mode();
+    let class = if seen(m.uid()) == id {
+        mode >> 6
+    } else if seen(m.gid()) == id {
+        mode >> 3
+    } else {
+        mode
+    };
+    class & bits == bits
+}
+
+/// The permission `access` needs on the grant itself (`dir`: it is a folder).
+fn wanted(access: Access, dir: bool) -> u32 {
+    match access {
+        Access::ReadWrite | Access::ReadWriteExecute if dir => 0o7,
+        Access::ReadWrite | Access::ReadWriteExecute => 0o6,
+        _ if dir => 0o5,
+        _ => 0o4,
+    }
+}
+
+/// Where uid `id` is first stopped on the way to `path` (its real path): the highest folder it
+/// may not search, or the grant itself when it may not use it with `access`. `None` when
+/// nothing stops it, or when the path cannot be inspected (Landlock and the kernel decide).
+fn blocked_at(path: &std::path::Path, id: u32, access: Access) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let mut ancestors: Vec<&std::path::Path> = real.ancestors().skip(1).collect();
+    ancestors.reverse();
+    for dir in ancestors {
+        let m = std::fs::metadata(dir).ok()?;
+        if !may(&m, id, false, 0o1) {
+            return Some(dir.to_path_buf());
+        }
+    }
+    let m = std::fs::metadata(&real).ok()?;
+    (!may(&m, id, false, wanted(access, m.is_dir()))).then_some(real)
+}
+
+/// Why uid and gid `id` (with no other group) cannot use `path` with `access`, with the
+/// folders in `mapped` (and everything below them) seen ID-mapped: a directory on the way it
+/// may not search, or the grant itself it may not read (or, for a read-write grant of a
+/// directory, write). `None` when it can, or when the path cannot be inspected (Landlock and
+/// the kernel decide then).
+fn unreachable_by(
+    path: &std::path::Path,
+    id: u32,
+    access: Access,
+    mapped: &[PathBuf],
+) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let real = std::fs::canonicalize(path).ok()?;
-    let may = |m: &std::fs::Metadata, bits: u32| {
-        let mode = m.mode();
-        let class = if m.uid() == id {
-            mode >> 6
-        } else if m.gid() == id {
-            mode >> 3
+    let is_mapped = |p: &std::path::Path| mapped.iter().any(|m| p.starts_with(m));
+    let owner = |p: &std::path::Path, m: &std::fs::Metadata| {
+        let note = if is_mapped(p) {
+            " (mapped, but only root's files become uid 65534's)"
         } else {
-            mode
+            ""
         };
-        class & bits == bits
+        format!("mode {:o}, owner {}{note}", m.mode() & 0o7777, m.uid())
     };
     for dir in real.ancestors().skip(1) {
         let m = std::fs::metadata(dir).ok()?;
-        if !may(&m, 0o1) {
+        if !may(&m, id, is_mapped(dir), 0o1) {
             return Some(format!(
-                "{} on the way is mode {:o}, owner {}",
+                "{} on the way is {}",
                 dir.display(),
-                m.mode() & 0o7777,
-                m.uid()
+                owner(dir, &m)
             ));
         }
     }
     let m = std::fs::metadata(&real).ok()?;
-    let want = match access {
-        Access::ReadWrite | Access::ReadWriteExecute if m.is_dir() => 0o7,
-        Access::ReadWrite | Access::ReadWriteExecute => 0o6,
-        _ if m.is_dir() => 0o5,
-        _ => 0o4,
-    };
-    (!may(&m, want)).then(|| format!("it is mode {:o}, owner {}", m.mode() & 0o7777, m.uid()))
+    (!may(&m, id, is_mapped(&real), wanted(access, m.is_dir())))
+        .then(|| format!("it is {}", owner(&real, &m)))
 }
 
 /// The grants of the request as the failure explanation reads them; the policy file and the
@@ -362,6 +526,8 @@ fn observe_grants(req: &Request, abi: u32) -> super::observe::Grants {
             .filter_map(|p| p.strip_prefix("/proc/self/"))
             .map(str::to_string)
             .collect(),
+        by_address: req.by_address(),
+        explain: req.explain_denials,
     }
 }
 

@@ -445,8 +445,10 @@ fn cgroup_limit_files(text: &str) -> Vec<(PathBuf, &'static [&'static str])> {
 
 /// The server's private cache folder: `$XDG_STATE_HOME/mcpguard/server-caches/ID` (else
 /// `~/.local/state/…`), where ID is the first 16 hex digits of the SHA-256 of the server command
-/// (program and arguments). Created 0700 here; `None` when no state folder is known or it
-/// cannot be created (the server then has no writable cache, only its private `TMPDIR`).
+/// (program and arguments). Created 0700 here and held for this process's life; caches unused
+/// for 30 days, or beyond the 32 most recently used, are removed (`sandbox::caches`). `None`
+/// when no state folder is known or it cannot be created (the server then has no writable
+/// cache, only its private `TMPDIR`).
 ///
 /// Why: a package manager's cache or tool folder granted for write to every server of its kind
 /// let one server rewrite what `npx`/`uvx` later run outside any sandbox, and what other
@@ -455,7 +457,6 @@ fn cgroup_limit_files(text: &str) -> Vec<(PathBuf, &'static [&'static str])> {
 pub fn private_cache(program: &Path, args: &[OsString], ctx: &PathContext) -> Option<PathBuf> {
     use sha2::{Digest, Sha256};
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::DirBuilderExt;
     let state = ctx
         .state_home
         .clone()
@@ -470,13 +471,8 @@ pub fn private_cache(program: &Path, args: &[OsString], ctx: &PathContext) -> Op
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let dir = state.join("mcpguard/server-caches").join(id);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .ok()?;
-    Some(dir)
+    // Held while this session runs; the folder keeps a bounded set (`sandbox::caches`).
+    super::caches::open(&state.join("mcpguard/server-caches"), &id)
 }
 
 /// mcpguard's package store, by the rule `process::packages::store` follows (this layer may not

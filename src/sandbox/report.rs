@@ -29,6 +29,11 @@ pub enum Status {
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Line {
+    /// The rule's stable name (`layer.what`), the same whatever the line's wording or status:
+    /// docs/threat-model.md's table "Every enforced sandbox rule and the probe that proves it"
+    /// names the test of each rule the report can print as enforced, and a unit test
+    /// (`sandbox::tests::every_rule_the_report_can_enforce_has_a_probe_test`) holds it to that.
+    pub id: &'static str,
     pub layer: &'static str,
     pub rule: String,
     #[serde(flatten)]
@@ -183,8 +188,9 @@ fn ports(list: &[u16]) -> String {
 pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     let abi = kernel.abi();
     let mut lines = Vec::new();
-    let mut line = |layer: &'static str, rule: String, status: Status| {
+    let mut line = |id: &'static str, layer: &'static str, rule: String, status: Status| {
         lines.push(Line {
+            id,
             layer,
             rule,
             status,
@@ -208,12 +214,14 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
 
     // Files.
     line(
+        "files.outside",
         "files",
         "no access to files outside the paths granted below".into(),
         landlock_status(1, ""),
     );
     if abi < 3 {
         line(
+            "files.truncate",
             "files",
             "no truncation of files outside the read-write paths".into(),
             landlock_status(3, "restricting truncate(2)"),
@@ -221,6 +229,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     }
     if abi < 5 {
         line(
+            "files.device-ioctl",
             "files",
             "no ioctl on devices outside the read-write paths".into(),
             landlock_status(5, "restricting device ioctls"),
@@ -238,9 +247,10 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             PathState::Missing => Status::Skipped("does not exist".into()),
             PathState::NotGranted(why) => Status::Skipped(why.clone()),
         };
-        line("files", rule, status);
+        line("files.grant", "files", rule, status);
     }
     line(
+        "files.proc-self",
         "files",
         format!(
             "{:<18} /proc/self/{{cgroup,mountinfo,status,stat,statm,maps,limits,cmdline,auxv}}  (runtime facts: the server process's own entries)",
@@ -254,16 +264,19 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         Err(why) => Status::Residual(format!("{why}; without a mount namespace {what}")),
     };
     line(
+        "files.mount-namespace",
         "files",
         "a mount namespace: every mount read-only and nosuid outside the read-write paths, which are noexec, nosuid and nodev: no chmod, chown, xattr or time changes outside them".into(),
         without_namespaces("the server can change the metadata (mode, owner, times, extended attributes) of any file its user owns, granted or not: Landlock has no hook for it"),
     );
     line(
+        "files.frozen-mounts",
         "files",
         "a frozen view of the mounts: private propagation, so a file system the host mounts after the start (removable media, a network share, an automount) never appears inside, writable or not".into(),
         without_namespaces("a file system the host mounts later appears inside with the host's own flags, writable where the host mounted it writable"),
     );
     line(
+        "files.no-exec-writable",
         "files",
         "no code run from writable files: not executed (Landlock), not mapped executable by ld.so or mmap (noexec mounts)".into(),
         without_namespaces("`ld.so FILE` and mmap(PROT_EXEC) run code from a writable file"),
@@ -277,6 +290,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         };
         let read_only = rel(&p.read_only);
         line(
+            "files.pinned-trusted",
             "files",
             format!(
                 "read-only inside the read-write {grant}: what git, direnv, editors and MCP hosts run or trust later ({}): {}",
@@ -297,16 +311,35 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
                 without_namespaces("the server can plant a git hook, a core.fsmonitor command or an editor task there, which runs later outside the sandbox")
             },
         );
+        if !p.git.is_empty() {
+            line(
+                "files.git-read-only",
+                "files",
+                format!(
+                    "read-only inside the read-write {grant}: the .git folder of each repository ({}), but for the {} git writes for ordinary work: no control file (commondir, config, hooks, modules, worktrees) can be created in it, and the server's git cannot update the index, HEAD or packed-refs (grant a .git folder by name, --sandbox-write REPO/.git, for a server that commits)",
+                    rel(&p.git).join(", "),
+                    super::pins::GIT_WRITABLE.join(", "),
+                ),
+                without_namespaces("the server can create .git/commondir, and git then runs the hooks and configuration of a folder the server chooses"),
+            );
+        }
         let mut open = vec!["folders more than one level down are not searched".to_string()];
         if p.missing.iter().any(|m| m.ends_with(".git/commondir")) {
             // The one missing name that undoes the rest: git reads hooks and configuration
             // from the folder a commondir names, so a created one sidesteps the pinned
-            // `.git/hooks` and `.git/config` entirely.
+            // `.git/hooks` and `.git/config` entirely. Only a `.git` granted for write by
+            // name leaves it open (any other is read-only as a whole).
             open.insert(
                 0,
-                "a repository without .git/commondir (the usual case) lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there".to_string(),
+                format!(
+                    "a repository whose .git is granted for write by name ({}) and has no .git/commondir lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there",
+                    rel(&p.git_granted).join(", ")
+                ),
             );
         }
+        // A new repository in a folder the server makes is the server's own: its configuration
+        // runs when a person's git (or a git-aware shell prompt) enters that folder.
+        open.push("a repository the server creates in a new folder, whose configuration git runs when someone enters that folder".into());
         if !p.missing.is_empty() {
             open.insert(
                 0,
@@ -326,6 +359,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             open.push("only the first 1024 folders one level down were searched".into());
         }
         line(
+            "files.trusted-creatable",
             "files",
             format!("trusted files a server could still create inside the read-write {grant}"),
             Status::Residual(format!(
@@ -335,6 +369,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         );
     }
     line(
+        "files.memfd-noexec",
         "files",
         "no executable memfds: memfd_create without MFD_NOEXEC_SEAL refused (seccomp)".into(),
         if !kernel.seccomp {
@@ -346,6 +381,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         },
     );
     line(
+        "files.stat",
         "files",
         "stat, access, readlink and inotify on paths outside the grants".into(),
         Status::Residual(
@@ -355,26 +391,63 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
 
     // Network.
     line(
+        "network.tcp-connect",
         "network",
         format!("TCP connect only to ports: {}", ports(&req.tcp_connect)),
         landlock_status(4, "restricting TCP"),
     );
-    if !req.connect.is_empty() {
-        let list: Vec<String> = req.connect.iter().map(|d| d.to_string()).collect();
+    // A destination's address is enforced by the observer (`observe`), which makes the
+    // connect itself; `prepare` refuses to start where it cannot (no seccomp).
+    let by_address = req.by_address();
+    if !by_address.is_empty() {
+        let list: Vec<String> = by_address.iter().map(|d| d.to_string()).collect();
+        let names = by_address.iter().any(|d| d.needs_dns());
         line(
+            "network.tcp-address",
+            "network",
+            format!(
+                "TCP destinations (sandbox.connect, --sandbox-connect): {} (address and port enforced: mcpguard makes these connects itself{})",
+                list.join(", "),
+                if names {
+                    "; a host name allows the addresses mcpguard's resolver gives for it when the server connects, and the server still looks the name up itself"
+                } else {
+                    ""
+                }
+            ),
+            if abi >= 4 {
+                if kernel.seccomp {
+                    Status::Enforced
+                } else {
+                    Status::Dropped("mcpguard enforces a destination's address through seccomp user notification, unavailable here".into())
+                }
+            } else {
+                landlock_status(4, "restricting TCP")
+            },
+        );
+    }
+    let any: Vec<String> = req
+        .connect
+        .iter()
+        .filter(|d| req.tcp_connect_any.contains(&d.port))
+        .map(|d| d.to_string())
+        .collect();
+    if !any.is_empty() {
+        line(
+            "network.tcp-destinations",
             "network",
             format!(
                 "TCP destinations (sandbox.connect, --sandbox-connect): {}",
-                list.join(", ")
+                any.join(", ")
             ),
             if abi >= 4 {
-                Status::Residual("only their ports are enforced: Landlock confines TCP by port, not by address, so the server may connect to any host on these ports".into())
+                Status::Residual("only their ports are enforced: sandbox.tcp_connect opens these ports to every address, so the server may connect to any host on them".into())
             } else {
                 landlock_status(4, "restricting TCP")
             },
         );
     }
     line(
+        "network.tcp-bind",
         "network",
         format!("TCP bind only to ports: {}", ports(&req.tcp_bind)),
         landlock_status(4, "restricting TCP"),
@@ -389,26 +462,31 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         }
     };
     line(
+        "network.udp",
         "network",
         "no UDP sockets (seccomp)".into(),
         seccomp_status(req.allow_udp, "allow_udp"),
     );
     line(
+        "network.unix",
         "network",
         "no UNIX sockets of its own; socketpair(2) only for stream and seqpacket pairs, which cannot send to a named socket such as /dev/log (seccomp)".into(),
         seccomp_status(req.allow_unix_sockets, "allow_unix_sockets"),
     );
     line(
+        "network.other-families",
         "network",
         "no other socket families: netlink, packet, raw, MPTCP, SCTP... (seccomp)".into(),
         seccomp_status(req.allow_other_sockets, "allow_other_sockets"),
     );
     line(
+        "network.tcp-fast-open",
         "network",
         "no TCP Fast Open: MSG_FASTOPEN on sendto/sendmsg, TCP_FASTOPEN(_CONNECT) refused (seccomp); it connects past Landlock".into(),
         seccomp_status(false, ""),
     );
     line(
+        "network.listen",
         "network",
         "no listen(): nothing may be bound, and listen() without bind() would take an ephemeral TCP port (seccomp)".into(),
         if !listen_denied(req) {
@@ -430,11 +508,13 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         }
     };
     line(
+        "processes.scope-signals",
         "processes",
         "no signals to processes outside the sandbox, mcpguard included".into(),
         scope(req.scope_signals, "signal scoping", "scope_signals"),
     );
     line(
+        "processes.scope-abstract-unix",
         "processes",
         "no connections to abstract UNIX sockets outside the sandbox".into(),
         scope(
@@ -444,17 +524,20 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         ),
     );
     line(
+        "processes.cross-process",
         "processes",
         "no io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise (seccomp)"
             .into(),
         seccomp_status(false, ""),
     );
     line(
+        "processes.no-new-privs",
         "processes",
         "no_new_privs: no privilege gain through setuid or file capabilities".into(),
         Status::Enforced,
     );
     line(
+        "processes.capabilities",
         "processes",
         if kernel.root {
             "every capability dropped (bounding, effective, permitted, inheritable, ambient), securebits locked: root gets none back at exec"
@@ -465,47 +548,67 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         Status::Enforced,
     );
     line(
+        "processes.new-session",
         "processes",
         "a new session: no controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp)".into(),
         Status::Enforced,
     );
     line(
+        "processes.no-inherited-fds",
         "processes",
         "no inherited descriptors: everything above stdin, stdout and stderr closed at exec".into(),
         Status::Enforced,
     );
     line(
+        "processes.pid-namespace",
         "processes",
         "a PID namespace: no descendant outlives the server or mcpguard (even after setsid), other processes invisible by pid".into(),
         without_namespaces("a descendant that calls setsid() leaves the process group and can outlive the server and mcpguard"),
     );
     line(
+        "processes.no-control-of-others",
         "processes",
         "no control of other processes: prlimit, setpriority, ioprio_set, sched_set*, migrate_pages name only the caller itself, never a pid, process group or user (seccomp)".into(),
         seccomp_status(false, ""),
     );
     line(
+        "processes.ipc-namespace",
         "processes",
         "an IPC namespace: no SysV shared memory, semaphores or message queues, and no POSIX message queues, of the host".into(),
         without_namespaces("the server can list, attach, read and overwrite the SysV shared memory and message queues its user may access (every one, as root)"),
     );
     if !kernel.root {
         line(
+            "processes.uid0",
             "processes",
             "uid 0's file permissions: not root, so a root-only file inside a read grant stays unreadable".into(),
             Status::Skipped("mcpguard does not run as root".into()),
         );
     } else if req.drop_root && kernel.namespaces.is_ok() {
+        let id = super::isolate::ROOT_SERVER_ID;
+        let mapped: Vec<String> = super::prepare::idmap_points(req)
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
         line(
+            "processes.uid0",
             "processes",
             format!(
-                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable, and grants must be reachable by uid {id}",
-                id = super::isolate::ROOT_SERVER_ID
+                "root's server runs as uid and gid {id} in a user namespace of its own, without supplementary groups: a root-only file (mode 0600) inside a read grant stays unreadable; {}",
+                if mapped.is_empty() {
+                    format!("no grant needs a folder ID-mapped (every one is reachable by uid {id})")
+                } else {
+                    format!(
+                        "seen through ID-mapped mounts, where root's files are uid {id}'s and what it creates is root's (Landlock still limits it to its grants): {}",
+                        mapped.join(", ")
+                    )
+                },
             ),
             Status::Enforced,
         );
     } else {
         line(
+            "processes.uid0",
             "processes",
             "uid 0 keeps its file permissions: without capabilities, the server still reads every root-only file (mode 0600, owner root) inside its read grants, the default /etc/ssl included".into(),
             Status::Residual(if req.drop_root {
@@ -516,11 +619,19 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         );
     }
     line(
+        "processes.keyrings",
         "processes",
         "no kernel keyrings: add_key, request_key, keyctl (seccomp)".into(),
         seccomp_status(false, ""),
     );
     line(
+        "processes.set-id",
+        "processes",
+        "no set-user-ID or set-group-ID file: chmod, open(O_CREAT) and mknod with either bit refused, openat2 off the allowlist (seccomp)".into(),
+        seccomp_status(false, ""),
+    );
+    line(
+        "processes.process-list",
         "processes",
         "the machine's process list in /proc (names and command lines, not memory or environment)".into(),
         Status::Residual(
@@ -528,11 +639,13 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         ),
     );
     line(
+        "kernel.privileged",
         "kernel",
         "no mounts, namespaces, modules, kexec, BPF, perf events, fanotify, userfaultfd, clock, host name, accounting, quotas, kernel log, swap or reboot; no namespace flags on clone (seccomp)".into(),
         seccomp_status(false, ""),
     );
     line(
+        "kernel.newer-calls",
         "kernel",
         format!(
             "no system call newer than the filter's tables: numbers above {} answered ENOSYS (seccomp)",
@@ -541,6 +654,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         seccomp_status(false, ""),
     );
     line(
+        "kernel.allowlist",
         "kernel",
         format!(
             "deny by default: only the {} system calls of an allowlist shaped like systemd's @system-service reach the kernel, any other is answered ENOSYS (seccomp)",
@@ -575,20 +689,30 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             "{why}; without a mount namespace the private TMPDIR is a directory on the host's file system, with no size limit"
         ));
     }
-    for (rule, status) in [
-        limit("open files", req.limits.open_files, ""),
-        (processes, processes_status),
-        limit("address space", req.limits.address_space_mb, " MiB"),
-        limit(
-            "data (heap and private writable memory)",
-            req.limits.data_mb,
-            " MiB",
+    for (id, (rule, status)) in [
+        (
+            "limits.open-files",
+            limit("open files", req.limits.open_files, ""),
         ),
-        (tmp, tmp_status),
+        ("limits.processes", (processes, processes_status)),
+        (
+            "limits.address-space",
+            limit("address space", req.limits.address_space_mb, " MiB"),
+        ),
+        (
+            "limits.data",
+            limit(
+                "data (heap and private writable memory)",
+                req.limits.data_mb,
+                " MiB",
+            ),
+        ),
+        ("limits.tmp", (tmp, tmp_status)),
     ] {
-        line("limits", rule, status);
+        line(id, "limits", rule, status);
     }
     line(
+        "limits.cgroup",
         "limits",
         "the memory and processes of the whole server together (a cgroup)".into(),
         Status::Residual(match &kernel.cgroup {
@@ -602,16 +726,22 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         }),
     );
     line(
+        "limits.core",
         "limits",
         if req.limits.core_dumps {
             "core dumps allowed".into()
         } else {
             "no core dumps".into()
         },
-        if req.limits.core_dumps {
-            Status::Skipped("sandbox.limits.core_dumps = true".into())
-        } else {
-            Status::Enforced
+        match (&kernel.core_pipe, req.limits.core_dumps) {
+            (_, true) => Status::Skipped("sandbox.limits.core_dumps = true".into()),
+            // The kernel honours RLIMIT_CORE 0 only for a core file; a piped pattern gets the
+            // dump whatever the limit (only the value 1 stops it, a guard against recursive
+            // crashes), and PR_SET_DUMPABLE 0 does not survive the server's exec.
+            (Some(pattern), false) => Status::Residual(format!(
+                "core_pattern pipes a crash to a program ({pattern}): the kernel ignores RLIMIT_CORE 0 there, so the host's core helper receives the memory of a crashing server, secrets included"
+            )),
+            (None, false) => Status::Enforced,
         },
     );
 
@@ -623,6 +753,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         .map(|(k, _)| k.to_string_lossy().into_owned())
         .collect();
     line(
+        "environment.passed",
         "environment",
         format!(
             "passed: {}",
@@ -635,6 +766,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         Status::Enforced,
     );
     line(
+        "environment.removed",
         "environment",
         format!(
             "removed: {}",
@@ -648,6 +780,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     );
     for (name, rule) in &req.env.for_grants {
         line(
+            "environment.preset-values",
             "environment",
             format!("{name} passed with the value a preset granted ({rule})"),
             Status::Enforced,
@@ -655,6 +788,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     }
     if !req.env.for_run.is_empty() {
         line(
+            "environment.sandbox-env",
             "environment",
             format!("passed by --sandbox-env: {}", req.env.for_run.join(", ")),
             Status::Enforced,
@@ -662,6 +796,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
     }
     if let Some(tmp) = &req.tmpdir {
         line(
+            "environment.tmpdir",
             "environment",
             format!(
                 "TMPDIR={} (private to this run, removed at exit)",

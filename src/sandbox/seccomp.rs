@@ -78,6 +78,9 @@ const TCP_FASTOPEN: u64 = 23;
 /// `MFD_NOEXEC_SEAL` (Linux 6.3): a memfd that can never be made executable.
 pub const MFD_NOEXEC_SEAL: u64 = 0x0008;
 const TIOCSTI: u64 = 0x5412;
+/// `fchmodat2` (Linux 6.6), which the `libc` crate names on x86_64 only; the same number on
+/// aarch64.
+const FCHMODAT2: libc::c_long = 452;
 const TIOCLINUX: u64 = 0x541C;
 /// `personality(0xffffffff)` only reads the current persona.
 const PERSONALITY_QUERY: u64 = 0xffff_ffff;
@@ -285,6 +288,44 @@ fn argument_rules(opts: Options) -> Vec<(libc::c_long, Vec<SeccompRule>)> {
             CLONE_NAMESPACES.iter().map(|&f| has_bit(0, f)).collect(),
         ),
     ];
+    // A set-user-ID or set-group-ID file: inside a writable grant that root's server sees
+    // ID-mapped (`isolate::Idmapped`), its files are root's on disk, so either bit would make a
+    // program that runs as root for whoever starts it outside (and as uid 0, before
+    // `drop_root`, the server could do the same). No server needs to set them: refused on
+    // every call that sets a mode, and on every call that creates a file with one (`openat2`,
+    // whose mode is in memory, is off the allowlist).
+    let set_id = |mode: u8| {
+        [libc::S_ISUID, libc::S_ISGID]
+            .iter()
+            .map(|&bit| has_bit(mode, bit as u64))
+            .collect::<Vec<_>>()
+    };
+    let created_set_id = |flags: u8, mode: u8| {
+        let mut out = Vec::new();
+        for create in [libc::O_CREAT, libc::O_TMPFILE] {
+            for bit in [libc::S_ISUID, libc::S_ISGID] {
+                out.push(rule(vec![
+                    cond(flags, Op::MaskedEq(create as u64), create as u64),
+                    cond(mode, Op::MaskedEq(bit as u64), bit as u64),
+                ]));
+            }
+        }
+        out
+    };
+    rules.extend([
+        (libc::SYS_fchmod, set_id(1)),
+        (libc::SYS_fchmodat, set_id(2)),
+        (FCHMODAT2, set_id(2)),
+        (libc::SYS_openat, created_set_id(2, 3)),
+        (libc::SYS_mknodat, set_id(2)),
+    ]);
+    #[cfg(target_arch = "x86_64")]
+    rules.extend([
+        (libc::SYS_chmod, set_id(1)),
+        (libc::SYS_creat, set_id(1)),
+        (libc::SYS_open, created_set_id(1, 2)),
+        (libc::SYS_mknod, set_id(1)),
+    ]);
     if opts.deny_listen {
         rules.push((libc::SYS_listen, vec![]));
     }
@@ -444,7 +485,9 @@ pub fn allowed() -> Vec<libc::c_long> {
         SYS_pwritev, SYS_preadv2, SYS_pwritev2, SYS_lseek, SYS_close, SYS_close_range, SYS_dup,
         SYS_dup3, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs,
         // @file-system
-        SYS_openat, SYS_openat2, SYS_faccessat, SYS_faccessat2, SYS_fstat, SYS_newfstatat,
+        // Not openat2: the mode of a file it creates is in memory, out of the set-ID rules'
+        // sight (`argument_rules`); ENOSYS makes its callers fall back to openat.
+        SYS_openat, SYS_faccessat, SYS_faccessat2, SYS_fstat, SYS_newfstatat,
         SYS_statx, SYS_statfs, SYS_fstatfs, SYS_chdir, SYS_fchdir, SYS_getcwd, SYS_mkdirat,
         SYS_unlinkat, SYS_renameat2, SYS_linkat, SYS_symlinkat, SYS_readlinkat,
         SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_truncate,
@@ -867,6 +910,38 @@ mod tests {
             RET_ALLOW
         );
         assert_eq!(call(&p, libc::SYS_personality, &[0x0040000]), EPERM);
+    }
+
+    #[test]
+    fn no_call_sets_a_set_id_bit() {
+        let p = strict();
+        let (suid, sgid) = (libc::S_ISUID as u64, libc::S_ISGID as u64);
+        let creat = libc::O_CREAT as u64 | libc::O_WRONLY as u64;
+        assert_eq!(call(&p, libc::SYS_fchmod, &[3, 0o755]), RET_ALLOW);
+        assert_eq!(call(&p, libc::SYS_fchmod, &[3, suid | 0o755]), EPERM);
+        assert_eq!(call(&p, libc::SYS_fchmodat, &[3, 0, sgid | 0o755]), EPERM);
+        assert_eq!(call(&p, FCHMODAT2, &[3, 0, suid, 0]), EPERM);
+        assert_eq!(call(&p, libc::SYS_fchmodat, &[3, 0, 0o644]), RET_ALLOW);
+        assert_eq!(
+            call(&p, libc::SYS_openat, &[3, 0, creat, suid | 0o755]),
+            EPERM
+        );
+        assert_eq!(
+            call(&p, libc::SYS_openat, &[3, 0, libc::O_TMPFILE as u64, sgid]),
+            EPERM
+        );
+        assert_eq!(call(&p, libc::SYS_openat, &[3, 0, creat, 0o755]), RET_ALLOW);
+        // Without O_CREAT the mode argument is whatever the register held: never judged.
+        assert_eq!(
+            call(&p, libc::SYS_openat, &[3, 0, 0, suid | sgid]),
+            RET_ALLOW
+        );
+        assert_eq!(call(&p, libc::SYS_mknodat, &[3, 0, 0o100000 | suid]), EPERM);
+        assert_eq!(
+            call(&p, libc::SYS_openat2, &[3, 0, 0, 24]),
+            RET_ERRNO | libc::ENOSYS as u32,
+            "openat2's mode is in memory"
+        );
     }
 
     #[test]

@@ -109,7 +109,29 @@ fn kernel(abi: u32, seccomp: bool) -> Kernel {
         root: false,
         memfd_noexec_seal: true,
         cgroup: Err("cgroup v1 only".into()),
+        core_pipe: None,
     }
+}
+
+/// A core pattern that pipes to a program ignores RLIMIT_CORE 0: the report must not claim
+/// "no core dumps" there, and names the pattern instead.
+#[test]
+fn a_piped_core_pattern_makes_no_core_dumps_a_residual_risk() {
+    let req = request(SandboxMode::Require);
+    let find = |k: &Kernel| {
+        let r = plan(&req, k);
+        let l = r.lines.iter().find(|l| l.id == "limits.core").unwrap();
+        (l.status.clone(), r.text())
+    };
+    let (file, _) = find(&kernel(7, true));
+    assert_eq!(file, Status::Enforced);
+    let mut piped = kernel(7, true);
+    piped.core_pipe = Some("|/usr/lib/systemd/systemd-coredump %P".into());
+    let (status, text) = find(&piped);
+    assert!(
+        matches!(&status, Status::Residual(why) if why.contains("systemd-coredump")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -148,7 +170,8 @@ fn the_report_tells_what_each_abi_enforces() {
     let none = dropped(0, true);
     assert!(none.iter().any(|r| r.contains("/usr")), "{none:?}");
     let no_seccomp = dropped(7, false);
-    assert_eq!(no_seccomp.len(), 12, "{no_seccomp:?}");
+    assert_eq!(no_seccomp.len(), 13, "{no_seccomp:?}");
+    assert!(no_seccomp.iter().any(|r| r.contains("set-user-ID")));
     assert!(no_seccomp.iter().any(|r| r.starts_with("deny by default")));
     assert!(no_seccomp
         .iter()
@@ -177,21 +200,10 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
     );
     // stat, /proc's process list and the memory of the whole server (no cgroup).
     assert!(text.contains("3 residual risk(s)"), "{text}");
-    // As root, uid 0's file permissions and its exemption from the process limit are named
-    // (drop_root is off by default)...
+    // As root the server runs as nobody by default (issue 31), and its processes count...
     let mut root = kernel(7, true);
     root.root = true;
     let as_root = plan(&req, &root);
-    let open: Vec<&str> = as_root.residual().iter().map(|l| l.rule.as_str()).collect();
-    assert!(
-        open.iter().any(|r| r.starts_with("uid 0 keeps")),
-        "{open:#?}"
-    );
-    assert!(open.iter().any(|r| r.starts_with("processes")), "{open:#?}");
-    // ...and with drop_root the server runs as nobody, and its processes count.
-    let mut drop = request(SandboxMode::Require);
-    drop.drop_root = true;
-    let as_root = plan(&drop, &root);
     assert!(
         as_root.lines.iter().any(|l| l
             .rule
@@ -200,6 +212,17 @@ fn the_report_names_what_stays_open_and_never_claims_every_rule() {
         "{}",
         as_root.text()
     );
+    // ...and with drop_root = false, uid 0's file permissions and its exemption from the
+    // process limit are named.
+    let mut keep = request(SandboxMode::Require);
+    keep.drop_root = false;
+    let kept = plan(&keep, &root);
+    let open: Vec<&str> = kept.residual().iter().map(|l| l.rule.as_str()).collect();
+    assert!(
+        open.iter().any(|r| r.starts_with("uid 0 keeps")),
+        "{open:#?}"
+    );
+    assert!(open.iter().any(|r| r.starts_with("processes")), "{open:#?}");
     assert!(as_root.text().contains("3 residual risk(s)"));
     // Without namespaces the metadata, ld.so, setsid, IPC, later mounts, process count and
     // temporary folder size gaps are named, with the reason.
@@ -379,4 +402,211 @@ fn the_memory_of_the_whole_server_is_never_claimed_without_a_cgroup() {
     );
     // The detection runs on this machine without failing (its answer depends on the machine).
     let _ = super::isolate::delegated_cgroup();
+}
+
+/// Every id `plan` emits over a matrix of requests and kernels: every key of the profile that
+/// changes a line on and off, root or not, with and without namespaces, Landlock ABI 0, 4 and
+/// 7, with and without seccomp and `MFD_NOEXEC_SEAL`. Returns (ids ever enforced, all ids).
+fn report_ids() -> (
+    std::collections::BTreeSet<&'static str>,
+    std::collections::BTreeSet<&'static str>,
+) {
+    use crate::policy::Limit;
+    let mut enforced = std::collections::BTreeSet::new();
+    let mut all = std::collections::BTreeSet::new();
+    for open in [false, true] {
+        let mut req = request(SandboxMode::Require);
+        req.allow_udp = open;
+        req.allow_unix_sockets = open;
+        req.allow_other_sockets = open;
+        req.scope_signals = !open;
+        req.scope_abstract_unix_sockets = !open;
+        req.drop_root = !open;
+        req.tcp_bind = if open { vec![8080] } else { Vec::new() };
+        req.connect = vec![crate::policy::Destination::parse("127.0.0.1:5432").unwrap()];
+        // Open, `tcp_connect` also lists the destination's port: only the port holds then.
+        req.tcp_connect_any = if open { vec![5432] } else { Vec::new() };
+        let limit = if open { Limit::Inherit } else { Limit::Max(64) };
+        req.limits = crate::policy::SandboxLimits {
+            open_files: limit,
+            processes: limit,
+            address_space_mb: limit,
+            data_mb: limit,
+            tmp_mb: limit,
+            core_dumps: open,
+        };
+        req.env.for_grants = vec![("UV_CACHE_DIR".into(), "preset python".into())];
+        req.env.for_run = vec!["MEMORY_FILE_PATH".into()];
+        req.pins = vec![pins::Pins {
+            grant: PathBuf::from("/nonexistent-grant"),
+            read_only: if open {
+                Vec::new()
+            } else {
+                vec![PathBuf::from("/nonexistent-grant/.git/hooks")]
+            },
+            git: if open {
+                Vec::new()
+            } else {
+                vec![PathBuf::from("/nonexistent-grant/.git")]
+            },
+            ..pins::Pins::default()
+        }];
+        for abi in [0, 4, 7] {
+            for seccomp in [false, true] {
+                for root in [false, true] {
+                    for namespaces in [true, false] {
+                        for seal in [false, true] {
+                            let mut k = kernel(abi, seccomp);
+                            k.root = root;
+                            k.memfd_noexec_seal = seal;
+                            if !namespaces {
+                                k.namespaces = Err("no user namespaces here".into());
+                            }
+                            for l in plan(&req, &k).lines {
+                                all.insert(l.id);
+                                if l.status == Status::Enforced {
+                                    enforced.insert(l.id);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (enforced, all)
+}
+
+/// Issue 32's mechanism for the sandbox: docs/threat-model.md's table "Every enforced sandbox
+/// rule and the probe that proves it" has a row for every rule id the report can print as
+/// `[enforced]`, naming integration tests that exist (`module::function`, a `fn function(` in
+/// `tests/integration/module.rs`), and no row for an id the report never prints. A rule that
+/// cannot be proven is reported as a residual risk, not enforced.
+#[test]
+fn every_rule_the_report_can_enforce_has_a_probe_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/threat-model.md")).unwrap();
+    let (_, table) = doc
+        .split_once("## Every enforced sandbox rule and the probe that proves it")
+        .expect("docs/threat-model.md has the table of sandbox rules and tests");
+    let table = table.split("\n#").next().unwrap_or(table);
+    let rows: std::collections::BTreeMap<String, String> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let id = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((id.to_string(), cells.get(3)?.to_string()))
+        })
+        .collect();
+    let (enforced, all) = report_ids();
+    assert!(
+        enforced.len() > 30,
+        "the matrix reaches the rules: {enforced:?}"
+    );
+    let mut problems = Vec::new();
+    for id in &enforced {
+        let Some(tests) = rows.get(*id) else {
+            problems.push(format!("{id}: can be printed as enforced but has no row"));
+            continue;
+        };
+        if tests.is_empty() || tests == "none" {
+            problems.push(format!("{id}: names no test"));
+            continue;
+        }
+        for named in tests.split(", ") {
+            let named = named.trim_matches('`');
+            let Some((module, function)) = named.rsplit_once("::") else {
+                problems.push(format!("{id}: {named:?} is not module::function"));
+                continue;
+            };
+            let file = root.join(format!("tests/integration/{module}.rs"));
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            if !text.contains(&format!("fn {function}(")) {
+                problems.push(format!("{id}: no test {named} in {}", file.display()));
+            }
+        }
+    }
+    // The prose above the table lists the ids never printed as enforced: it must be exactly
+    // `all − enforced`, so that it cannot drift either.
+    let (_, after) = doc
+        .split_once("Ids the report only prints as dropped, skipped or residual (")
+        .expect("docs/threat-model.md lists the ids never printed as enforced");
+    let listed: std::collections::BTreeSet<&str> = after
+        .split_once(')')
+        .map_or("", |(list, _)| list)
+        .split(',')
+        .map(|id| id.trim().trim_matches('`'))
+        .collect();
+    let never: std::collections::BTreeSet<&str> = all.difference(&enforced).copied().collect();
+    if listed != never {
+        problems.push(format!(
+            "docs/threat-model.md lists {listed:?} as never enforced; the report never prints {never:?} as enforced"
+        ));
+    }
+    for id in rows.keys() {
+        if !all.contains(id.as_str()) {
+            problems.push(format!("{id}: a row for an id the report never prints"));
+        } else if !enforced.contains(id.as_str()) {
+            problems.push(format!(
+                "{id}: a row for a rule the report never prints as enforced"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Issue 33: a destination's address is enforced where Landlock confines TCP and seccomp is
+/// there (mcpguard makes the connect), dropped without seccomp, and a residual risk when
+/// `sandbox.tcp_connect` opens its port to every address.
+#[test]
+fn the_report_says_which_destinations_are_enforced_by_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = PathContext {
+        tmpdir: Some(dir.path().to_path_buf()),
+        home: Some(PathBuf::from("/nonexistent-home")),
+        ..PathContext::default()
+    };
+    let dest = |s: &str| crate::policy::Destination::parse(s).unwrap();
+    let profile = Sandbox {
+        preset: Preset::None,
+        tcp_connect: vec![80],
+        connect: vec![dest("127.0.0.1:5432"), dest("127.0.0.1:80")],
+        ..Sandbox::default()
+    };
+    let env = os(&[("PATH", "/usr/bin")]);
+    let req = resolve(&Inputs {
+        profile: &profile,
+        program: Some(Path::new("/usr/bin/true")),
+        args: &[],
+        extra: &Extra {
+            connect: vec![dest("localhost:8080")],
+            ..Extra::default()
+        },
+        ctx: &ctx,
+        env: &env,
+    })
+    .unwrap();
+    let shown: Vec<String> = req.by_address().iter().map(|d| d.to_string()).collect();
+    assert_eq!(shown, ["127.0.0.1:5432", "localhost:8080"]);
+    let line = |r: &Report, what: &str| {
+        r.lines
+            .iter()
+            .find(|l| l.rule.contains(what))
+            .cloned()
+            .unwrap_or_else(|| panic!("no line with {what}:\n{}", r.text()))
+    };
+    let full = plan(&req, &kernel(7, true));
+    let l = line(
+        &full,
+        "127.0.0.1:5432, localhost:8080 (address and port enforced",
+    );
+    assert_eq!(l.status, Status::Enforced);
+    let l = line(&full, "--sandbox-connect): 127.0.0.1:80");
+    assert!(
+        matches!(&l.status, Status::Residual(why) if why.contains("every address")),
+        "{l:?}"
+    );
+    let no_seccomp = plan(&req, &kernel(7, false));
+    let l = line(&no_seccomp, "(address and port enforced");
+    assert!(matches!(l.status, Status::Dropped(_)), "{l:?}");
 }

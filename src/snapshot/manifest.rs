@@ -49,6 +49,23 @@ pub struct Manifest {
 pub struct Problem {
     pub pointer: String,
     pub message: String,
+    /// What kind of problem it is, for code that answers it (the review hints): the message is
+    /// for people and may be reworded, the kind is what code matches on.
+    pub kind: ProblemKind,
+}
+
+/// The kinds of [`Problem`] that code tells apart; everything else is [`ProblemKind::Other`],
+/// answered by where its pointer lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// A reviewer assertion that must be true is answered false: the tool is outside what a
+    /// snapshot can make safe, and no flag or field makes the review acceptable.
+    Unsuitable,
+    /// An argument location of the tool's inputSchema that no `inputChannels` entry covers; the
+    /// location's RFC 6901 pointer.
+    Unclassified(String),
+    /// Any other problem.
+    Other,
 }
 
 impl std::fmt::Display for Problem {
@@ -65,6 +82,14 @@ fn problem(pointer: impl Into<String>, message: impl Into<String>) -> Problem {
     Problem {
         pointer: pointer.into(),
         message: message.into(),
+        kind: ProblemKind::Other,
+    }
+}
+
+impl Problem {
+    fn of_kind(mut self, kind: ProblemKind) -> Problem {
+        self.kind = kind;
+        self
     }
 }
 
@@ -421,10 +446,13 @@ pub fn validate_review(
             for must_be_true in ["headless", "independentCalls", "referenceBasedIO"] {
                 match a.get(must_be_true) {
                     Some(Value::Bool(true)) => {}
-                    Some(Value::Bool(false)) => problems.push(problem(
-                        format!("{a_at}/{must_be_true}"),
-                        format!("{must_be_true} is false: such a tool is outside what a snapshot can make safe"),
-                    )),
+                    Some(Value::Bool(false)) => problems.push(
+                        problem(
+                            format!("{a_at}/{must_be_true}"),
+                            format!("{must_be_true} is false: such a tool is outside what a snapshot can make safe"),
+                        )
+                        .of_kind(ProblemKind::Unsuitable),
+                    ),
                     _ => problems.push(problem(format!("{a_at}/{must_be_true}"), "must be stated as true")),
                 }
             }
@@ -510,12 +538,15 @@ pub fn validate_review(
             let classified: Vec<Vec<String>> =
                 channels.keys().filter_map(|p| pointer_tokens(p)).collect();
             for missing in unclassified(schema, &mut Vec::new(), &classified) {
-                problems.push(problem(
-                    c_at.clone(),
-                    format!(
-                        "argument {missing:?} is not classified (data, instruction or authority)"
-                    ),
-                ));
+                problems.push(
+                    problem(
+                        c_at.clone(),
+                        format!(
+                            "argument {missing:?} is not classified (data, instruction or authority)"
+                        ),
+                    )
+                    .of_kind(ProblemKind::Unclassified(missing)),
+                );
             }
         }
     }

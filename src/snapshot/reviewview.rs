@@ -30,6 +30,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::snapshot::diff::{display_name, escape_token, reveal, visible_json};
+use crate::wire::injection::{self, Label};
 use crate::wire::sanitize::{is_hidden, needs_cleaning, Clean};
 
 // ---------------------------------------------------------------------------------------------
@@ -51,6 +52,77 @@ const TOOL_FIELDS: [&str; 9] = [
 
 // The reviewer assertions of the seed's table, in its order, shared with the validator.
 use crate::snapshot::manifest::ASSERTIONS;
+
+/// The labeller's findings in the server's instructions and in the title and description of
+/// every tool of a server entry (of the tool `only`, when given), one line per tool and field: each label with the signals that made it and where it is (byte
+/// ranges of the field), never the passage itself (the reviewer reads it in the view; capture
+/// prints these lines where a quote would put the instruction in a terminal or a log). Read
+/// with the catalogue's names and the tool the text belongs to, as results are. Links and
+/// base64 runs alone are left out: descriptions carry them all the time.
+pub fn label_lines(key: &str, entry: &Value, only: Option<&str>) -> Vec<String> {
+    let Ok(tools) = crate::snapshot::manifest::tools(key, entry) else {
+        return Vec::new();
+    };
+    let catalogue = injection::Context::new(tools.iter().map(|(n, _, _)| n.as_str()));
+    let mut out = Vec::new();
+    // The server's own instructions first (the model reads them too), unless one tool is asked.
+    let server = only.is_none().then(|| {
+        (
+            "the server's instructions".to_string(),
+            "instructions",
+            entry,
+            catalogue.clone(),
+        )
+    });
+    let each = tools
+        .iter()
+        .filter(|(name, _, _)| only.is_none_or(|o| o == name))
+        .flat_map(|(name, _, tool)| {
+            ["title", "description"].map(|field| {
+                (
+                    format!("tool {}", display_name(name)),
+                    field,
+                    tool,
+                    catalogue.clone().answering(name),
+                )
+            })
+        });
+    for (whose, field, holder, ctx) in server.into_iter().chain(each) {
+        let Some(text) = holder.get(field).and_then(Value::as_str) else {
+            continue;
+        };
+        // One entry per label and signals, with every place it was found.
+        let mut found: Vec<(String, Vec<String>)> = Vec::new();
+        for f in injection::findings_in(text, &ctx)
+            .iter()
+            .filter(|f| !matches!(f.label, Label::Link | Label::EncodedPayload))
+        {
+            let what = if f.signals.is_empty() {
+                f.label.to_string()
+            } else {
+                format!("{} ({})", f.label, f.signals.join(" + "))
+            };
+            let at = format!("{}-{}", f.at.start, f.at.end);
+            match found.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, places)) => places.push(at),
+                None => found.push((what, vec![at])),
+            }
+        }
+        let found: Vec<String> = found
+            .into_iter()
+            .map(|(what, places)| format!("{what} at bytes {}", places.join(", ")))
+            .collect();
+        if !found.is_empty() {
+            let what = if field == "instructions" {
+                whose.clone()
+            } else {
+                format!("{whose}: {field}")
+            };
+            out.push(format!("{what}: {}", found.join("; ")));
+        }
+    }
+    out
+}
 
 /// Renders one server entry of a snapshot: its `serverInfo`, `instructions`, `capabilities` and
 /// any other member, the page structure with notes on anything a capture should not contain

@@ -203,6 +203,9 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
+/// "Internal error": a request whose decision panicked in mcpguard (`process::proxy` answers it
+/// and ends the session).
+pub const INTERNAL_ERROR: i64 = -32603;
 
 /// Parses the envelope of one line: the one-pass reader first, the serde_json path for every
 /// line it declines (so for every refusal).

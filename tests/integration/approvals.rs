@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::gate::{calls_received, guarded_argv, reviewed_snapshot};
-use crate::support::{mcpguard, reads_policy_with, Peer};
+use crate::support::{echo_as_write_policy_with, mcpguard, reads_policy_with, Peer};
 
 /// `mcpguard approvals ARGS` with `runtime` as its `XDG_RUNTIME_DIR`.
 fn approvals(runtime: &Path, args: &[&str]) -> Output {
@@ -489,16 +489,12 @@ fn a_standing_approval_is_not_granted_through_the_socket() {
     let log = dir.path().join("server.log");
     let audit = dir.path().join("audit.jsonl");
     // `echo` is made a write (its only argument is data), so its calls are confirmed.
-    let reads = reads_policy_with("");
-    let as_write = reads.replace(
-        "[writes.tools.echo]\nside_effect = \"read\"",
-        "[writes.tools.echo]\nside_effect = \"create\"",
-    );
-    assert_ne!(reads, as_write);
     let policy = dir.path().join("standing.toml");
     std::fs::write(
         &policy,
-        format!("{as_write}\n[confirmation]\nallow_identical = true\nidentical_for = \"5m\"\n"),
+        echo_as_write_policy_with(
+            "[confirmation]\nallow_identical = true\nidentical_for = \"5m\"\n",
+        ),
     )
     .unwrap();
     let (snap, digest) = reviewed_snapshot(dir.path(), &[]);

@@ -9,7 +9,10 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::gate::{calls_received, guarded_with, reviewed_snapshot};
-use crate::support::{fixture, mcpguard, reads_policy_with, run_bounded, Peer};
+use crate::support::reviews::record_reviews;
+use crate::support::{
+    echo_as_write_policy_with, fixture, mcpguard, reads_policy_with, run_bounded, Peer,
+};
 
 /// The refusal contract of a tool error result.
 fn contract(v: &Value) -> &Value {
@@ -40,6 +43,38 @@ fn start(dir: &Path, snap: &Path, digest: &str, extra: &str, fixture_args: &[&st
     let mut p = guarded_with(snap, digest, &policy_opts(dir, extra), &args);
     p.initialize();
     p
+}
+
+/// mcpguard over the fixture with the options `opts`, the fixture logging what it receives to
+/// `log`; not initialized.
+fn logging(snap: &Path, digest: &str, opts: &[String], log: &Path) -> Peer {
+    guarded_with(
+        snap,
+        digest,
+        opts,
+        &["--log".to_string(), log.display().to_string()],
+    )
+}
+
+/// `mcpguard capture` of the fixture (started with `fixture_args`) into `out` under `policy`
+/// with the options `opts`, asserted to fail and to write nothing; returns its stderr.
+fn capture_refused(policy: &Path, opts: &[&str], out: &Path, fixture_args: &[&str]) -> String {
+    let run = run_bounded(
+        Command::new(mcpguard())
+            .args(["capture", "--server", "fixture"])
+            .args(opts)
+            .arg("--policy")
+            .arg(policy)
+            .arg("--out")
+            .arg(out)
+            .arg("--")
+            .arg(fixture())
+            .args(fixture_args),
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(!run.status.success(), "{stderr}");
+    assert!(!out.exists(), "{} was written", out.display());
+    stderr
 }
 
 fn call(p: &mut Peer, id: i64, name: &str, args: Value) -> Value {
@@ -129,20 +164,13 @@ fn max_pages_from_the_policy_stops_an_endless_catalogue_in_the_proxy_and_in_capt
     assert!(stderr.contains("more than 2 pages"), "{stderr}");
     assert!(calls_received(&dir2.path().join("server.log")).is_empty());
 
-    let out = run_bounded(
-        Command::new(mcpguard())
-            .args(["capture", "--server", "fixture", "--policy"])
-            .arg(dir2.path().join("policy.toml"))
-            .arg("--out")
-            .arg(dir2.path().join("again.json"))
-            .arg("--")
-            .arg(fixture())
-            .args(["--page-size", "3"]),
+    let stderr = capture_refused(
+        &dir2.path().join("policy.toml"),
+        &[],
+        &dir2.path().join("again.json"),
+        &["--page-size", "3"],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("more than 2 pages"), "{stderr}");
-    assert!(!dir2.path().join("again.json").exists());
 }
 
 /// `errors.max_length` cuts the server's error text, in an `isError` result and in a JSON-RPC
@@ -280,13 +308,7 @@ fn a_sampling_request_gets_secret_redaction_and_injection_labels() {
     args.extend(["--ask-text".to_string(), text.clone()]);
     let opts = policy_opts(dir.path(), "[capabilities]\nsampling = true\n");
     let mut p = guarded_with(&snap, &digest, &opts, &args);
-    p.request(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
-               "clientInfo": {"name": "itest", "version": "0"}}),
-    );
-    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    p.initialize_with(json!({"sampling": {}}));
     p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "ask_sampling", "arguments": {}}}));
     let asked = loop {
@@ -358,29 +380,15 @@ fn echo_reviewed_with(dir: &Path, assertions: Value, expires_in: &str) -> (PathB
     for (k, v) in assertions.as_object().unwrap() {
         a[k] = v.clone();
     }
-    let reviews = dir.join("reviews.json");
-    std::fs::write(
-        &reviews,
-        json!({"echo": {"reviewer": "itest@example.test", "assertions": a, "inputChannels": {"/text": "data"}}})
-            .to_string(),
-    )
-    .unwrap();
-    let out = run_bounded(
-        Command::new(mcpguard())
-            .arg("review")
-            .arg(&snap)
-            .args(["--server", "fixture", "--from"])
-            .arg(&reviews),
+    let digest = record_reviews(
+        Command::new(mcpguard()),
+        &snap,
+        "fixture",
+        None,
+        &json!({"echo": {"reviewer": "itest@example.test", "assertions": a, "inputChannels": {"/text": "data"}}}),
+        &dir.join("reviews.json"),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        snap,
-        String::from_utf8(out.stdout).unwrap().trim().to_string(),
-    )
+    (snap, digest)
 }
 
 /// Starts mcpguard on `snap` under the reads policy plus `extra` and returns its exit status
@@ -388,12 +396,7 @@ fn echo_reviewed_with(dir: &Path, assertions: Value, expires_in: &str) -> (PathB
 fn start_refused(dir: &Path, snap: &Path, digest: &str, extra: &str) -> (bool, String, bool) {
     let log = dir.join("server.log");
     let _ = std::fs::remove_file(&log);
-    let mut p = guarded_with(
-        snap,
-        digest,
-        &policy_opts(dir, extra),
-        &["--log".to_string(), log.display().to_string()],
-    );
+    let mut p = logging(snap, digest, &policy_opts(dir, extra), &log);
     p.send_json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params":
         {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "itest", "version": "0"}}}));
     p.close_stdin();
@@ -445,26 +448,13 @@ fn review_keys_refuse_unacceptable_snapshots_before_the_server_starts() {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, "[review]\nmax_validity = \"7d\"\n").unwrap();
-    let out = run_bounded(
-        Command::new(mcpguard())
-            .args([
-                "capture",
-                "--server",
-                "fixture",
-                "--expires-in",
-                "8d",
-                "--policy",
-            ])
-            .arg(&policy)
-            .arg("--out")
-            .arg(dir.path().join("snap.json"))
-            .arg("--")
-            .arg(fixture()),
+    let stderr = capture_refused(
+        &policy,
+        &["--expires-in", "8d"],
+        &dir.path().join("snap.json"),
+        &[],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("review.max_validity"), "{stderr}");
-    assert!(!dir.path().join("snap.json").exists());
 }
 
 /// The `[writes]` keys decide what a call is, whatever the server's annotations say: with
@@ -490,12 +480,7 @@ fn write_classification_keys_decide_what_passes_and_what_is_refused() {
     std::fs::write(&path, policy).unwrap();
     let log = dir.path().join("server.log");
     let opts = ["--policy".to_string(), path.display().to_string()];
-    let mut p = guarded_with(
-        &snap,
-        &digest,
-        &opts,
-        &["--log".to_string(), log.display().to_string()],
-    );
+    let mut p = logging(&snap, &digest, &opts, &log);
     p.initialize();
     let list = p.request(1, "tools/list", json!({}));
     let names = crate::gate::tool_names(&list);
@@ -687,19 +672,8 @@ fn confirmation_channels_and_timeout_refuse_a_write_nobody_approves() {
 
     let dir2 = tempfile::tempdir().unwrap();
     let log = dir2.path().join("server.log");
-    let mut p = guarded_with(
-        &snap,
-        &digest,
-        &policy_opts(dir2.path(), extra),
-        &["--log".to_string(), log.display().to_string()],
-    );
-    p.request(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-               "clientInfo": {"name": "itest", "version": "0"}}),
-    );
-    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut p = logging(&snap, &digest, &policy_opts(dir2.path(), extra), &log);
+    p.initialize_with(json!({"elicitation": {}}));
     let started = std::time::Instant::now();
     p.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "write_note", "arguments": {"path": "/tmp/x", "body": "b"}}}));
@@ -718,4 +692,129 @@ fn confirmation_channels_and_timeout_refuse_a_write_nobody_approves() {
     p.close_stdin();
     p.wait();
     assert!(calls_received(&log).is_empty());
+}
+
+/// `confirmation.allow_tool_for_session`: a host (or a person) that approves a write "for this
+/// tool for the session" gets that standing approval only when the policy allows it. With the
+/// key on, the question offers the scope and a second call of the tool, with other arguments,
+/// passes unasked; with it off, the question offers no scope, the same answer approves that one
+/// call only, and the second call is asked about again (and, unanswered, refused after the
+/// timeout without reaching the server).
+#[test]
+fn allow_tool_for_session_decides_whether_one_answer_lets_later_calls_through() {
+    for allowed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+        let log = dir.path().join("server.log");
+        // `echo` is made a write without an authority argument, so it may get a standing
+        // approval at all (`write_note`'s path is an authority: never).
+        let policy = dir.path().join("policy.toml");
+        std::fs::write(
+            &policy,
+            echo_as_write_policy_with(&format!(
+                "[confirmation]\nchannels = [\"host\"]\ntimeout = \"2s\"\nallow_tool_for_session = {allowed}\n"
+            )),
+        )
+        .unwrap();
+        let opts = ["--policy".to_string(), policy.display().to_string()];
+        let mut p = logging(&snap, &digest, &opts, &log);
+        p.initialize_with(json!({"elicitation": {}}));
+        let echo = |p: &mut Peer, id: i64, text: &str| {
+            p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": text}}}));
+        };
+
+        // 1. The first call is asked about; the answer asks for the whole tool.
+        echo(&mut p, 1, "first");
+        let mut offered = None;
+        let first = loop {
+            let v = p.recv_json();
+            if v["method"] == "elicitation/create" {
+                offered = Some(
+                    v["params"]["requestedSchema"]["properties"]["scope"]["enum"]
+                        .as_array()
+                        .is_some_and(|e| e.contains(&json!("tool"))),
+                );
+                p.send_json(&json!({"jsonrpc": "2.0", "id": v["id"], "result":
+                    {"action": "accept", "content": {"approve": true, "scope": "tool"}}}));
+            } else if v["id"] == 1 && v.get("method").is_none() {
+                break v;
+            }
+        };
+        let stderr = p.stderr();
+        assert_eq!(offered, Some(allowed), "allowed = {allowed}: {stderr}");
+        assert_eq!(
+            first["result"]["structuredContent"]["text"], "first",
+            "{first}"
+        );
+
+        // 2. A second call of the tool, with other arguments, nobody answering.
+        echo(&mut p, 2, "second");
+        let (second, seen) = p.recv_response(&json!(2));
+        let asked = seen.iter().any(|m| m["method"] == "elicitation/create");
+        p.close_stdin();
+        p.wait();
+        let stderr = p.stderr();
+        if allowed {
+            assert!(
+                !asked,
+                "covered by the standing approval: {seen:?}\n{stderr}"
+            );
+            assert_eq!(
+                second["result"]["structuredContent"]["text"], "second",
+                "{second}\n{stderr}"
+            );
+            assert_eq!(calls_received(&log), vec!["echo", "echo"]);
+        } else {
+            assert!(asked, "asked again: {second}\n{stderr}");
+            assert_eq!(contract(&second)["code"], "consent_required", "{second}");
+            assert_eq!(
+                calls_received(&log),
+                vec!["echo"],
+                "the second call never reaches the server"
+            );
+        }
+    }
+}
+
+/// Issue 32's `tasks/*` item: a task's real result (`tasks/result`) would reach the host past
+/// the result checks, so no `tasks/*` request of the host reaches the server: each is refused
+/// (-32601, naming the method) under the policy, and a policy letting them through does not start
+/// (`gate::a_policy_letting_tasks_through_refuses_to_start`). A task-augmented call is refused as
+/// `capability_denied` (`gate::refused_calls_never_reach_the_server`).
+#[test]
+fn no_tasks_request_of_the_host_reaches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snap, digest) = reviewed_snapshot(dir.path(), &[]);
+    let mut p = start(dir.path(), &snap, &digest, "", &[]);
+    for (id, method) in [
+        (1, "tasks/get"),
+        (2, "tasks/result"),
+        (3, "tasks/list"),
+        (4, "tasks/cancel"),
+    ] {
+        let r = p.request(id, method, json!({"taskId": "task-1"}));
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(method)),
+            "{method}: {r}"
+        );
+    }
+    // The session goes on: a reviewed call still passes.
+    let r = call(&mut p, 5, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["structuredContent"]["text"], "hi", "{r}");
+    p.close_stdin();
+    p.wait();
+    let methods: Vec<Value> = received(dir.path())
+        .iter()
+        .map(|m| m["method"].clone())
+        .collect();
+    assert!(
+        !methods
+            .iter()
+            .any(|m| m.as_str().is_some_and(|m| m.starts_with("tasks/"))),
+        "the server received {methods:?}"
+    );
 }

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::gate::{calls_received, reviewed_snapshot};
 use crate::interop::{argv, peers, python_command_with, run_python};
+use crate::support::reviews::record_reviews;
 use crate::support::{mcpguard, reads_policy, reads_policy_with, run_bounded, sandbox_grants};
 
 /// Runs the Python client with `--elicit <elicit>` and returns its transcript and stderr.
@@ -248,29 +249,17 @@ fn server_filesystem_write_file_needs_an_approval_and_a_path_authority_makes_rea
                "modelBacked": false, "sideEffects": effects, "concurrency": "serialize", "referenceBasedIO": true},
                "inputChannels": channels})
     };
-    let reviews = dir.path().join("reviews.json");
-    std::fs::write(
-        &reviews,
-        json!({
+    let digest = record_reviews(
+        Command::new(mcpguard()),
+        &snap,
+        "fs",
+        None,
+        &json!({
             "write_file": review(json!({"/path": "authority", "/content": "data"}), json!(["writes files under the allowed root"])),
             "read_text_file": review(json!({"/path": "authority", "/head": "data", "/tail": "data"}), json!([])),
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let out = run_bounded(
-        Command::new(mcpguard())
-            .arg("review")
-            .arg(&snap)
-            .args(["--server", "fs", "--from"])
-            .arg(&reviews),
+        }),
+        &dir.path().join("reviews.json"),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let target = root.join("written.txt");
     let calls = [
         (

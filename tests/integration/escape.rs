@@ -5,6 +5,14 @@
 //! can be seen from outside, the test checks the effect itself: the bytes a listener received,
 //! the file's mode, the victim's nice value, the process still alive.
 //!
+//! Section 21 proves the keys of `[sandbox]` that let something through (`allow_unix_sockets`,
+//! `allow_other_sockets`, `scope_abstract_unix_sockets`, the limits, `preset`): both halves run
+//! under the sandbox, once with the permissive value (the attempt must work) and once with the
+//! strict one (it must not, and the report must say `[enforced]`).
+//! Section 22 proves the report's remaining enforced rules (docs/threat-model.md's table of
+//! rule ids and tests): TCP bind ports, cross-process access and io_uring, set-user-id
+//! programs, `--sandbox-env`.
+//!
 //! Every case prints one `ESCAPE-TABLE | class | case | who | unsandboxed: .. | sandboxed: .. |`
 //! line (see them with `--nocapture`). A test runs all its cases before it fails, and then
 //! lists every escape it saw, with the probe's output.
@@ -306,12 +314,17 @@ impl World {
         cmd
     }
 
-    /// `mcpguard sandbox-check --policy P OPTS -- escape PROBE...`.
+    /// `mcpguard sandbox-check --policy P OPTS -- escape PROBE...`, P the policy of `half`.
     fn check_cmd<S: AsRef<OsStr>>(&self, half: Half, opts: &[S], probe: &[S]) -> Command {
+        self.check_cmd_at(self.policy(half), opts, probe)
+    }
+
+    /// `mcpguard sandbox-check --policy POLICY OPTS -- escape PROBE...`.
+    fn check_cmd_at<S: AsRef<OsStr>>(&self, policy: &Path, opts: &[S], probe: &[S]) -> Command {
         let mut cmd = self.guard();
         cmd.arg("sandbox-check")
             .arg("--policy")
-            .arg(self.policy(half))
+            .arg(policy)
             .args(opts)
             .arg("--")
             .arg(&bins().escape)
@@ -456,7 +469,21 @@ impl Tally {
         }
     }
 
+    /// Unsandboxed against sandboxed: the escape must work without the sandbox (or the
+    /// sandboxed half proves nothing) and not with it.
     fn judge(&mut self, case: &str, who: Who, off: Outcome, sandboxed: Outcome) {
+        self.weigh(case, who, ("unsandboxed", off), ("sandboxed", sandboxed));
+    }
+
+    /// The table line and the failures of one pair of runs: the escape must work in the `open`
+    /// run (or the `shut` run proves nothing), and the `shut` run must have run and not escaped.
+    fn weigh(
+        &mut self,
+        case: &str,
+        who: Who,
+        (open_label, open): (&str, Outcome),
+        (shut_label, shut): (&str, Outcome),
+    ) {
         let word = |o: &Outcome| {
             if o.escaped {
                 "ESCAPES"
@@ -467,32 +494,31 @@ impl Tally {
             }
         };
         println!(
-            "ESCAPE-TABLE | {} | {case} | {} | unsandboxed: {} | sandboxed: {} |",
+            "ESCAPE-TABLE | {} | {case} | {} | {open_label}: {} | {shut_label}: {} |",
             self.class,
             who.name(),
-            if off.escaped { "works" } else { word(&off) },
-            word(&sandboxed)
+            if open.escaped { "works" } else { word(&open) },
+            word(&shut)
         );
-        if !off.escaped {
+        if !open.escaped {
             self.failures.push(format!(
-                "[{case}, {}] WITHOUT the sandbox the escape did not work, so the sandboxed \
-                 half proves nothing:\n{}",
+                "[{case}, {}] {open_label}, the escape did not work, so the {shut_label} half \
+                 proves nothing:\n{}",
                 who.name(),
-                off.detail
+                open.detail
             ));
         }
-        if sandboxed.escaped {
+        if shut.escaped {
             self.failures.push(format!(
-                "[{case}, {}] ESCAPED THE SANDBOX:\n{}",
+                "[{case}, {}] ESCAPED ({shut_label}):\n{}",
                 who.name(),
-                sandboxed.detail
+                shut.detail
             ));
-        } else if !sandboxed.ran {
+        } else if !shut.ran {
             self.failures.push(format!(
-                "[{case}, {}] the probe did not run under the sandbox, so nothing was \
-                 tested:\n{}",
+                "[{case}, {}] the probe did not run ({shut_label}), so nothing was tested:\n{}",
                 who.name(),
-                sandboxed.detail
+                shut.detail
             ));
         }
     }
@@ -533,20 +559,55 @@ fn token(prefix: &str) -> String {
     )
 }
 
+/// A listener the tests accept one connection from: TCP or UNIX.
+trait Accept {
+    type Stream: Read;
+    fn nonblocking(&self, on: bool);
+    fn accept_one(&self) -> std::io::Result<Self::Stream>;
+    /// Makes an accepted stream blocking again, with `timeout` on each read.
+    fn blocking(s: &Self::Stream, timeout: Duration);
+}
+
+impl Accept for TcpListener {
+    type Stream = TcpStream;
+    fn nonblocking(&self, on: bool) {
+        self.set_nonblocking(on).unwrap();
+    }
+    fn accept_one(&self) -> std::io::Result<TcpStream> {
+        self.accept().map(|(s, _)| s)
+    }
+    fn blocking(s: &TcpStream, timeout: Duration) {
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(timeout)).unwrap();
+    }
+}
+
+impl Accept for std::os::unix::net::UnixListener {
+    type Stream = std::os::unix::net::UnixStream;
+    fn nonblocking(&self, on: bool) {
+        self.set_nonblocking(on).unwrap();
+    }
+    fn accept_one(&self) -> std::io::Result<Self::Stream> {
+        self.accept().map(|(s, _)| s)
+    }
+    fn blocking(s: &Self::Stream, timeout: Duration) {
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(timeout)).unwrap();
+    }
+}
+
 /// Accepts one connection on `l` within `bound` and reads what it sends until EOF or a pause.
-fn receive(l: &TcpListener, bound: Duration) -> Option<Vec<u8>> {
-    l.set_nonblocking(true).unwrap();
+fn receive<L: Accept>(l: &L, bound: Duration) -> Option<Vec<u8>> {
+    l.nonblocking(true);
     let until = Instant::now() + bound;
     let mut s = loop {
-        match l.accept() {
-            Ok((s, _)) => break s,
+        match l.accept_one() {
+            Ok(s) => break s,
             Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
             Err(_) => return None,
         }
     };
-    s.set_nonblocking(false).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
+    L::blocking(&s, Duration::from_millis(500));
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     while let Ok(n) = s.read(&mut buf) {
@@ -615,6 +676,173 @@ fn tcp_fast_open_reaches_no_listener() {
                     (Err(e), _) | (_, Err(e)) => t.skip(&case, who, &e),
                 }
             }
+        }
+    }
+    t.finish();
+}
+
+// ---- 1b. TCP destinations by address --------------------------------------------------
+
+/// Listeners on one port at 127.0.0.1, 127.0.0.2 and (where this machine has IPv6) ::1, fresh
+/// ones for each case, so that a connection left in an accept queue is never counted for the
+/// next.
+fn same_port_listeners() -> Option<(TcpListener, Vec<(&'static str, TcpListener)>)> {
+    let ipv6 = TcpListener::bind("[::1]:0").is_ok();
+    for _ in 0..20 {
+        let good = TcpListener::bind("127.0.0.1:0").ok()?;
+        let port = good.local_addr().ok()?.port();
+        let Ok(two) = TcpListener::bind(("127.0.0.2", port)) else {
+            continue;
+        };
+        let mut others = vec![("127.0.0.2", two)];
+        if ipv6 {
+            let Ok(six) = TcpListener::bind(("::1", port)) else {
+                continue;
+            };
+            others.push(("::1", six));
+        }
+        return Some((good, others));
+    }
+    None
+}
+
+/// Issue 33: `--sandbox-connect 127.0.0.1:P` lets the server reach 127.0.0.1:P and no other
+/// address on port P. Landlock confines TCP by port only, so mcpguard makes the connects to
+/// such a port itself (`sandbox::observe`) on its copy of the server's socket and its copy of
+/// the address: 127.0.0.2:P and [::1]:P are refused, blocking and nonblocking, and named at
+/// the default level with the flag; a helper that flips the address in shared memory while
+/// the probe connects reaches nothing (no time-of-check gap). The granted address works both
+/// ways. Unsandboxed, every one of these connects reaches its listener.
+#[test]
+fn a_tcp_destination_is_enforced_by_address_not_only_by_port() {
+    let mut t = Tally::new("TCP destination by address");
+    for who in everyone() {
+        let w = World::new(who);
+        for mode in ["block", "nonblock"] {
+            let Some((good, _)) = same_port_listeners() else {
+                t.skip(
+                    mode,
+                    who,
+                    "no listeners on one port at 127.0.0.1 and 127.0.0.2",
+                );
+                continue;
+            };
+            let port = good.local_addr().unwrap().port().to_string();
+            let flag = format!("127.0.0.1:{port}");
+            let tok = token("granted");
+            let run = w.check(
+                Half::Sandboxed,
+                &["--sandbox-connect", &flag],
+                &["connect-to", "127.0.0.1", &port, &tok, mode],
+            );
+            let got = receive(&good, Duration::from_secs(2));
+            let ok = got
+                .as_deref()
+                .is_some_and(|g| String::from_utf8_lossy(g).contains(&tok));
+            println!(
+                "ESCAPE-TABLE | {} | granted 127.0.0.1 {mode} | {} | sandboxed: {} |",
+                t.class,
+                who.name(),
+                if ok {
+                    "reached (as granted)"
+                } else {
+                    "NOT REACHED"
+                }
+            );
+            if !ok {
+                t.failures.push(format!(
+                    "[granted 127.0.0.1 {mode}, {}] the granted destination {flag} was not reached:\n{}",
+                    who.name(),
+                    run.brief()
+                ));
+            }
+        }
+        for host in ["127.0.0.2", "::1"] {
+            for mode in ["block", "nonblock"] {
+                let case = format!("{host} on the granted port, {mode}");
+                let mut outcome = |half: Half| {
+                    let Some((_, others)) = same_port_listeners() else {
+                        return Err("no listeners on one port".to_string());
+                    };
+                    let Some((_, l)) = others.iter().find(|(h, _)| *h == host) else {
+                        return Err(format!("no listener at {host} (no IPv6 here?)"));
+                    };
+                    let port = l.local_addr().unwrap().port().to_string();
+                    let flag = format!("127.0.0.1:{port}");
+                    let tok = token("other");
+                    let opts: Vec<&str> = match half {
+                        Half::Sandboxed => vec!["--sandbox-connect", &flag],
+                        Half::Off => Vec::new(),
+                    };
+                    let run = w.check(half, &opts, &["connect-to", host, &port, &tok, mode]);
+                    let got = receive(l, Duration::from_secs(1));
+                    let escaped = got
+                        .as_deref()
+                        .is_some_and(|g| String::from_utf8_lossy(g).contains(&tok));
+                    if half == Half::Sandboxed {
+                        t.keep_report(&run);
+                        let shown: SocketAddr = if host.contains(':') {
+                            format!("[{host}]:{port}")
+                        } else {
+                            format!("{host}:{port}")
+                        }
+                        .parse()
+                        .unwrap();
+                        let want = format!(
+                            "mcpguard: warning: sandbox denied connect to {shown} (TCP): port {port} is granted only for {flag}; allow it with --sandbox-connect {shown}"
+                        );
+                        if !escaped && !run.stderr.contains(&want) {
+                            t.failures.push(format!(
+                                "[{case}, {}] the refusal was not named at the default level ({want:?} missing):\n{}",
+                                who.name(),
+                                run.brief()
+                            ));
+                        }
+                    }
+                    let observed = if escaped {
+                        "the listener received the probe's token".to_string()
+                    } else {
+                        "no connection reached the listener".to_string()
+                    };
+                    Ok(Outcome::of(&run, escaped, &observed))
+                };
+                match (outcome(Half::Sandboxed), outcome(Half::Off)) {
+                    (Ok(s), Ok(o)) => t.judge(&case, who, o, s),
+                    (Err(e), _) | (_, Err(e)) => t.skip(&case, who, &e),
+                }
+            }
+        }
+        let case = "address flipped during the connect";
+        let mut outcome = |half: Half| {
+            let Some((_, others)) = same_port_listeners() else {
+                return Err("no listeners on one port".to_string());
+            };
+            let l = &others[0].1;
+            let port = l.local_addr().unwrap().port().to_string();
+            let flag = format!("127.0.0.1:{port}");
+            let opts: Vec<&str> = match half {
+                Half::Sandboxed => vec!["--sandbox-connect", &flag],
+                Half::Off => Vec::new(),
+            };
+            let run = w.check(
+                half,
+                &opts,
+                &["connect-race", "127.0.0.1", "127.0.0.2", &port],
+            );
+            let reached = receive(l, Duration::from_secs(1)).is_some();
+            if half == Half::Sandboxed {
+                t.keep_report(&run);
+            }
+            let observed = if reached {
+                "127.0.0.2 accepted a connection"
+            } else {
+                "no connection reached 127.0.0.2"
+            };
+            Ok(Outcome::of(&run, reached || run.says_escaped(), observed))
+        };
+        match (outcome(Half::Sandboxed), outcome(Half::Off)) {
+            (Ok(s), Ok(o)) => t.judge(case, who, o, s),
+            (Err(e), _) | (_, Err(e)) => t.skip(case, who, &e),
         }
     }
     t.finish();
@@ -2247,10 +2475,13 @@ fn the_default_limits_stop_a_fork_loop_a_big_temporary_file_and_a_big_mapping() 
 
 // ---- 18. uid 0's file permissions -----------------------------------------------------------
 
-/// As root, a root-only file (0600) inside a read grant: the server keeps uid 0, so it reads
-/// it; the report must name that as a residual risk, and it does only while it is true.
+/// As root, the server never runs as uid 0 by default (`sandbox.drop_root`, issue 31): a
+/// root-only file (0600, and the system's own `/etc/ssl/private` key where there is one) inside
+/// a read grant is read unsandboxed and with `drop_root = false` (where the report names it),
+/// and refused by default; a fork loop meets the process limit; and the private TMPDIR's size
+/// limit holds for the server's uid.
 #[test]
-fn sandbox_check_names_root_only_files_in_a_read_grant() {
+fn root_s_server_does_not_run_as_uid_0_by_default() {
     if !am_root() {
         println!("not running as root: nothing to test");
         return;
@@ -2262,78 +2493,176 @@ fn sandbox_check_names_root_only_files_in_a_read_grant() {
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     let d = dir.display().to_string();
     let k = key.display().to_string();
-    let s = w.check(Half::Sandboxed, &["--sandbox-read", &d], &["read", &k]);
-    assert!(s.ran(), "{}", s.brief());
-    let line = s
+    // sandbox.drop_root = false keeps uid 0: the read works, and the report names it.
+    let keep = w.path("keep-root.toml");
+    std::fs::write(&keep, "[sandbox]\nmode = \"require\"\ndrop_root = false\n").unwrap();
+    let mut cmd = w.guard();
+    cmd.arg("sandbox-check")
+        .arg("--policy")
+        .arg(&keep)
+        .args(["--sandbox-read", &d, "--"])
+        .arg(&bins().escape)
+        .args(["read", &k]);
+    let kept = Run::new("read", run_bounded(&mut cmd));
+    let line = kept
         .report()
         .lines()
         .find(|l| l.contains("uid 0 keeps its file permissions"))
         .unwrap_or("")
         .to_string();
-    let named = line.contains("RESIDUAL RISK");
-    println!(
-        "ESCAPE-TABLE | uid 0's file permissions | read a 0600 root file in --sandbox-read | root | named: {} | sandboxed: {} |",
-        if named { "RESIDUAL RISK" } else { "no" },
-        if s.says_escaped() { "works" } else { "stopped" }
-    );
     assert!(
-        !s.says_escaped() || named,
-        "the server read a root-only file and the report does not name it: {line:?}\n{}",
-        s.brief()
+        kept.says_escaped() && line.contains("RESIDUAL RISK"),
+        "with drop_root = false the server keeps uid 0, reads the key, and the report says so \
+         ({line:?}):\n{}",
+        kept.brief()
     );
-    // With sandbox.drop_root the server runs as uid 65534: the same read, and a fork loop (uid
-    // 0 is exempt from RLIMIT_NPROC, 65534 in its own user namespace is not), stop.
-    let policy = w.path("drop-root.toml");
-    std::fs::write(&policy, "[sandbox]\nmode = \"require\"\ndrop_root = true\n").unwrap();
     let mut t = Tally::new("root stays root");
-    for (case, extra, probe) in [
+    let mut cases = vec![
         (
-            "read a 0600 root file in --sandbox-read",
-            vec!["--sandbox-read", d.as_str()],
-            vec!["read", k.as_str()],
+            "read a 0600 root file in --sandbox-read".to_string(),
+            vec!["--sandbox-read".to_string(), d.clone()],
+            vec!["read".to_string(), k.clone()],
         ),
-        ("600 processes", vec![], vec!["forkloop", "600"]),
         (
-            "600 MiB into TMPDIR (given to uid 65534)",
+            "600 processes".into(),
             vec![],
-            vec!["bigwrite", "600"],
+            vec!["forkloop".into(), "600".into()],
         ),
-    ] {
-        let mut cmd = w.guard();
-        cmd.arg("sandbox-check")
-            .arg("--policy")
-            .arg(&policy)
-            .args(&extra)
-            .arg("--")
-            .arg(&bins().escape)
-            .args(&probe);
-        let dropped = Run::new(probe[0], run_bounded(&mut cmd));
-        t.keep_report(&dropped);
-        if !dropped.says_escaped() && !dropped.stdout.contains("STOPPED:") {
-            t.failures.push(format!(
-                "[{case}] the probe could not try under drop_root:\n{}",
-                dropped.brief()
-            ));
+        (
+            "600 MiB into TMPDIR (given to uid 65534)".into(),
+            vec![],
+            vec!["bigwrite".into(), "600".into()],
+        ),
+    ];
+    // The system's own private keys, inside the default /etc/ssl grant, where the machine has
+    // one readable by root only (0640 root:ssl-cert, in a 0710 folder).
+    let system_key = std::fs::read_dir("/etc/ssl/private")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_file());
+    match &system_key {
+        Some(p) => cases.push((
+            format!("read {} (default /etc/ssl grant)", p.display()),
+            vec![],
+            vec!["read".into(), p.display().to_string()],
+        )),
+        None => t.skip("read /etc/ssl/private", Who::Root, "no key on this machine"),
+    }
+    for (case, extra, probe) in &cases {
+        let s = w.check(Half::Sandboxed, extra, probe);
+        t.keep_report(&s);
+        if !s.says_escaped() && !s.stdout.contains("STOPPED:") {
+            t.failures
+                .push(format!("[{case}] the probe could not try:\n{}", s.brief()));
         }
-        let off = w.check(Half::Off, &extra, &probe);
+        let off = w.check(Half::Off, extra, probe);
         t.judge(
-            &format!("{case}, sandbox.drop_root = true"),
+            case,
             Who::Root,
             Outcome::of(&off, off.says_escaped(), "the probe's result"),
-            Outcome::of(&dropped, dropped.says_escaped(), "the probe's result"),
+            Outcome::of(&s, s.says_escaped(), "the probe's result"),
         );
     }
-    // A grant uid 65534 cannot reach (under a 0700 root folder, as /root is) is refused at
-    // start, with the path, the reason and the key.
+    let report = t.report.clone().unwrap_or_default();
+    assert!(
+        report.contains("root's server runs as uid and gid 65534")
+            && !report.contains("uid 0 keeps its file permissions"),
+        "the report must say the server runs as 65534:\n{report}"
+    );
+    t.finish();
+}
+
+/// As root, a grant under a 0700 root folder (as everything under /root is) still works by
+/// default: the folder is seen through an ID-mapped mount, so the server (uid 65534) reads a
+/// 0600 root file of the grant and writes there (by absolute path and relative to its working
+/// directory), and what it creates is root's outside. The read-only pins of a repository in the
+/// grant still hold on the mapped mount. A folder of another user on the way cannot be helped
+/// by mapping root's files, and is refused with the path, the reason and the key.
+#[test]
+fn root_s_grants_under_a_root_only_folder_work_through_an_id_mapped_mount() {
+    if !am_root() {
+        println!("not running as root: nothing to test");
+        return;
+    }
+    let w = World::new(Who::Root);
     let private = w.path("private");
     std::fs::create_dir(&private).unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let inside = private.join("data");
+    let data = private.join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run_bounded(Command::new("git").args(["init", "-q"]).arg(&data));
+    assert!(out.status.success(), "git init: {}", text(&out.stderr));
+    let secret = data.join("secret");
+    std::fs::write(&secret, "root-only").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let grant = data.display().to_string();
+    let run = |probe: &[&str], cwd: &Path| {
+        let mut cmd = w.guard();
+        cmd.current_dir(cwd)
+            .arg("sandbox-check")
+            .arg("--policy")
+            .arg(&w.sandboxed)
+            .args(["--sandbox-write", &grant, "--"])
+            .arg(&bins().escape)
+            .args(probe);
+        Run::new(probe[0], run_bounded(&mut cmd))
+    };
+    let read = run(&["read", &secret.display().to_string()], w.dir.path());
+    assert!(
+        read.says_escaped() && read.stdout.contains("root-only"),
+        "the server must read the 0600 root file of its grant under a 0700 root folder:\n{}",
+        read.brief()
+    );
+    let report = read.report();
+    assert!(
+        report.contains("root's server runs as uid and gid 65534")
+            && report.contains(&format!("ID-mapped mounts, where root's files are uid 65534's and what it creates is root's (Landlock still limits it to its grants): {}", private.display())),
+        "the report must name the mapped folder:\n{report}"
+    );
+    let created = data.join("created");
+    let write = run(
+        &["plant", &created.display().to_string(), "new"],
+        w.dir.path(),
+    );
+    let relative = run(&["plant", "relative", "new"], &data);
+    for (run, path) in [(&write, created), (&relative, data.join("relative"))] {
+        let meta = std::fs::metadata(&path);
+        assert!(
+            run.says_escaped() && meta.as_ref().is_ok_and(|m| m.uid() == 0 && m.gid() == 0),
+            "the server must create {} in its grant, owned by root outside ({:?}):\n{}",
+            path.display(),
+            meta.map(|m| (m.uid(), m.gid())),
+            run.brief()
+        );
+    }
+    // The pins hold on the mapped mount: the hooks and the configuration stay read-only.
+    for pinned in [".git/hooks/pre-commit", ".git/config"] {
+        let target = data.join(pinned);
+        let before = std::fs::read(&target).ok();
+        let p = run(
+            &["plant", &target.display().to_string(), "\n# planted\n"],
+            w.dir.path(),
+        );
+        assert!(
+            p.ran() && !p.says_escaped() && std::fs::read(&target).ok() == before,
+            "{pinned} must stay read-only on the mapped mount:\n{}",
+            p.brief()
+        );
+    }
+    // A 0700 folder of another user on the way: mapping root's files cannot help.
+    let theirs = w.path("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
+    let inside = theirs.join("data");
     std::fs::create_dir(&inside).unwrap();
     let mut cmd = w.guard();
     cmd.arg("sandbox-check")
         .arg("--policy")
-        .arg(&policy)
+        .arg(&w.sandboxed)
         .arg("--sandbox-read")
         .arg(&inside)
         .arg("--")
@@ -2343,18 +2672,12 @@ fn sandbox_check_names_root_only_files_in_a_read_grant() {
     let err = text(&out.stderr);
     assert!(
         !out.status.success()
-            && err.contains("sandbox.drop_root")
-            && err.contains(&private.display().to_string())
+            && err.contains("sandbox.drop_root = false")
+            && err.contains(&theirs.display().to_string())
+            && err.contains("owner 4242")
             && !text(&out.stdout).contains("hello-ran"),
-        "an unreachable grant must be refused, naming it and the key:\n{err}"
+        "a grant a mapping cannot make reachable must be refused, naming it, why and the key:\n{err}"
     );
-    let report = t.report.clone().unwrap_or_default();
-    assert!(
-        report.contains("root's server runs as uid and gid 65534")
-            && !report.contains("uid 0 keeps its file permissions"),
-        "the report must say the server runs as 65534:\n{report}"
-    );
-    t.finish();
 }
 
 // ---- 19. files trusted later inside a writable grant ------------------------------------------
@@ -2476,15 +2799,150 @@ fn a_write_grant_on_a_repository_cannot_rewrite_its_hooks_or_config() {
                 who.name()
             ));
         }
-        // The repository has no .git/commondir, so the report must say that the pins do not
-        // stop a hostile server that creates one (git then follows it to another folder).
-        if !run
+        // The repository's `.git` is read-only as a whole (the commondir route is closed), and
+        // the report says so instead of naming the route as open.
+        let git_line = run
             .report()
-            .contains("the pinned .git/hooks and .git/config do not stop a hostile server")
+            .lines()
+            .find(|l| l.contains("the .git folder of each repository"))
+            .unwrap_or("")
+            .to_string();
+        if !(git_line.contains("(.git)") && git_line.contains("[enforced]"))
+            || run.report().contains("lets the server create one")
         {
             t.failures.push(format!(
-                "[report, {}] sandbox-check does not name the commondir route",
+                "[report, {}] sandbox-check does not name the read-only .git: {git_line:?}",
                 who.name()
+            ));
+        }
+    }
+    t.finish();
+}
+
+/// A folder a hostile server prepared for a commondir: the objects and refs git asks of a
+/// common directory, a `core.fsmonitor` command (run by `git status`) and a `core.hooksPath`
+/// with a pre-commit hook, each writing `token` to `evil/ran`. Owned by the world's user.
+fn commondir_target(w: &World, token: &str) -> PathBuf {
+    let evil = w.owned_dir(&format!("evil-{token}"));
+    let ran = evil.join("ran");
+    for d in ["objects", "refs", "hooks"] {
+        std::fs::create_dir(evil.join(d)).unwrap();
+    }
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\tfsmonitor = echo {token} >> {}\n\thooksPath = {}\n",
+            ran.display(),
+            evil.join("hooks").display()
+        ),
+    )
+    .unwrap();
+    let hook = evil.join("hooks/pre-commit");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho {token} >> {}\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if am_root() && w.who != Who::Root {
+        let owner = format!("{}:{}", w.who.uid(), w.who.gid());
+        let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&evil));
+        assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+    }
+    evil
+}
+
+/// The commondir route: a server with a write grant on a repository creates `.git/commondir`
+/// naming a folder it prepared, and the person's next `git status` outside the sandbox runs
+/// that folder's `core.fsmonitor` command. Unsandboxed it runs; sandboxed, the `.git` folder is
+/// read-only as a whole, so the file cannot be created — while the folders git writes for
+/// ordinary work (`objects`, `refs`, `logs`) stay writable, and the index does not.
+#[test]
+fn a_write_grant_on_a_repository_cannot_create_a_commondir() {
+    let mut t = Tally::new("git control files created inside a write grant");
+    for who in everyone() {
+        let w = World::new(who);
+        let mut outcome = |half: Half| {
+            let dir = repo(&w, &format!("repo-{}-{half:?}", token("")));
+            let tok = token("ran-");
+            let evil = commondir_target(&w, &tok);
+            let d = dir.display().to_string();
+            let commondir = dir.join(".git/commondir").display().to_string();
+            let run = w.check(
+                half,
+                &["--sandbox-write", &d],
+                &["plant", &commondir, &evil.display().to_string()],
+            );
+            if half == Half::Sandboxed {
+                t.keep_report(&run);
+            }
+            // The person's git, later, outside any sandbox, as the repository's owner.
+            let mut git = Command::new("git");
+            who.apply(&mut git);
+            git.arg("-C")
+                .arg(&dir)
+                .args(["status", "--short"])
+                .env("HOME", &w.home);
+            let out = run_bounded(&mut git);
+            let ran = std::fs::read_to_string(evil.join("ran")).unwrap_or_default();
+            let escaped = ran.contains(&tok);
+            Outcome::of(
+                &run,
+                escaped,
+                &format!(
+                    "git status ran the planted core.fsmonitor: {escaped} (git: {} {})",
+                    out.status,
+                    text(&out.stderr).trim()
+                ),
+            )
+        };
+        let s = outcome(Half::Sandboxed);
+        let o = outcome(Half::Off);
+        t.judge("create .git/commondir", who, o, s);
+        // Ordinary work: a new ref is written; the index (replaced by rename into .git) is not.
+        let dir = repo(&w, &format!("repo-{}-work", token("")));
+        let d = dir.display().to_string();
+        let branch = dir.join(".git/refs/heads/probe");
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d],
+            &["plant", &branch.display().to_string(), "0000"],
+        );
+        if !branch.exists() {
+            t.failures.push(format!(
+                "[refs, {}] .git/refs is not writable for ordinary work:\n{}",
+                who.name(),
+                run.brief()
+            ));
+        }
+        let index_lock = dir.join(".git/index.lock");
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d],
+            &["plant", &index_lock.display().to_string(), "x"],
+        );
+        if index_lock.exists() {
+            t.failures.push(format!(
+                "[index.lock, {}] a new file was created in the read-only .git:\n{}",
+                who.name(),
+                run.brief()
+            ));
+        }
+        // Granted by name, `.git` is writable (for a server that commits), and the report
+        // names the commondir route as open.
+        let git = dir.join(".git").display().to_string();
+        let run = w.check(
+            Half::Sandboxed,
+            &["--sandbox-write", &d, "--sandbox-write", &git],
+            &["plant", &index_lock.display().to_string(), "x"],
+        );
+        if !index_lock.exists() || !run.report().contains("lets the server create one") {
+            t.failures.push(format!(
+                "[.git granted by name, {}] not writable, or the report does not name the \
+                 commondir route:\n{}\n{}",
+                who.name(),
+                run.brief(),
+                run.report()
             ));
         }
     }
@@ -2527,6 +2985,936 @@ fn a_system_call_off_the_allowlist_does_not_reach_the_kernel() {
                 "[{}] the report does not claim the allowlist: {line:?}",
                 who.name()
             ));
+        }
+    }
+    t.finish();
+}
+
+// ---- 21. the keys of [sandbox] and [sandbox.limits] -----------------------------------------
+
+impl World {
+    /// `sandbox-check` under a policy of this world whose text is `policy`, running `probe`.
+    fn check_under(&self, file: &str, policy: &str, probe: &[&str]) -> Run {
+        let path = self.path(file);
+        std::fs::write(&path, policy).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut cmd = self.check_cmd_at(&path, &[], probe);
+        Run::new(probe.first().copied().unwrap_or(""), run_bounded(&mut cmd))
+    }
+}
+
+impl Tally {
+    /// One key, both values, both under the sandbox: the escape must work with the permissive
+    /// value (or the strict half proves nothing) and not with the strict one, whose report
+    /// line (the one containing `rule`) must say `[enforced]`.
+    fn judge_key(
+        &mut self,
+        case: &str,
+        who: Who,
+        rule: &str,
+        (permissive, open): (&str, Outcome),
+        (strict, shut, report): (&str, Outcome, &str),
+    ) {
+        let line = report.lines().find(|l| l.contains(rule)).unwrap_or("");
+        if !line.contains("[enforced]") {
+            self.failures.push(format!(
+                "[{case}, {}] with {strict} the report does not say the rule is enforced: {line:?}",
+                who.name()
+            ));
+        }
+        self.weigh(case, who, (permissive, open), (strict, shut));
+    }
+}
+
+/// The policy text of a sandbox that is the default profile, required, plus `extra`.
+fn required_with(extra: &str) -> String {
+    format!("[sandbox]\nmode = \"require\"\n{extra}")
+}
+
+/// `sandbox.limits.open_files`: a server that raises its soft limit and floods descriptors stops
+/// at the key's value (64 here); with `"inherit"` it gets mcpguard's limit.
+#[test]
+fn sandbox_limits_open_files_stops_a_descriptor_flood() {
+    let mut t = Tally::new("sandbox.limits.open_files");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: &str| {
+            let r = w.check_under(
+                "open-files.toml",
+                &required_with(&format!("[sandbox.limits]\nopen_files = {v}\n")),
+                &["openmany", "300"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run("\"inherit\"");
+        let (shut, r) = run("64");
+        t.keep_report(&r);
+        if !shut.escaped && !r.stdout.contains("STOPPED: openmany: dup") {
+            t.failures.push(format!(
+                "[{}] the flood must stop at the limit (EMFILE), not fail before:\n{}",
+                who.name(),
+                r.brief()
+            ));
+        }
+        t.judge_key(
+            "300 more descriptors",
+            who,
+            "open files at most 64",
+            ("open_files = \"inherit\"", open),
+            ("open_files = 64", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.limits.address_space_mb`: a reservation with no access (what V8 makes, and what
+/// `data_mb` does not count) stops at the key's value; with `"inherit"` it succeeds.
+#[test]
+fn sandbox_limits_address_space_mb_stops_a_big_reservation() {
+    let mut t = Tally::new("sandbox.limits.address_space_mb");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: &str| {
+            let r = w.check_under(
+                "address-space.toml",
+                &required_with(&format!("[sandbox.limits]\naddress_space_mb = {v}\n")),
+                &["reserve", "3000"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run("\"inherit\"");
+        let (shut, r) = run("512");
+        t.keep_report(&r);
+        t.judge_key(
+            "a 3000 MiB PROT_NONE reservation",
+            who,
+            "address space at most 512 MiB",
+            ("address_space_mb = \"inherit\"", open),
+            ("address_space_mb = 512", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.limits.core_dumps`: a child of the server with a secret in its memory crashes after
+/// raising its soft core limit; with `false` the kernel writes no core file and the limit cannot
+/// be raised above 0, with `true` it does (where the hard limit mcpguard inherits allows one at
+/// all). Where core_pattern pipes to a program (systemd-coredump, apport) the kernel ignores
+/// RLIMIT_CORE 0, so the report must not claim the rule there: it names a residual risk.
+#[test]
+fn sandbox_limits_core_dumps_false_writes_no_core_file() {
+    let mut hard = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one live rlimit struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_CORE, &mut hard) };
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    let mut t = Tally::new("sandbox.limits.core_dumps");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: bool| {
+            let r = w.check_under(
+                "core.toml",
+                &required_with(&format!("[sandbox.limits]\ncore_dumps = {v}\n")),
+                &["coredump"],
+            );
+            let escaped = r.says_escaped() || r.stdout.contains("RLIMIT_CORE raised above 0: yes");
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        if pattern.starts_with('|') {
+            let (_, r) = run(false);
+            t.keep_report(&r);
+            let line = r
+                .report()
+                .lines()
+                .find(|l| l.contains("no core dumps"))
+                .unwrap_or("");
+            t.skip(
+                "a crash in TMPDIR",
+                who,
+                &format!(
+                    "core_pattern pipes to a program ({:?}): no core file to see",
+                    pattern.trim()
+                ),
+            );
+            if line.contains("[enforced]") || !line.contains("RESIDUAL RISK") {
+                t.failures.push(format!(
+                    "[{}] core_pattern pipes to a program, which ignores RLIMIT_CORE 0, yet the \
+                     report does not name the residual risk: {line:?}",
+                    who.name()
+                ));
+            }
+            if !r.stdout.contains("RLIMIT_CORE raised above 0: no") {
+                t.failures.push(format!(
+                    "[{}] the core limit could be raised above 0:\n{}",
+                    who.name(),
+                    r.brief()
+                ));
+            }
+            continue;
+        }
+        if hard.rlim_max == 0 {
+            t.skip(
+                "a crash in TMPDIR",
+                who,
+                "the hard core limit is 0 here: a core file cannot be seen",
+            );
+            continue;
+        }
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "a crash in TMPDIR",
+            who,
+            "no core dumps",
+            ("core_dumps = true", open),
+            ("core_dumps = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.allow_unix_sockets`: a UNIX socket reached by path (a session bus, a container
+/// engine's socket) is a way out. With `false` the server cannot create a UNIX socket of its own
+/// and the listener outside receives nothing; with `true` it connects and sends.
+#[test]
+fn allow_unix_sockets_decides_whether_the_server_reaches_a_named_socket() {
+    let mut t = Tally::new("sandbox.allow_unix_sockets");
+    for who in everyone() {
+        let w = World::new(who);
+        let path = w.path("engine.sock");
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let p = path.display().to_string();
+        let run = |v: bool| {
+            let tok = token("unix-");
+            let r = w.check_under(
+                "unix.toml",
+                &required_with(&format!("allow_unix_sockets = {v}\n")),
+                &["unix-send", &p, &tok],
+            );
+            let got = receive(&l, Duration::from_millis(300)).map(|b| text(&b));
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(&r, escaped, &format!("the named socket received {got:?}")),
+                r,
+            )
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "connect + send to a named socket outside",
+            who,
+            "no UNIX sockets of its own",
+            ("allow_unix_sockets = true", open),
+            ("allow_unix_sockets = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.scope_abstract_unix_sockets`: even with UNIX sockets allowed, an abstract socket
+/// outside the sandbox (D-Bus and X11 listen there) is out of reach with `true` (Landlock
+/// scoping, ABI 6); with `false` the server connects and the listener receives its token.
+#[test]
+fn scope_abstract_unix_sockets_keeps_an_abstract_socket_outside_out_of_reach() {
+    use std::os::linux::net::SocketAddrExt;
+    let mut t = Tally::new("sandbox.scope_abstract_unix_sockets");
+    for who in everyone() {
+        let w = World::new(who);
+        let name = token("mcpguard-abstract-");
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+        let at = format!("@{name}");
+        let run = |v: bool| {
+            let tok = token("abstract-");
+            let r = w.check_under(
+                "abstract.toml",
+                &required_with(&format!(
+                    "allow_unix_sockets = true\nscope_abstract_unix_sockets = {v}\n"
+                )),
+                &["unix-send", &at, &tok],
+            );
+            let got = receive(&l, Duration::from_millis(300)).map(|b| text(&b));
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(
+                    &r,
+                    escaped,
+                    &format!("the abstract socket received {got:?}"),
+                ),
+                r,
+            )
+        };
+        let (open, _) = run(false);
+        let (shut, r) = run(true);
+        t.keep_report(&r);
+        t.judge_key(
+            "connect + send to an abstract socket outside",
+            who,
+            "no connections to abstract UNIX sockets outside the sandbox",
+            ("scope_abstract_unix_sockets = false", open),
+            ("scope_abstract_unix_sockets = true", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.allow_other_sockets`, netlink: a netlink socket lists the machine's interfaces (and, with
+/// capabilities, would change them); packet, raw, MPTCP and SCTP sockets are refused with it.
+/// With `false` the socket cannot be created; with `true` the kernel answers.
+#[test]
+fn allow_other_sockets_decides_whether_the_server_opens_a_netlink_socket() {
+    let mut t = Tally::new("sandbox.allow_other_sockets");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |v: bool| {
+            let r = w.check_under(
+                "other.toml",
+                &required_with(&format!("allow_other_sockets = {v}\n")),
+                &["netlink"],
+            );
+            let escaped = r.says_escaped();
+            (Outcome::of(&r, escaped, "the probe's result"), r)
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "a routing netlink dump",
+            who,
+            "no other socket families",
+            ("allow_other_sockets = true", open),
+            ("allow_other_sockets = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.allow_other_sockets`, MPTCP: an MPTCP socket is a protocol of its own, outside
+/// Landlock's TCP rules, so a server that may not connect to a port over TCP could still reach
+/// it over MPTCP. A listener outside on a port the policy does not grant receives the server's
+/// token with `true` and nothing with `false`. Skipped only where the host disables MPTCP
+/// (`net.mptcp.enabled = 0`).
+#[test]
+fn allow_other_sockets_decides_whether_the_server_connects_over_mptcp() {
+    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
+    let mut t = Tally::new("sandbox.allow_other_sockets (MPTCP)");
+    for who in everyone() {
+        if enabled.trim() == "0" {
+            t.skip(
+                "MPTCP connect + send to a port not granted",
+                who,
+                "net.mptcp.enabled = 0 on this host: no MPTCP socket can be made",
+            );
+            continue;
+        }
+        let w = World::new(who);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port().to_string();
+        let run = |v: bool| {
+            let tok = token("mptcp-");
+            let r = w.check_under(
+                "mptcp.toml",
+                &required_with(&format!("allow_other_sockets = {v}\n")),
+                &["mptcp", &port, &tok],
+            );
+            let got = receive(&l, Duration::from_millis(300));
+            let got = got.map(|b| text(&b));
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(&r, escaped, &format!("the listener received {got:?}")),
+                r,
+            )
+        };
+        let (open, _) = run(true);
+        let (shut, r) = run(false);
+        t.keep_report(&r);
+        t.judge_key(
+            "MPTCP connect + send to a port not granted",
+            who,
+            "no other socket families",
+            ("allow_other_sockets = true", open),
+            ("allow_other_sockets = false", shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// `sandbox.preset`: the runtime preset grants what the interpreter needs to run the server's
+/// script and its modules, read only. With `"none"` a python server outside the system paths
+/// cannot even be read; with `"python"` (or `"auto"`, which picks it for `python3`) it runs and
+/// imports the module beside it, and still cannot write into its own folder (a planted module
+/// would run at its next start).
+#[test]
+fn sandbox_preset_grants_the_scripts_folder_read_only_and_none_grants_nothing() {
+    let python = Path::new("/usr/bin/python3");
+    assert!(
+        python.exists(),
+        "no /usr/bin/python3: the preset test needs it (scripts/install-peers.sh installs python3)"
+    );
+    let mut failures = Vec::new();
+    for who in everyone() {
+        let w = World::new(who);
+        let app = w.path("app");
+        std::fs::create_dir(&app).unwrap();
+        std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let tok = token("preset-");
+        std::fs::write(app.join("helper.py"), format!("TOKEN = {tok:?}\n")).unwrap();
+        std::fs::write(
+            app.join("main.py"),
+            "import os, sys\nimport helper\nprint('PRESET-RAN', helper.TOKEN, flush=True)\n\
+             try:\n    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'planted.py'), 'w').write('x')\n    print('PLANTED', flush=True)\n\
+             except OSError as e:\n    print('NOT-PLANTED', e, flush=True)\n",
+        )
+        .unwrap();
+        for f in ["helper.py", "main.py"] {
+            std::fs::set_permissions(app.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        for preset in ["none", "python", "auto"] {
+            let policy = w.path(&format!("preset-{preset}.toml"));
+            std::fs::write(&policy, required_with(&format!("preset = \"{preset}\"\n"))).unwrap();
+            std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let mut cmd = w.guard();
+            cmd.arg("sandbox-check")
+                .arg("--policy")
+                .arg(&policy)
+                .arg("--")
+                .arg(python)
+                .arg("-B")
+                .arg(app.join("main.py"));
+            let out = run_bounded(&mut cmd);
+            let stdout = text(&out.stdout);
+            let stderr = text(&out.stderr);
+            let what = format!(
+                "[preset = {preset}, {}] {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+                who.name(),
+                out.status,
+                stderr
+            );
+            let ran = stdout.contains(&format!("PRESET-RAN {tok}"));
+            let planted = app.join("planted.py").exists();
+            let _ = std::fs::remove_file(app.join("planted.py"));
+            println!(
+                "ESCAPE-TABLE | sandbox.preset | preset = {preset} | {} | script ran: {ran} | planted a module: {planted} |",
+                who.name()
+            );
+            if planted {
+                failures.push(format!("WROTE INTO THE SCRIPT'S FOLDER: {what}"));
+            }
+            match preset {
+                "none" if ran => failures.push(format!(
+                    "the script ran without the preset's grant, so the preset proves nothing: {what}"
+                )),
+                // The interpreter itself ran and was refused the script: any other failure
+                // (no interpreter, a sandbox that did not start) would prove nothing.
+                "none" if !(stderr.contains("can't open file")
+                    && stderr.contains("[Errno 13] Permission denied")) =>
+                {
+                    failures.push(format!(
+                        "python did not say the script was refused (\"can't open file … \
+                         [Errno 13] Permission denied\"), so the refusal is not the sandbox's: {what}"
+                    ))
+                }
+                "python" | "auto" if !ran => {
+                    failures.push(format!("the preset did not grant the script: {what}"))
+                }
+                "python" | "auto" if !stdout.contains("NOT-PLANTED") => {
+                    failures.push(format!("the write was not refused: {what}"))
+                }
+                _ => {}
+            }
+            if preset != "none" && !stdout.contains("preset: python") {
+                failures.push(format!(
+                    "the report does not name the python preset: {what}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+// ---- 22. the rest of the report's enforced rules ---------------------------------------------
+
+/// Two different free TCP ports on 127.0.0.1: both listeners stay bound until both ports are
+/// read, so the kernel cannot hand out the same port twice.
+fn two_free_ports() -> (u16, u16) {
+    let a = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    let ports = (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    );
+    assert_ne!(ports.0, ports.1, "two bound listeners got one port");
+    ports
+}
+
+/// Connects to 127.0.0.1:`port` until something answers or `bound` passes, and returns what
+/// the first answering listener sent.
+fn connect_and_read(port: u16, bound: Duration) -> std::thread::JoinHandle<Option<String>> {
+    std::thread::spawn(move || {
+        let until = Instant::now() + bound;
+        while Instant::now() < until {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                s.set_read_timeout(Some(Duration::from_millis(500))).ok();
+                let mut got = String::new();
+                let _ = s.read_to_string(&mut got);
+                return Some(got);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        None
+    })
+}
+
+/// `sandbox.tcp_bind` (report rule `network.tcp-bind`): the server listens only on its ports.
+/// With the port granted it binds, listens and a client outside gets its token; with another
+/// port granted (so `listen` itself is allowed and only Landlock's bind rule stands in the
+/// way) the bind is refused and nothing answers.
+#[test]
+fn tcp_bind_lets_the_server_listen_only_on_its_ports() {
+    let mut t = Tally::new("sandbox.tcp_bind");
+    for who in everyone() {
+        let w = World::new(who);
+        let run = |granted: u16, port: u16| {
+            let tok = token("bind-");
+            let client = connect_and_read(port, Duration::from_secs(6));
+            let r = w.check_under(
+                "bind.toml",
+                &required_with(&format!("tcp_bind = [{granted}]\n")),
+                &["bindlisten", &port.to_string(), &tok],
+            );
+            let got = client.join().unwrap();
+            let escaped = got.as_deref() == Some(tok.as_str());
+            (
+                Outcome::of(
+                    &r,
+                    escaped,
+                    &format!("a client on port {port} read {got:?}"),
+                ),
+                r,
+            )
+        };
+        let (port, other) = two_free_ports();
+        let (open, _) = run(port, port);
+        let (shut, r) = run(other, port);
+        t.keep_report(&r);
+        t.judge_key(
+            "bind + listen on a port not granted",
+            who,
+            "TCP bind only to ports",
+            (&format!("tcp_bind = [{port}]"), open),
+            (&format!("tcp_bind = [{other}]"), shut, r.report()),
+        );
+    }
+    t.finish();
+}
+
+/// What decides, on this host, whether a cross-process call works at all for this user: where
+/// the call fails even without the sandbox, the case is skipped with this as the reason.
+fn crossmem_gate(mode: &str) -> String {
+    let sysctl = |name: &str| {
+        let path = format!("/proc/sys/{}", name.replace('.', "/"));
+        match std::fs::read_to_string(&path) {
+            Ok(v) => format!("{name} = {}", v.trim()),
+            Err(_) => format!("{name} is not set here"),
+        }
+    };
+    match mode {
+        "io_uring_setup" => sysctl("kernel.io_uring_disabled"),
+        "process_madvise" => format!(
+            "process_madvise on another process needs CAP_SYS_NICE ({})",
+            sysctl("kernel.yama.ptrace_scope")
+        ),
+        _ => sysctl("kernel.yama.ptrace_scope"),
+    }
+}
+
+/// Report rule `processes.cross-process`: another process's memory (`process_vm_readv`, a
+/// `ptrace` attach, `process_madvise`), its descriptors (`pidfd_getfd`) and an io_uring, whose
+/// operations no seccomp filter sees. The victim is the probe's own child, the easiest target
+/// there is. Each call is its own case, judged alone: one that works unsandboxed and is stopped
+/// sandboxed proves its rule, whatever the others do.
+#[test]
+fn another_process_memory_descriptors_and_io_uring_are_out_of_reach() {
+    let mut t = Tally::new("cross-process access and io_uring");
+    for who in everyone() {
+        let w = World::new(who);
+        for mode in [
+            "process_vm_readv",
+            "ptrace",
+            "pidfd_getfd",
+            "process_madvise",
+            "io_uring_setup",
+        ] {
+            let o = w.check(Half::Off, &[], &["crossmem", mode]);
+            if o.ran() && !o.says_escaped() {
+                t.skip(
+                    mode,
+                    who,
+                    &format!(
+                        "it fails even without the sandbox ({}): {}",
+                        crossmem_gate(mode),
+                        o.stdout.lines().last().unwrap_or("")
+                    ),
+                );
+                continue;
+            }
+            let s = w.check(Half::Sandboxed, &[], &["crossmem", mode]);
+            t.keep_report(&s);
+            let line = s
+                .report()
+                .lines()
+                .find(|l| l.contains("no io_uring, ptrace"))
+                .unwrap_or("")
+                .to_string();
+            if !line.contains("[enforced]") {
+                t.failures.push(format!(
+                    "[{mode}, {}] the report does not claim the rule: {line:?}",
+                    who.name()
+                ));
+            }
+            t.judge(
+                mode,
+                who,
+                Outcome::of(&o, o.says_escaped(), "the probe's result"),
+                Outcome::of(&s, s.says_escaped(), "the probe's result"),
+            );
+        }
+    }
+    t.finish();
+}
+
+/// Report rule `processes.no-new-privs`: the server runs with the kernel's no_new_privs flag
+/// (`NoNewPrivs:\t1` in its /proc/self/status), so no set-user-id or file-capability program
+/// it executes gains privilege. Started directly, the flag is not set. As an extra check (when
+/// the tests run as root, the only way to make a set-user-id root program) an ordinary user's
+/// server executes a set-user-id root copy of the probe, in a folder the policy lets it execute
+/// from, and must not gain euid 0; started directly, the same user does.
+#[test]
+fn a_set_user_id_program_gives_the_server_no_privilege() {
+    let mut t = Tally::new("set-user-id programs");
+    for who in everyone() {
+        let w = World::new(who);
+        let o = Run::new("euid", run_bounded(&mut w.direct_cmd(&["euid"])));
+        let s = w.check(Half::Sandboxed, &[], &["euid"]);
+        t.keep_report(&s);
+        let line = s
+            .report()
+            .lines()
+            .find(|l| l.contains("no_new_privs"))
+            .unwrap_or("")
+            .to_string();
+        if !line.contains("[enforced]") {
+            t.failures.push(format!(
+                "[{}] the report does not claim no_new_privs: {line:?}",
+                who.name()
+            ));
+        }
+        if !s.stdout.contains("NoNewPrivs:\t1\n") {
+            t.failures.push(format!(
+                "[{}] the server's /proc/self/status does not say NoNewPrivs:\\t1:\n{}",
+                who.name(),
+                s.brief()
+            ));
+        }
+        t.judge(
+            "the no_new_privs flag of the server",
+            who,
+            Outcome::of(&o, o.says_escaped(), "NoNewPrivs in /proc/self/status"),
+            Outcome::of(&s, s.says_escaped(), "NoNewPrivs in /proc/self/status"),
+        );
+    }
+    let who = Who::User {
+        uid: NOBODY,
+        gid: NOBODY,
+    };
+    if !am_root() {
+        t.skip(
+            "exec of a set-user-id root program",
+            who,
+            "not running as root: no set-user-id root program can be made here",
+        );
+        t.finish();
+        return;
+    }
+    let w = World::new(who);
+    let dir = w.path("suid");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = dir.join("escape-suid");
+    std::fs::copy(&bins().escape, &prog).unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let p = prog.display().to_string();
+    let o = Run::new(
+        "setuid-exec",
+        run_bounded(&mut w.direct_cmd(&["setuid-exec", p.as_str()])),
+    );
+    let s = w.check_under(
+        "suid.toml",
+        &required_with(&format!(
+            "execute = [\"/usr\", \"/bin\", \"/sbin\", \"/lib\", \"/lib64\", \"{}\"]\n",
+            dir.display()
+        )),
+        &["setuid-exec", &p],
+    );
+    if !s.stdout.contains("probe euid start") {
+        t.failures.push(format!(
+            "the set-user-id program did not run under the sandbox, so nothing was tested:\n{}",
+            s.brief()
+        ));
+    }
+    // The exec'd probe is judged on the euid it got; its NoNewPrivs line is the check above.
+    let gained = |r: &Run| r.stdout.contains("gained euid 0");
+    t.judge(
+        "exec of a set-user-id root program",
+        who,
+        Outcome::of(&o, gained(&o), "the program's euid"),
+        Outcome::of(&s, gained(&s), "the program's euid"),
+    );
+    t.finish();
+}
+
+/// Report rule `environment.sandbox-env`: `--sandbox-env NAME` passes that one variable of
+/// mcpguard's environment, by exact name, and no other (`environment.passed`/`removed`).
+#[test]
+fn sandbox_env_passes_the_named_variable_and_no_other() {
+    let mut failures = Vec::new();
+    for who in everyone() {
+        let w = World::new(who);
+        let (a, b) = (token("a-"), token("b-"));
+        let run = |name: &str| {
+            let mut cmd = w.check_cmd(
+                Half::Sandboxed,
+                &["--sandbox-env", "HOST_SET_A"],
+                &["getenv", name],
+            );
+            cmd.env("HOST_SET_A", &a).env("HOST_SET_B", &b);
+            Run::new("getenv", run_bounded(&mut cmd))
+        };
+        let got_a = run("HOST_SET_A");
+        let got_b = run("HOST_SET_B");
+        let line = got_a
+            .report()
+            .lines()
+            .find(|l| l.contains("passed by --sandbox-env"))
+            .unwrap_or("")
+            .to_string();
+        if !(line.contains("HOST_SET_A") && line.contains("[enforced]")) {
+            failures.push(format!("[{}] report line: {line:?}", who.name()));
+        }
+        if !got_a.stdout.contains(&format!("HOST_SET_A={a}")) {
+            failures.push(format!(
+                "[{}] the named variable did not pass:\n{}",
+                who.name(),
+                got_a.brief()
+            ));
+        }
+        if got_b.stdout.contains(&b) || !got_b.ran() {
+            failures.push(format!(
+                "[{}] another variable passed (or the probe did not run):\n{}",
+                who.name(),
+                got_b.brief()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+// ---- 23. a set-user-ID file in a writable grant -------------------------------------------------
+
+/// A server with a write grant makes a set-user-ID (and set-group-ID) program there: by
+/// `chmod` of a file, by creating one with `open(O_CREAT)`, or with `openat2`, whose mode a
+/// filter cannot see. As root the grant is seen ID-mapped, so the file is root's on disk and
+/// would run as root for anyone who can reach it. Unsandboxed each works (as root and as an
+/// ordinary user); sandboxed none leaves a set-ID bit on the file, seen from outside.
+#[test]
+fn no_set_user_id_file_is_made_in_a_writable_grant() {
+    let mut t = Tally::new("set-ID files in a writable grant");
+    for who in everyone() {
+        let w = World::new(who);
+        let grant = w.owned_dir("grant");
+        let g = grant.display().to_string();
+        for how in ["chmod", "create", "openat2"] {
+            let mut seen = Vec::new();
+            for half in [Half::Off, Half::Sandboxed] {
+                let target = grant.join(format!("{how}-{half:?}"));
+                if how == "chmod" {
+                    std::fs::write(&target, "#!/bin/sh\n").unwrap();
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                        .unwrap();
+                    who.own(&target);
+                }
+                let path = target.display().to_string();
+                let run = w.check(half, &["--sandbox-write", &g], &["setuid", how, &path]);
+                let mode = std::fs::metadata(&target).map(|m| m.mode() & 0o7777).ok();
+                let escaped = mode.is_some_and(|m| m & 0o6000 != 0);
+                seen.push(Outcome::of(
+                    &run,
+                    escaped,
+                    &format!(
+                        "the file's mode outside: {}",
+                        mode.map_or("none".into(), |m| format!("{m:o}"))
+                    ),
+                ));
+                if half == Half::Sandboxed {
+                    t.keep_report(&run);
+                }
+            }
+            let sandboxed = seen.pop().unwrap();
+            let off = seen.pop().unwrap();
+            t.judge(how, who, off, sandboxed);
+        }
+    }
+    t.finish();
+}
+
+// ---- 24. the package managers' trees that run later outside the sandbox -----------------------
+
+/// The presets once granted the npm cache (where `npx` keeps the packages it runs) and uv's data
+/// folder (where `uv tool` and `uvx` keep installed tools) for write to every server of their
+/// kind; a server rewrote a cached npx package and an installed uv tool, which then ran outside
+/// any sandbox. As root and as uid 65534: a node server writes into the npm cache and a python
+/// server into uv's tool folder; unsandboxed both land, sandboxed neither does (the trees are
+/// read-only, each server writes into a private cache of its own).
+#[test]
+fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
+    let mut t = Tally::new("package-manager trees run later outside the sandbox");
+    let node = "/usr/bin/node";
+    let python = "/usr/bin/python3";
+    for who in everyone() {
+        let w = World::new(who);
+        for (case, program) in [
+            ("node rewrites a cached npx package", node),
+            ("python rewrites an installed uv tool", python),
+        ] {
+            if !Path::new(program).exists() {
+                t.skip(case, who, &format!("{program} is not installed"));
+                continue;
+            }
+            let mut outcome = |half: Half| {
+                let tok = token("planted-");
+                let npm = w.owned_dir(&format!("npm-{tok}"));
+                let uv_cache = w.owned_dir(&format!("uv-cache-{tok}"));
+                let target = if program == node {
+                    npm.join("_npx/0123abcd/node_modules/demo/index.js")
+                } else {
+                    w.home
+                        .join(format!(".local/share/uv/tools/demo-{tok}/bin/demo"))
+                };
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::write(&target, "original\n").unwrap();
+                if am_root() && who != Who::Root {
+                    let owner = format!("{}:{}", who.uid(), who.gid());
+                    for d in [&npm, &w.home] {
+                        let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(d));
+                        assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+                    }
+                }
+                let t_s = target.display().to_string();
+                let code = if program == node {
+                    format!("try {{ require('fs').appendFileSync({t_s:?}, {tok:?}); console.log('WROTE') }} catch (e) {{ console.log('DENIED', e.code) }}")
+                } else {
+                    format!("try:\n    open({t_s:?}, 'a').write({tok:?}); print('WROTE')\nexcept OSError as e:\n    print('DENIED', e.errno)\n")
+                };
+                let mut cmd = w.guard();
+                cmd.arg("sandbox-check")
+                    .arg("--policy")
+                    .arg(w.policy(half))
+                    .args([
+                        "--",
+                        program,
+                        if program == node { "-e" } else { "-c" },
+                        &code,
+                    ])
+                    .env("npm_config_cache", &npm)
+                    .env("UV_CACHE_DIR", &uv_cache);
+                let out = run_bounded(&mut cmd);
+                let run = Run::new("write", out);
+                if half == Half::Sandboxed {
+                    t.keep_report(&run);
+                }
+                let now = std::fs::read_to_string(&target).unwrap_or_default();
+                let escaped = now.contains(&tok);
+                Outcome {
+                    escaped,
+                    ran: run.stdout.contains("WROTE") || run.stdout.contains("DENIED"),
+                    detail: format!(
+                        "observed: {} holds the token: {escaped}\nstdout: {}\nstderr: {}",
+                        target.display(),
+                        run.stdout.trim(),
+                        run.stderr.trim()
+                    ),
+                }
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
+        }
+    }
+    t.finish();
+}
+
+/// A write grant that holds what the person's own tools run or trust later — a shell start-up
+/// file, or mcpguard's package store (the code of every pinned server) — is refused before the
+/// server starts, naming the file, as root and as uid 65534. Unsandboxed the same write lands.
+#[test]
+fn a_write_grant_holding_start_up_files_or_the_package_store_is_refused() {
+    let mut t = Tally::new("write grants holding what runs later");
+    for who in everyone() {
+        let w = World::new(who);
+        let store = w.home.join(".local/share/mcpguard/packages/npm/demo@1.0.0");
+        std::fs::create_dir_all(&store).unwrap();
+        let entry = store.join("index.js");
+        std::fs::write(&entry, "original\n").unwrap();
+        let rc = w.home.join(".bashrc");
+        std::fs::write(&rc, "original\n").unwrap();
+        if am_root() && who != Who::Root {
+            let owner = format!("{}:{}", who.uid(), who.gid());
+            let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&w.home));
+            assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
+        }
+        let packages = w.home.join(".local/share/mcpguard/packages");
+        for (case, grant, target, named) in [
+            (
+                "--sandbox-write HOME holding .bashrc",
+                w.home.clone(),
+                &rc,
+                &rc,
+            ),
+            (
+                "--sandbox-write ~/.local/share holding the package store",
+                w.home.join(".local/share"),
+                &entry,
+                &packages,
+            ),
+        ] {
+            let outcome = |half: Half| {
+                let tok = token("planted-");
+                let g = grant.display().to_string();
+                let f = target.display().to_string();
+                let run = w.check(half, &["--sandbox-write", &g], &["plant", &f, &tok]);
+                let now = std::fs::read_to_string(target).unwrap_or_default();
+                let escaped = now.contains(&tok);
+                let refused = run.stderr.contains(&format!("grants {g} for write"))
+                    && run.stderr.contains(&named.display().to_string());
+                Outcome {
+                    escaped,
+                    // Refused before the start, naming the file: the mechanism itself.
+                    ran: run.ran() || (half == Half::Sandboxed && refused),
+                    detail: format!(
+                        "observed: {f} holds the token: {escaped}; refused naming it: {refused}\n{}",
+                        run.brief()
+                    ),
+                }
+            };
+            let s = outcome(Half::Sandboxed);
+            let o = outcome(Half::Off);
+            t.judge(case, who, o, s);
         }
     }
     t.finish();

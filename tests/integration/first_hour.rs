@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{mcpguard, run_bounded, Peer};
+use crate::support::reviews::{record_reviews, scripted_reviews};
+use crate::support::{mcpguard, run_bounded, show, Peer};
 
 /// How long one answer of a server may take: the first start of a Python server on a busy
 /// machine imports its whole dependency tree, and mcpguard hashes the pinned install first.
@@ -31,15 +32,6 @@ const ANSWER: Duration = Duration::from_secs(90);
 
 fn peers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers")
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A new user: a HOME of their own, a uv that works offline from the filled cache (as if the
@@ -369,10 +361,15 @@ fn run_printed(u: &User, line: &str, env: Option<&Value>) -> Output {
 /// that takes longer than the other commands' bound.
 const CAPTURE: Duration = Duration::from_secs(400);
 
-/// Runs `cmd` to its end, killing it (and failing) after [`CAPTURE`].
+/// Runs `cmd` to its end, killing it (and failing) after [`CAPTURE`]. `cmd` is a shell running
+/// a printed line, so it starts a process group of its own and the timeout kills that whole
+/// group: the shell, the mcpguard it started and the installers mcpguard runs outside the
+/// sandbox (the sandboxed server dies with mcpguard, by its parent-death signal).
 fn capture_bounded(cmd: &mut Command) -> Output {
+    use std::os::unix::process::CommandExt;
     let what = format!("{cmd:?}");
     let child = cmd
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -386,8 +383,9 @@ fn capture_bounded(cmd: &mut Command) -> Output {
     match rx.recv_timeout(CAPTURE) {
         Ok(out) => out.unwrap_or_else(|e| panic!("{what}: {e}")),
         Err(_) => {
-            // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            // SAFETY: kill has no memory preconditions. The child leads its own process group
+            // (`process_group(0)`) and is not yet reaped, so -pid names only that group.
+            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
             panic!("{what} did not finish within {CAPTURE:?}");
         }
     }
@@ -397,47 +395,20 @@ fn capture_bounded(cmd: &mut Command) -> Output {
 /// reads, every argument a data channel.
 fn review(u: &User, snap: &Path, key: &str, reads: &[&str]) {
     let doc: Value = serde_json::from_slice(&std::fs::read(snap).unwrap()).unwrap();
-    let mut reviews = serde_json::Map::new();
-    for page in doc["servers"][key]["toolPages"].as_array().unwrap() {
-        for tool in page["tools"].as_array().unwrap() {
-            let name = tool["name"].as_str().unwrap();
-            let channels: serde_json::Map<String, Value> = tool["inputSchema"]["properties"]
-                .as_object()
-                .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
-                .unwrap_or_default();
-            let class = if reads.contains(&name) {
-                "read"
-            } else {
-                "update"
-            };
-            reviews.insert(
-                name.to_string(),
-                json!({
-                    "sideEffect": class,
-                    "assertions": {"headless": true, "independentCalls": true,
-                        "modelBacked": false, "sideEffects": [], "concurrency": "safe",
-                        "referenceBasedIO": true},
-                    "inputChannels": channels,
-                }),
-            );
-        }
-    }
-    let from = u.path(&format!("{key}.reviews.json"));
-    std::fs::write(&from, serde_json::to_vec(&Value::Object(reviews)).unwrap()).unwrap();
-    let out = run_bounded(
-        u.host(mcpguard())
-            .arg("review")
-            .arg(snap)
-            .args([
-                "--server",
-                key,
-                "--reviewer",
-                "new-user@example.com",
-                "--from",
-            ])
-            .arg(&from),
+    record_reviews(
+        u.host(mcpguard()),
+        snap,
+        key,
+        Some("new-user@example.com"),
+        &scripted_reviews(&doc, key, reads),
+        &u.path(&format!("{key}.reviews.json")),
     );
-    assert!(out.status.success(), "review {key}: {}", show(&out));
+}
+
+/// `wrap --pin` of the host configuration `config_file`, as the user runs it, asserted to succeed.
+fn pin(u: &User, config_file: &Path) {
+    let out = run_bounded(u.host(mcpguard()).arg("wrap").arg("--pin").arg(config_file));
+    assert!(out.status.success(), "wrap --pin: {}", show(&out));
 }
 
 /// Reads the capture commands from what `wrap` printed, by server name: the line after
@@ -477,28 +448,20 @@ fn readme_entries_run_wrapped_with_no_hand_edit() {
         stop(peer);
         direct.insert(*name, (answer["result"].clone(), text));
     }
-    assert!(
-        direct["sqlite"].1.contains("Cherbourg"),
-        "{:?}",
-        direct["sqlite"]
-    );
-    assert!(direct["excel"].1.contains("Brest"), "{:?}", direct["excel"]);
-    assert!(
-        direct["duckdb"].1.contains("Brest"),
-        "{:?}",
-        direct["duckdb"]
-    );
-    assert!(
-        direct["fetch"].1.contains("High water"),
-        "{:?}",
-        direct["fetch"]
-    );
-    assert!(direct["notes"].1.contains("06:12"), "{:?}", direct["notes"]);
-    assert!(
-        direct["pandoc"].1.contains("<em>06:12</em>"),
-        "{:?}",
-        direct["pandoc"]
-    );
+    for (name, answers) in [
+        ("sqlite", "Cherbourg"),
+        ("excel", "Brest"),
+        ("duckdb", "Brest"),
+        ("fetch", "High water"),
+        ("notes", "06:12"),
+        ("pandoc", "<em>06:12</em>"),
+    ] {
+        assert!(
+            direct[name].1.contains(answers),
+            "{name}: {:?}",
+            direct[name]
+        );
+    }
 
     // The user's Claude Desktop configuration, and `wrap --yes`. The fetch server reaches the
     // page's port through a policy (`tcp_connect`) until `--sandbox-connect` exists.
@@ -551,13 +514,7 @@ fn readme_entries_run_wrapped_with_no_hand_edit() {
         }
     }
     assert!(failed.is_empty(), "captures failed:\n{}", failed.join("\n"));
-    let out = run_bounded(
-        u.host(mcpguard())
-            .arg("wrap")
-            .arg("--pin")
-            .arg(&config_file),
-    );
-    assert!(out.status.success(), "wrap --pin: {}", show(&out));
+    pin(&u, &config_file);
     let wrapped: Value = serde_json::from_slice(&std::fs::read(&config_file).unwrap()).unwrap();
 
     // Each entry started as the host starts it, from the wrapped file as it is.
@@ -624,13 +581,7 @@ fn a_missing_grant_is_named_with_its_flag() {
     let out = run_printed(&u, line, config["mcpServers"]["notes"].get("env"));
     assert!(out.status.success(), "{line}: {}", show(&out));
     review(&u, snap, "notes", &["read_note"]);
-    let out = run_bounded(
-        u.host(mcpguard())
-            .arg("wrap")
-            .arg("--pin")
-            .arg(&config_file),
-    );
-    assert!(out.status.success(), "wrap --pin: {}", show(&out));
+    pin(&u, &config_file);
     let mut entry: Value = serde_json::from_slice::<Value>(&std::fs::read(&config_file).unwrap())
         .unwrap()["mcpServers"]["notes"]
         .clone();

@@ -349,3 +349,45 @@ exec "$@""#,
         "the managed floor is in effect: {text}"
     );
 }
+
+/// The attack: a user policy names a destination (`sandbox.connect`) whose port the floor's
+/// `sandbox.tcp_connect` leaves out, and runs the server through `sandbox-check`, which used to
+/// skip the floor's connect check the proxy and capture made. The check now runs where the
+/// policy is layered, so `sandbox-check` refuses before anything starts and the listener on that
+/// port is never reached.
+#[test]
+fn a_user_destination_beyond_the_floors_ports_is_refused_by_sandbox_check() {
+    crate::sandbox::require_landlock();
+    let dir = tempfile::tempdir().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let floor = dir.path().join("floor.toml");
+    std::fs::write(&floor, "[sandbox]\ntcp_connect = [5432]\n").unwrap();
+    let user = dir.path().join("user.toml");
+    std::fs::write(
+        &user,
+        format!("[sandbox]\nconnect = [\"127.0.0.1:{port}\"]\n"),
+    )
+    .unwrap();
+    let out = crate::support::run_bounded(
+        Command::new(mcpguard())
+            .args(["sandbox-check", "--policy"])
+            .arg(&user)
+            .args(["--", "/bin/bash", "-c"])
+            .arg(format!("exec 3<>/dev/tcp/127.0.0.1/{port}"))
+            .env("MCPGUARD_SYSTEM_POLICY", &floor),
+    );
+    let reached = listener.accept().is_ok();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!reached, "the server reached port {port}: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{}:2:", user.display()))
+            && err.contains(&format!(
+                "sandbox.connect 127.0.0.1:{port} cannot loosen sandbox.tcp_connect, which the managed policy floor sets at {}:2",
+                floor.display()
+            )),
+        "{err}"
+    );
+}

@@ -20,12 +20,7 @@ fn policy(dir: &Path, extra: &str) -> String {
 
 /// The legacy handshake of a host that advertises form elicitation.
 fn initialize_eliciting(p: &mut Peer) {
-    p.request(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "itest", "version": "0"}}),
-    );
-    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    p.initialize_with(json!({"elicitation": {}}));
 }
 
 fn refusal_code(response: &Value) -> Value {

@@ -6,11 +6,12 @@
 //! network is closed anyway.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::support::{mcpguard, run_bounded, Peer};
+use crate::support::reviews::{record_reviews, scripted_reviews};
+use crate::support::{mcpguard, run_bounded, show, Peer};
 
 const MEMORY: &str = "@modelcontextprotocol/server-memory";
 const MEMORY_VERSION: &str = "2026.8.31";
@@ -57,6 +58,13 @@ impl User {
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// The pinned install of the memory server in this user's package store.
+    fn memory_install(&self) -> PathBuf {
+        self.path("store/npm").join(format!(
+            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
+        ))
     }
 
     fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -106,44 +114,14 @@ impl User {
         assert!(out.status.success(), "capture: {}", show(&out));
         let said = String::from_utf8_lossy(&out.stderr).into_owned();
         let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        let mut reviews = serde_json::Map::new();
-        for page in doc["servers"][key]["toolPages"].as_array().unwrap() {
-            for tool in page["tools"].as_array().unwrap() {
-                let channels: serde_json::Map<String, Value> = tool["inputSchema"]["properties"]
-                    .as_object()
-                    .map(|p| p.keys().map(|k| (format!("/{k}"), json!("data"))).collect())
-                    .unwrap_or_default();
-                // The reviewer says which tools only read (the review's operation class), so
-                // that no policy file is needed to call them without a confirmation.
-                let name = tool["name"].as_str().unwrap();
-                let class = if READS.contains(&name) {
-                    "read"
-                } else {
-                    "update"
-                };
-                reviews.insert(
-                    name.to_string(),
-                    json!({
-                        "sideEffect": class,
-                        "assertions": {"headless": true, "independentCalls": true,
-                            "modelBacked": false, "sideEffects": [], "concurrency": "safe",
-                            "referenceBasedIO": true},
-                        "inputChannels": channels,
-                    }),
-                );
-            }
-        }
-        let from = self.path(&format!("{key}.reviews.json"));
-        std::fs::write(&from, serde_json::to_vec(&Value::Object(reviews)).unwrap()).unwrap();
-        let out = run_bounded(
-            self.mcpguard()
-                .args(["review"])
-                .arg(&file)
-                .args(["--server", key, "--reviewer", "itest@example.com", "--from"])
-                .arg(&from),
+        let digest = record_reviews(
+            self.mcpguard(),
+            &file,
+            key,
+            Some("itest@example.com"),
+            &scripted_reviews(&doc, key, &READS),
+            &self.path(&format!("{key}.reviews.json")),
         );
-        assert!(out.status.success(), "review: {}", show(&out));
-        let digest = String::from_utf8(out.stdout).unwrap().trim().to_string();
         (file, digest, said)
     }
 
@@ -165,15 +143,6 @@ impl User {
             .args(server);
         Peer::start_with(&mut cmd)
     }
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Initializes `peer` and returns the result of one `tools/call`.
@@ -322,12 +291,7 @@ fn a_changed_package_version_or_install_is_refused_before_the_server_starts() {
         "the server started:\n{stderr}"
     );
     // The install changed under the pin (another version's lockfile): refused too.
-    let lock = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("package-lock.json");
+    let lock = u.memory_install().join("package-lock.json");
     let text = std::fs::read_to_string(&lock).unwrap();
     std::fs::write(
         &lock,
@@ -562,13 +526,7 @@ fn the_pinned_install_cannot_be_written_by_the_server() {
     let u = User::new();
     let spec = format!("{MEMORY}@{MEMORY_VERSION}");
     let (file, _, _) = u.capture_and_review("memory", &[], &["npx", "-y", &spec]);
-    let pkg = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("node_modules")
-        .join(MEMORY);
+    let pkg = u.memory_install().join("node_modules").join(MEMORY);
     assert_eq!(package_of(&file, "memory")["version"], MEMORY_VERSION);
     let script = pkg.join("package.json").display().to_string();
     let target = pkg.join("injected.js");
@@ -609,13 +567,7 @@ fn an_edited_install_in_the_package_store_is_refused_and_never_adopted() {
     let spec = format!("{MEMORY}@{MEMORY_VERSION}");
     let server = ["npx", "-y", spec.as_str()];
     let (file, digest, _) = u.capture_and_review("memory", &[], &server);
-    let pkg = u
-        .path("store/npm")
-        .join(format!(
-            "@modelcontextprotocol+server-memory@{MEMORY_VERSION}"
-        ))
-        .join("node_modules")
-        .join(MEMORY);
+    let pkg = u.memory_install().join("node_modules").join(MEMORY);
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(pkg.join("package.json")).unwrap()).unwrap();
     let entry = pkg.join(
@@ -888,5 +840,191 @@ fn a_source_only_package_is_refused_and_its_build_script_never_runs() {
         stderr.contains("wheels only") && stderr.contains("uv venv"),
         "the refusal says why and how to install it by hand: {}",
         show(&out)
+    );
+}
+
+/// The in-tree PEP 517 backend of a test sdist: it writes `canary` the moment a build imports
+/// it (so a test sees whether its build script ran), and builds a pure-python wheel of package
+/// `name` 1.0 that requires `deps` and installs a console script `name` running a minimal MCP
+/// server over stdio (one tool, `hello`).
+fn sdist(links: &Path, src: &Path, name: &str, deps: &[&str], canary: &Path) {
+    let dir = src.join(format!("{name}-1.0"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        format!("[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n\n[project]\nname = \"{name}\"\nversion = \"1.0\"\ndependencies = {deps:?}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("PKG-INFO"),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"),
+    )
+    .unwrap();
+    let server = r#"import json, sys
+def main():
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        m = json.loads(line)
+        if 'id' not in m:
+            continue
+        method = m.get('method')
+        if method == 'initialize':
+            r = {'protocolVersion': m['params'].get('protocolVersion', '2025-06-18'), 'capabilities': {'tools': {}}, 'serverInfo': {'name': 'NAME', 'version': '1.0'}}
+        elif method == 'tools/list':
+            r = {'tools': [{'name': 'hello', 'description': 'Says hello.', 'inputSchema': {'type': 'object', 'properties': {}}}]}
+        elif method == 'ping':
+            r = {}
+        else:
+            print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'unknown method'}}), flush=True)
+            continue
+        print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)
+"#
+    .replace("NAME", name);
+    let backend = format!(
+        r#"import base64, hashlib, os, zipfile
+NAME = {name:?}
+open({canary:?}, 'a').write('built ' + NAME + '\n')
+SERVER = {server:?}
+DEPS = {deps:?}
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    info = NAME + '-1.0.dist-info'
+    files = {{
+        NAME + '/__init__.py': SERVER.encode(),
+        info + '/METADATA': ('Metadata-Version: 2.1\nName: ' + NAME + '\nVersion: 1.0\n' + ''.join('Requires-Dist: ' + d + '\n' for d in DEPS)).encode(),
+        info + '/WHEEL': b'Wheel-Version: 1.0\nGenerator: mcpguard-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
+        info + '/entry_points.txt': ('[console_scripts]\n' + NAME + ' = ' + NAME + ':main\n').encode(),
+    }}
+    name = NAME + '-1.0-py3-none-any.whl'
+    record = []
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), 'w') as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()
+            record.append(path + ',sha256=' + digest + ',' + str(len(data)))
+        record.append(info + '/RECORD,,')
+        z.writestr(info + '/RECORD', '\n'.join(record) + '\n')
+    return name
+"#,
+        canary = canary.display().to_string(),
+    );
+    std::fs::write(dir.join("backend.py"), backend).unwrap();
+    let tar = Command::new("tar")
+        .arg("czf")
+        .arg(links.join(format!("{name}-1.0.tar.gz")))
+        .arg("-C")
+        .arg(src)
+        .arg(format!("{name}-1.0"))
+        .status()
+        .unwrap();
+    assert!(tar.success());
+}
+
+/// `--build-from-source` allows exactly the packages it names: with two source-only packages
+/// (a server and its dependency), naming the server builds it, and the dependency is still
+/// refused with its build script never run. Naming both installs them; the snapshot's package
+/// record says what was built from source (`builtFromSource`, shown by `show` and covered by
+/// the digest), and a start refuses the install when the record does not say so.
+#[test]
+fn build_from_source_builds_only_what_it_names_and_the_record_says_so() {
+    let mut u = User::new();
+    let links = u.path("links");
+    let src = u.path("src");
+    std::fs::create_dir_all(&links).unwrap();
+    let good = u.path("built-goodpkg");
+    let other = u.path("built-otherpkg");
+    sdist(&links, &src, "goodpkg", &["otherpkg"], &good);
+    sdist(&links, &src, "otherpkg", &[], &other);
+    // A cache of its own (the built wheels must not land in the shared runner cache), the
+    // sdists as the only index.
+    u.host_env.push(("UV_CACHE_DIR".into(), u.path("uv-cache")));
+    u.host_env.push(("UV_FIND_LINKS".into(), links.clone()));
+    u.host_env.push(("UV_NO_INDEX".into(), PathBuf::from("1")));
+    let file = u.path("one.json");
+    let out = run_bounded(
+        u.mcpguard()
+            .args(["capture", "--server", "good", "--out"])
+            .arg(&file)
+            .args([
+                "--build-from-source",
+                "goodpkg",
+                "--",
+                "uvx",
+                "goodpkg==1.0",
+            ]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        !other.exists(),
+        "the build script of otherpkg, which was not named, ran outside the sandbox: {}",
+        show(&out)
+    );
+    assert!(
+        stderr.contains("--build-from-source otherpkg") && stderr.contains("wheels only"),
+        "the refusal names the package to allow: {}",
+        show(&out)
+    );
+    assert!(!file.exists(), "{}", show(&out));
+
+    // Both named: both built, recorded, shown.
+    let opts = [
+        "--build-from-source",
+        "goodpkg",
+        "--build-from-source",
+        "otherpkg",
+    ];
+    let server = ["uvx", "goodpkg==1.0"];
+    let (file, digest, _) = u.capture_and_review("good", &opts, &server);
+    assert!(good.exists() && other.exists());
+    let record = package_of(&file, "good");
+    assert_eq!(
+        record["builtFromSource"],
+        json!(["goodpkg", "otherpkg"]),
+        "{record}"
+    );
+    let shown = run_bounded(u.mcpguard().arg("show").arg(&file));
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("builtFromSource"),
+        "{}",
+        show(&shown)
+    );
+    let run = |file: &Path, digest: &str| {
+        let mut cmd = u.mcpguard();
+        cmd.arg("--manifest")
+            .arg(file)
+            .args(["--sha256", digest, "--server", "good", "--"])
+            .args(server)
+            .stdin(std::process::Stdio::null());
+        run_bounded(&mut cmd)
+    };
+    let started = run(&file, &digest);
+    assert!(
+        !String::from_utf8_lossy(&started.stderr).contains("built from source for"),
+        "{}",
+        show(&started)
+    );
+    // The same snapshot with a record that does not say what was built from source (one from
+    // before mcpguard recorded it, or edited and pinned again): the start is refused.
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    doc["servers"]["good"]["package"]
+        .as_object_mut()
+        .unwrap()
+        .remove("builtFromSource");
+    let edited = u.path("edited.json");
+    std::fs::write(&edited, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let checked = run_bounded(u.mcpguard().arg("check").arg(&edited));
+    let edited_digest = String::from_utf8_lossy(&checked.stdout).trim().to_string();
+    assert_eq!(edited_digest.len(), 64, "{}", show(&checked));
+    let refused = run(&edited, &edited_digest);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{}", show(&refused));
+    assert!(
+        stderr.contains("was built from source for goodpkg, otherpkg")
+            && stderr.contains("says nothing (wheels only)")
+            && stderr.contains("--build-from-source"),
+        "{stderr}"
     );
 }

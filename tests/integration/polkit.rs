@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::gate::{calls_received, guarded_argv, reviewed_snapshot};
-use crate::support::{mcpguard, reads_policy_with, run_bounded, Peer};
+use crate::support::{echo_as_write_policy_with, mcpguard, run_bounded, Peer};
 
 const USER: &str = "mcpguard-pk";
 
@@ -226,15 +226,11 @@ fn the_persons_password_approves_once_and_nothing_else_does() {
     let policy = dir.path().join("policy.toml");
     // `echo` is made a write (its only argument is data), so that it may get a standing
     // approval; `write_note`'s path is an authority, so it is approved once at a time.
-    let reads = reads_policy_with("");
-    let standing = reads.replace(
-        "[writes.tools.echo]\nside_effect = \"read\"",
-        "[writes.tools.echo]\nside_effect = \"create\"",
-    );
-    assert_ne!(reads, standing);
     std::fs::write(
         &policy,
-        format!("{standing}\n[confirmation]\nallow_identical = true\nidentical_for = \"5m\"\n"),
+        echo_as_write_policy_with(
+            "[confirmation]\nallow_identical = true\nidentical_for = \"5m\"\n",
+        ),
     )
     .unwrap();
     let argv = guarded_argv(

@@ -765,3 +765,52 @@ fn a_container_runtime_is_refused_under_require_and_runs_gated_only_under_best_e
         ],
     );
 }
+
+/// The private caches are a bounded set: every distinct server command left one behind, never
+/// removed. A start removes the caches unused for 30 days and those beyond the 32 most recently
+/// used, but never one a running session holds, and keeps its own.
+#[test]
+fn private_caches_unused_for_long_are_removed_and_one_in_use_stays() {
+    let w = World::new();
+    let caches = w.home.join(".local/state/mcpguard/server-caches");
+    std::fs::create_dir_all(&caches).unwrap();
+    let now = std::time::SystemTime::now();
+    let hour = std::time::Duration::from_secs(3_600);
+    let make = |id: &str, hours: u32| {
+        std::fs::create_dir_all(caches.join(id).join("uv/blob")).unwrap();
+        let lock = std::fs::File::create(caches.join(format!("{id}.lock"))).unwrap();
+        lock.set_modified(now - hour * hours).unwrap();
+    };
+    make("old", 45 * 24);
+    make("busy", 60 * 24);
+    for i in 0..40 {
+        make(&format!("recent{i:02}"), 1 + i);
+    }
+    // A session that runs: it holds the shared lock (as mcpguard does, with flock).
+    let busy = std::fs::File::open(caches.join("busy.lock")).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&busy);
+    // SAFETY: flock on a descriptor the File owns.
+    let locked = unsafe { libc::flock(fd, libc::LOCK_SH) };
+    assert_eq!(locked, 0);
+    let out = run_bounded(
+        Command::new(mcpguard())
+            .args(["sandbox-check", "--policy"])
+            .arg(&w.policy)
+            .args(["--", python(), "-c", "pass"])
+            .env("HOME", &w.home),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let left: Vec<String> = std::fs::read_dir(&caches)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert!(!left.contains(&"old".to_string()), "{left:?}");
+    assert!(left.contains(&"busy".to_string()), "{left:?}");
+    // 32 kept: this run's own cache and the 31 most recent others (the busy one beside them).
+    assert_eq!(left.len(), 33, "{left:?}");
+    assert!(left.contains(&"recent30".to_string()), "{left:?}");
+    assert!(!left.contains(&"recent31".to_string()), "{left:?}");
+    drop(busy);
+}

@@ -719,7 +719,7 @@ fn interactive_review_on_a_terminal_records_what_was_answered() {
     answer(&mut t, "/text (data by default) [data]: ", "");
     answer(&mut t, "record it? y/n [y]: ", "");
     t.expect("recorded the review of echo", PTY_WAIT).unwrap();
-    // write_note: the name proposes nothing, the server's destructiveHint proposes delete; the
+    // write_note: the name's update is made the stricter delete by the server's destructiveHint; the
     // reviewer says update, names the side effect, and keeps the proposed authority for path.
     t.expect("[2/2] tool write_note", PTY_WAIT).unwrap();
     answer(&mut t, "stop [y]: ", "y");

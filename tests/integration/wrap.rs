@@ -1571,3 +1571,80 @@ fn two_host_configurations_keep_their_own_snapshots_and_bounded_backups() {
         "two ours and the person's"
     );
 }
+
+/// Issue 33 (the database grant too broad): `--db-path ~/Documents/x.db` used to grant all of
+/// ~/Documents read-write. The folder holds other files, so `wrap --yes` grants the database
+/// file alone and says why (its journal cannot be granted before it exists) with the command
+/// that grants the folder on purpose. The attack: a server started under exactly the grants wrap
+/// wrote (through `sandbox-check`) can still write the database, but not the other file beside it.
+#[test]
+fn a_database_among_other_files_is_granted_as_the_file_not_its_folder() {
+    crate::sandbox::require_landlock();
+    let dir = tempfile::tempdir().unwrap();
+    let snaps = dir.path().join("snaps");
+    let docs = dir.path().join("home/Documents");
+    std::fs::create_dir_all(&docs).unwrap();
+    let db = docs.join("x.db");
+    let taxes = docs.join("taxes.txt");
+    std::fs::write(&db, "").unwrap();
+    std::fs::write(&taxes, "mine\n").unwrap();
+    let doc = json!({"mcpServers": {
+        "sqlite": {"command": "uvx", "args": ["mcp-server-sqlite", "--db-path", db.display().to_string()]}}});
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let out = wrap(
+        &config,
+        &["--snapshot-dir", snaps.to_str().unwrap(), "--yes"],
+    );
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    let args: Vec<String> = strings(&read_json(&config)["mcpServers"]["sqlite"]["args"])
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let end = args.iter().position(|a| a == "--").unwrap();
+    let grants: Vec<&[String]> = args[..end]
+        .windows(2)
+        .filter(|w| w[0].starts_with("--sandbox-"))
+        .collect();
+    assert_eq!(
+        grants,
+        [["--sandbox-write".to_string(), db.display().to_string()].as_slice()],
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "database {} (from argument --db-path) is granted as the file alone: its folder {} holds 1 other entry",
+            db.display(),
+            docs.display()
+        )) && said.contains(&format!(
+            "--entry sqlite --sandbox-write {}",
+            docs.display()
+        )),
+        "{said}"
+    );
+
+    let mut check = Command::new(mcpguard());
+    check.arg("sandbox-check");
+    for g in &grants {
+        check.args(g.iter());
+    }
+    let out = run_bounded(check.args(["--", "/bin/sh", "-c"]).arg(format!(
+        "echo row >> '{}' && echo pwned > '{}'",
+        db.display(),
+        taxes.display()
+    )));
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        "row\n",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&taxes).unwrap(),
+        "mine\n",
+        "the file beside the database was written: {}",
+        stderr(&out)
+    );
+    assert!(!out.status.success());
+}

@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/shm.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -160,6 +162,94 @@ static int tfo(const char *mode, const char *host, const char *port, const char 
     close(fd);
     return escaped("%zd bytes sent to %s port %s without connect(2)%s", sent, host, port,
                    strcmp(mode, "connect") ? "" : " (connect with TCP_FASTOPEN_CONNECT)");
+}
+
+/* ---- 1b. TCP destinations by address (sandbox.connect, --sandbox-connect) --------------- */
+
+/* connect-to HOST PORT TOKEN MODE: a plain connect ("block") or a nonblocking one that waits
+ * for EINPROGRESS to finish ("nonblock"), then sends TOKEN. */
+static int connect_to(const char *host, const char *port, const char *token, const char *mode) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (make_addr(host, port, &ss, &len)) return error("bad address");
+    int nb = !strcmp(mode, "nonblock");
+    int fd = socket(ss.ss_family, SOCK_STREAM | (nb ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0) return stopped("socket");
+    if (connect(fd, (struct sockaddr *)&ss, len)) {
+        if (!nb || errno != EINPROGRESS) return stopped("connect");
+        struct pollfd p = {fd, POLLOUT, 0};
+        if (poll(&p, 1, 5000) != 1) {
+            errno = ETIMEDOUT;
+            return stopped("poll for the nonblocking connect");
+        }
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el)) return error("getsockopt");
+        if (err) {
+            errno = err;
+            return stopped("nonblocking connect (SO_ERROR)");
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    }
+    ssize_t n = write(fd, token, strlen(token));
+    if (n < 0) return stopped("write");
+    shutdown(fd, SHUT_WR);
+    close(fd);
+    return escaped("connected to %s port %s (%s connect) and sent %zd bytes", host, port, mode, n);
+}
+
+/* connect-race GOOD BAD PORT: a forked helper flips the IPv4 address in a shared page between
+ * GOOD and BAD while this process connects to whatever the page holds, up to 5000 times or
+ * for 5 seconds, until one reaches BAD (unsandboxed that takes a few tries): a supervisor
+ * that checks the address and then lets the kernel read it again would connect some of them
+ * to BAD. */
+static int connect_race(const char *good, const char *bad, const char *port) {
+    struct sockaddr_storage g, b;
+    socklen_t gl, bl;
+    if (make_addr(good, port, &g, &gl) || make_addr(bad, port, &b, &bl) ||
+        g.ss_family != AF_INET || b.ss_family != AF_INET)
+        return error("two IPv4 addresses are needed");
+    struct sockaddr_in *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) return error("mmap");
+    memcpy(shared, &g, gl);
+    uint32_t ga = ((struct sockaddr_in *)&g)->sin_addr.s_addr;
+    uint32_t ba = ((struct sockaddr_in *)&b)->sin_addr.s_addr;
+    pid_t flipper = fork();
+    if (flipper < 0) return error("fork");
+    if (flipper == 0) {
+        volatile uint32_t *a = &shared->sin_addr.s_addr;
+        for (;;) {
+            *a = ba;
+            *a = ga;
+        }
+    }
+    int made = 0, refused = 0;
+    time_t until = time(NULL) + 5;
+    for (int i = 0; i < 5000 && time(NULL) < until; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) break;
+        if (connect(fd, (struct sockaddr *)shared, sizeof *shared) == 0) {
+            made++;
+            struct sockaddr_in peer;
+            socklen_t pl = sizeof peer;
+            if (!getpeername(fd, (struct sockaddr *)&peer, &pl) && peer.sin_addr.s_addr == ba) {
+                kill(flipper, SIGKILL);
+                waitpid(flipper, NULL, 0);
+                close(fd);
+                return escaped("connect %d reached %s port %s while the address was flipped", i,
+                               bad, port);
+            }
+        } else {
+            refused++;
+        }
+        close(fd);
+    }
+    kill(flipper, SIGKILL);
+    waitpid(flipper, NULL, 0);
+    errno = EACCES;
+    printf("race: %d connects reached %s, %d were refused\n", made, good, refused);
+    return stopped("reaching the flipped address");
 }
 
 /* ---- 2. listen() without bind() -------------------------------------------------------- */
@@ -936,6 +1026,291 @@ static int offlist(void) {
     return escaped("kcmp answered %ld", r);
 }
 
+/* ---- 21. the keys of [sandbox] and [sandbox.limits] ---------------------------------- */
+
+/* Raises the soft limit of RESOURCE to its hard limit, as a server would before a descriptor
+ * flood or a big reservation: a limit that only the soft value holds is no limit. */
+static void raise_soft(int resource) {
+    struct rlimit r;
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(resource, &r);
+    }
+}
+
+/* Holds N more descriptors open at once (duplicates of stderr). */
+static int openmany(const char *count) {
+    raise_soft(RLIMIT_NOFILE);
+    int n = atoi(count), got = 0, e = 0;
+    int *fds = calloc(n, sizeof *fds);
+    if (!fds) return error("calloc");
+    for (; got < n; got++) {
+        int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) {
+            e = errno;
+            break;
+        }
+        fds[got] = fd;
+    }
+    for (int i = 0; i < got; i++) close(fds[i]);
+    if (got == n) return escaped("held %d more descriptors open", n);
+    errno = e;
+    printf("opened %d of %d\n", got, n);
+    return stopped("dup");
+}
+
+/* Reserves MB MiB of address space with no access (PROT_NONE: counted against RLIMIT_AS, not
+ * RLIMIT_DATA), as V8 and WebAssembly do. */
+static int reserve(const char *mb) {
+    raise_soft(RLIMIT_AS);
+    size_t len = (size_t)atol(mb) << 20;
+    void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return stopped("mmap(PROT_NONE)");
+    munmap(p, len);
+    return escaped("reserved %s MiB of address space", mb);
+}
+
+/* A child with a secret in its memory crashes in $TMPDIR (the soft core limit raised first):
+ * escaped when the kernel wrote a core file. */
+static int coredump(void) {
+    raise_soft(RLIMIT_CORE);
+    struct rlimit r;
+    getrlimit(RLIMIT_CORE, &r);
+    printf("core limit: soft %lld, hard %lld\n", (long long)r.rlim_cur, (long long)r.rlim_max);
+    printf("RLIMIT_CORE raised above 0: %s\n", r.rlim_cur > 0 ? "yes" : "no");
+    if (chdir(tmpdir())) return error("chdir $TMPDIR");
+    pid_t c = fork();
+    if (c < 0) return error("fork");
+    if (c == 0) {
+        static volatile char secret[] = "core-secret-token";
+        (void)secret[0];
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    }
+    int status = 0;
+    if (waitpid(c, &status, 0) != c) return error("waitpid");
+    if (!WIFSIGNALED(status)) return error("the child did not crash");
+    struct stat st;
+    char name[64];
+    snprintf(name, sizeof name, "core.%d", (int)c);
+    const char *file = stat("core", &st) == 0 ? "core" : stat(name, &st) == 0 ? name : NULL;
+    if (file) unlink(file);
+    if (WCOREDUMP(status))
+        return escaped("the crashed child dumped core (%s, %lld bytes)", file ? file : "?",
+                       file ? (long long)st.st_size : -1LL);
+    errno = 0;
+    return stopped("dumping core (the kernel wrote none)");
+}
+
+/* Connects a UNIX stream socket of its own to PATH (`@NAME`: the abstract NAME) and sends
+ * TOKEN. */
+static int unix_send(const char *path, const char *token) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return stopped("socket(AF_UNIX)");
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    socklen_t len;
+    if (path[0] == '@') {
+        size_t n = strlen(path + 1);
+        if (n >= sizeof a.sun_path) return error("name too long");
+        memcpy(a.sun_path + 1, path + 1, n);
+        len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    } else {
+        snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+        len = sizeof a;
+    }
+    if (connect(fd, (struct sockaddr *)&a, len)) return stopped("connect");
+    if (send(fd, token, strlen(token), 0) < 0) return stopped("send");
+    close(fd);
+    return escaped("sent %s to %s", token, path);
+}
+
+/* Asks the kernel's routing netlink for the machine's network interfaces. */
+static int netlink(void) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */);
+    if (fd < 0) return stopped("socket(AF_NETLINK)");
+    struct {
+        struct {
+            uint32_t len;
+            uint16_t type, flags;
+            uint32_t seq, pid;
+        } h;
+        unsigned char family, pad[3];
+    } req;
+    memset(&req, 0, sizeof req);
+    req.h.len = sizeof req;
+    req.h.type = 18;         /* RTM_GETLINK */
+    req.h.flags = 0x1 | 0x300; /* NLM_F_REQUEST | NLM_F_DUMP */
+    req.h.seq = 1;
+    if (send(fd, &req, sizeof req, 0) < 0) return stopped("send (netlink)");
+    static char buf[65536];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0) return stopped("recv (netlink)");
+    return escaped("netlink answered %zd bytes about the machine's interfaces", n);
+}
+
+/* Connects an MPTCP socket (IPPROTO_MPTCP, 262) to 127.0.0.1:PORT and sends TOKEN: MPTCP
+ * is a protocol of its own, which Landlock's TCP rules do not cover. */
+static int mptcp(const char *port, const char *token) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 262 /* IPPROTO_MPTCP */);
+    if (fd < 0) return stopped("socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)");
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) return stopped("connect (MPTCP)");
+    if (send(fd, token, strlen(token), 0) < 0) return stopped("send (MPTCP)");
+    close(fd);
+    return escaped("sent %s over MPTCP to port %s", token, port);
+}
+
+/* ---- 22. the rest of the report's enforced rules --------------------------------------- */
+
+/* Binds 127.0.0.1:PORT, listens, and sends TOKEN to the first connection within 4 s. */
+static int bindlisten(const char *port, const char *token) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return stopped("socket");
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a)) return stopped("bind");
+    if (listen(fd, 4)) return stopped("listen");
+    printf("listening on %s\n", port);
+    fflush(stdout);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 4000) != 1) return error("nobody connected within 4 s");
+    int c = accept(fd, NULL, NULL);
+    if (c < 0) return error("accept");
+    if (send(c, token, strlen(token), 0) < 0) return error("send");
+    close(c);
+    return escaped("accepted a connection on port %s and sent %s", port, token);
+}
+
+/* One way to another process's memory or descriptors, or past seccomp, chosen by MODE and
+ * judged alone: `process_vm_readv` reads a secret from a child's memory, `ptrace` attaches to
+ * the child, `pidfd_getfd` takes the child's stdout, `process_madvise` advises the kernel about
+ * the child's memory (MADV_COLD), `io_uring_setup` creates a ring (whose operations no seccomp
+ * filter sees). The victim is this probe's own child, the easiest target there is. */
+static int crossmem(const char *mode) {
+    static char secret[32] = "cross-process-secret";
+    /* A page of the child's memory for process_madvise, whose range must be page-aligned. */
+    char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return error("mmap");
+    strcpy(page, secret);
+    pid_t c = fork();
+    if (c < 0) return error("fork");
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    int worked = 0;
+    int e = 0;
+    if (!strcmp(mode, "process_vm_readv")) {
+        char got[32] = {0};
+        struct iovec local = {.iov_base = got, .iov_len = sizeof got};
+        struct iovec remote = {.iov_base = secret, .iov_len = sizeof secret};
+        worked = syscall(SYS_process_vm_readv, c, &local, 1L, &remote, 1L, 0L) > 0 &&
+                 !strcmp(got, secret);
+    } else if (!strcmp(mode, "ptrace")) {
+        worked = syscall(SYS_ptrace, 0x4206L /* PTRACE_SEIZE */, (long)c, 0L, 0L) == 0;
+        e = errno;
+        if (worked) syscall(SYS_ptrace, 17L /* PTRACE_DETACH */, (long)c, 0L, 0L);
+    } else if (!strcmp(mode, "pidfd_getfd")) {
+        long pidfd = syscall(SYS_pidfd_open, (long)c, 0L);
+        worked = pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, 1L, 0L) >= 0;
+    } else if (!strcmp(mode, "process_madvise")) {
+        long pidfd = syscall(SYS_pidfd_open, (long)c, 0L);
+        struct iovec v = {.iov_base = page, .iov_len = 4096};
+        worked = pidfd >= 0 && syscall(SYS_process_madvise, pidfd, &v, 1L, 20L /* MADV_COLD */,
+                                       0L) >= 0;
+    } else if (!strcmp(mode, "io_uring_setup")) {
+        unsigned char params[120];
+        memset(params, 0, sizeof params);
+        worked = syscall(SYS_io_uring_setup, 4L, params) >= 0;
+    } else {
+        kill(c, SIGKILL);
+        waitpid(c, NULL, 0);
+        return error("unknown mode");
+    }
+    if (!e) e = errno;
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    if (worked) return escaped("%s reached another process or the kernel's ring", mode);
+    errno = e;
+    return stopped(mode);
+}
+
+/* Reports the kernel's NoNewPrivs flag for this process (from /proc/self/status) and whether
+ * it gained euid 0 from a set-user-id program. Escaped when it gained euid 0, or when the flag is
+ * not set: then the next set-user-id or file-capability program it executes would gain its
+ * privilege, whichever program that is. */
+static int euid(void) {
+    printf("uid %d, euid %d\n", (int)getuid(), (int)geteuid());
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return error("open /proc/self/status");
+    char line[256], nnp[256] = "";
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "NoNewPrivs:", 11)) snprintf(nnp, sizeof nnp, "%s", line);
+    fclose(f);
+    if (!nnp[0]) return error("no NoNewPrivs line in /proc/self/status");
+    printf("%s", nnp);
+    if (geteuid() == 0 && getuid() != 0) return escaped("gained euid 0 (uid %d)", (int)getuid());
+    if (strcmp(nnp, "NoNewPrivs:\t1\n"))
+        return escaped("no_new_privs is not set: a set-user-id program would gain its owner's "
+                       "privilege");
+    errno = EPERM;
+    return stopped("gaining privilege through the set-user-id bit (no_new_privs is set)");
+}
+
+/* Executes PATH (a set-user-id copy of this program) as `PATH euid`. */
+static int setuid_exec(const char *path) {
+    fflush(stdout);
+    execl(path, path, "euid", (char *)NULL);
+    return stopped("execl");
+}
+
+/* ---- 23. a set-user-ID file in a writable grant ------------------------------------------ */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* Makes `f` set-user-ID (and set-group-ID) with `how`: "chmod" an existing file, "create" a
+ * new one with open(O_CREAT), "openat2" a new one with openat2(2), whose mode is out of a
+ * seccomp filter's sight. Escaped only when the file has the bit afterwards. */
+static int setuid_file(const char *how, const char *f) {
+    int r;
+    if (!strcmp(how, "chmod")) {
+        r = chmod(f, 06755);
+    } else if (!strcmp(how, "create")) {
+        r = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755);
+        if (r >= 0) close(r);
+    } else if (!strcmp(how, "openat2")) {
+        struct {
+            uint64_t flags, mode, resolve;
+        } how2 = {O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755, 0};
+        r = (int)syscall(SYS_openat2, AT_FDCWD, f, &how2, sizeof how2);
+        if (r >= 0) close(r);
+    } else {
+        errno = EINVAL;
+        return error("unknown way");
+    }
+    if (r < 0) return stopped(how);
+    struct stat st;
+    if (stat(f, &st)) return error("stat");
+    if (!(st.st_mode & (S_ISUID | S_ISGID))) {
+        errno = 0;
+        return stopped("the set-ID bits did not stick");
+    }
+    return escaped("%s made %s mode %o, owner %d", how, f, st.st_mode & 07777, (int)st.st_uid);
+}
+
 #define NEED(n)                                                                              \
     do {                                                                                     \
         if (argc < (n) + 2) {                                                                \
@@ -974,6 +1349,14 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "tfo-sendto") || !strcmp(p, "tfo-sendmsg") || !strcmp(p, "tfo-connect")) {
         NEED(3);
         return tfo(p + 4, argv[2], argv[3], argv[4]);
+    }
+    if (!strcmp(p, "connect-to")) {
+        NEED(4);
+        return connect_to(argv[2], argv[3], argv[4], argv[5]);
+    }
+    if (!strcmp(p, "connect-race")) {
+        NEED(3);
+        return connect_race(argv[2], argv[3], argv[4]);
     }
     if (!strcmp(p, "listen")) {
         NEED(1);
@@ -1109,6 +1492,37 @@ int main(int argc, char **argv) {
         return readfile(argv[2]);
     }
     if (!strcmp(p, "offlist")) return offlist();
+    if (!strcmp(p, "openmany")) {
+        NEED(1);
+        return openmany(argv[2]);
+    }
+    if (!strcmp(p, "reserve")) {
+        NEED(1);
+        return reserve(argv[2]);
+    }
+    if (!strcmp(p, "coredump")) return coredump();
+    if (!strcmp(p, "unix-send")) {
+        NEED(2);
+        return unix_send(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "netlink")) return netlink();
+    if (!strcmp(p, "mptcp")) {
+        NEED(2);
+        return mptcp(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "bindlisten")) {
+        NEED(2);
+        return bindlisten(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "crossmem")) {
+        NEED(1);
+        return crossmem(argv[2]);
+    }
+    if (!strcmp(p, "euid")) return euid();
+    if (!strcmp(p, "setuid-exec")) {
+        NEED(1);
+        return setuid_exec(argv[2]);
+    }
     if (!strcmp(p, "plant")) {
         NEED(2);
         return plant(argv[2], argv[3]);
@@ -1116,6 +1530,10 @@ int main(int argc, char **argv) {
     if (!strcmp(p, "move")) {
         NEED(2);
         return move(argv[2], argv[3]);
+    }
+    if (!strcmp(p, "setuid")) {
+        NEED(2);
+        return setuid_file(argv[2], argv[3]);
     }
     printf("ERROR: unknown probe %s\n", p);
     return 2;

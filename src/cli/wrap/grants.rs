@@ -1,9 +1,16 @@
 //! The sandbox grants `wrap` proposes for a server it wraps: every existing path named in the
 //! entry's arguments (`--db-path F`, `--allow-dir=D`, a positional folder) and in its `env`
 //! values (`NOTES_DIR=/home/u/notes`), as `--sandbox-read`, or `--sandbox-write` when the flag or
-//! variable names data or storage (`db`, `data`, `dir`, `storage`, ...). A database file named by
-//! a flag (`--db-path F`) is proposed as its folder, read-write: sqlite and duckdb create their
-//! journal or write-ahead log beside the file, even to read, and a grant can only name what exists.
+//! variable names data or storage (`db`, `data`, `dir`, `storage`, ...).
+//!
+//! A database file named by a flag (`--db-path F`) needs more than the file: sqlite and duckdb
+//! create their journal or write-ahead log beside it (`F-journal`, `F-wal`, `F-shm`, `F.wal`) and
+//! remove it again, and a Landlock rule can only name a path that exists when the sandbox is
+//! built (it is opened `O_PATH`); creating or removing a file needs a right on its folder, which
+//! covers every file in it. So the folder is proposed, read-write, only when it holds nothing but
+//! the database and its journal files; otherwise the file is (with the journal files that exist
+//! now), and [`Narrowed`] says that writes needing a new journal will be denied and how to
+//! allow them (a folder of the database's own, or the folder granted on purpose).
 //!
 //! This module only proposes: it reads the entry and asks the file system whether each path is
 //! a directory or an existing file. Whether a proposal is applied is the person's decision
@@ -37,6 +44,102 @@ impl Proposal {
             "--sandbox-read"
         }
     }
+}
+
+/// A database proposed as its file rather than its folder, because the folder holds other files
+/// too: granting it read-write would open them all to the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Narrowed {
+    pub db: PathBuf,
+    pub dir: PathBuf,
+    /// The flag that named it, `--db-path`.
+    pub flag: String,
+    /// Why the folder is not proposed: "holds 3 other entries", "is too broad to grant".
+    pub why: String,
+    /// The file is an sqlite database in write-ahead-log mode, which needs `-wal` and `-shm`
+    /// even to read.
+    pub wal_mode: bool,
+}
+
+impl Narrowed {
+    /// What the person is told: what was granted, what will fail, and the two ways to allow it.
+    pub fn say(&self, name: &str, regrant: &str) -> String {
+        let db = self.db.display();
+        let dir = self.dir.display();
+        let fails = if self.wal_mode {
+            "it is in write-ahead-log mode, so even reading it needs those files and will fail"
+        } else {
+            "reading works, but a write that needs a new journal fails (\"unable to open database file\", \"attempt to write a readonly database\")"
+        };
+        format!(
+            "{name:?}'s database {db} (from argument --{flag}) is granted as the file alone: its folder {dir} {why}, and the sandbox cannot grant the journal files the engine creates beside the database ({db}-journal, -wal, -shm, .wal) before they exist; {fails}. To let it write, move the database into a folder of its own and run wrap again, or grant the folder on purpose: {regrant} --sandbox-write {dir}",
+            flag = self.flag,
+            why = self.why,
+        )
+    }
+}
+
+/// The names a database engine keeps beside a database file `db` (sqlite's rollback journal
+/// and write-ahead log with its shared-memory index; duckdb's write-ahead log).
+fn journal_names(db: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for suffix in ["-journal", "-wal", "-shm", ".wal"] {
+        let mut name = db.as_os_str().to_os_string();
+        name.push(suffix);
+        out.push(PathBuf::from(name));
+    }
+    out
+}
+
+/// How many entries of `dir` are neither `db` nor one of its journal files (`None` when the
+/// folder cannot be listed, which counts as holding others).
+fn other_entries(dir: &Path, db: &Path) -> Option<usize> {
+    let own = journal_names(db);
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).ok()? {
+        let path = e.ok()?.path();
+        if path != db && !own.contains(&path) {
+            n += 1;
+        }
+    }
+    Some(n)
+}
+
+/// Why the folder `dir` of database `db` is not proposed in its place, or `None` when it may be:
+/// too broad, holding or lying in what guards the server, or holding other entries.
+fn folder_refused(dir: &Path, db: &Path, protected: &[PathBuf]) -> Option<String> {
+    if too_broad(dir) {
+        return Some("is too broad to grant".into());
+    }
+    if let Some(q) = protected
+        .iter()
+        .find(|q| q.starts_with(dir) || dir.starts_with(q))
+    {
+        return Some(format!(
+            "holds or lies in {}, which guards the server",
+            q.display()
+        ));
+    }
+    match other_entries(dir, db) {
+        Some(0) => None,
+        Some(n) => Some(format!(
+            "holds {n} other entr{} than the database and its journal files, which a grant of the folder would open to the server",
+            if n == 1 { "y" } else { "ies" }
+        )),
+        None => Some("cannot be listed to see what else it holds".into()),
+    }
+}
+
+/// Whether `db` is an sqlite database in write-ahead-log mode: the header's read and write
+/// format versions (bytes 18 and 19) are 2.
+fn sqlite_wal_mode(db: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    std::fs::File::open(db)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head.starts_with(b"SQLite format 3\0")
+        && (head[18] == 2 || head[19] == 2)
 }
 
 /// Words in a flag or variable name that say the path holds the server's data, which it
@@ -132,15 +235,17 @@ fn existing(value: &str) -> Option<PathBuf> {
 ///
 /// `protected` are the files and directories that guard the server (the host configuration,
 /// the snapshot directory, the policy): a path that holds one or lies in one is left out, and
-/// named in the second list returned.
+/// named in the second list returned. The third lists the databases granted as their file
+/// alone (see the module's documentation).
 pub(super) fn propose(
     args: &[String],
     env: Option<&Map<String, Value>>,
     granted: &[PathBuf],
     protected: &[PathBuf],
-) -> (Vec<Proposal>, Vec<String>) {
+) -> (Vec<Proposal>, Vec<String>, Vec<Narrowed>) {
     let mut out: Vec<Proposal> = Vec::new();
     let mut left_out: Vec<String> = Vec::new();
+    let mut narrowed: Vec<Narrowed> = Vec::new();
     let mut add = |path: PathBuf, write: bool, from: String| {
         if granted.contains(&path) {
             return;
@@ -187,25 +292,44 @@ pub(super) fn propose(
         match flag.take() {
             // A database file: its folder, read-write, because the engine creates its journal
             // or write-ahead log beside the file (a grant can only name what exists, and those
-            // files come and go), unless the folder is too broad to give.
-            // A folder too broad, or holding what guards the server, is not given: the file is.
+            // files come and go), but only when the folder holds nothing else and is not too
+            // broad to give. Otherwise the file and the journal files that exist now, and the
+            // person is told what that denies.
             Some(n) if p.is_file() && names_a_database(n) => match p.parent() {
-                Some(dir)
-                    if !too_broad(dir)
-                        && !protected
-                            .iter()
-                            .any(|q| q.starts_with(dir) || dir.starts_with(q)) =>
-                {
+                Some(dir) if folder_refused(dir, &p, protected).is_none() => {
                     add(
                         dir.to_path_buf(),
                         true,
                         format!(
-                        "argument --{n}: the folder of {}, where the database keeps its journal",
+                        "argument --{n}: the folder of {}, which holds only the database and its journal files",
                         p.display()
                     ),
                     )
                 }
-                _ => add(p, true, format!("argument --{n}")),
+                parent => {
+                    for j in journal_names(&p) {
+                        if j.is_file() {
+                            add(j, true, format!("argument --{n}: a journal file of the database"));
+                        }
+                    }
+                    if let Some((dir, why)) =
+                        parent.and_then(|d| Some((d, folder_refused(d, &p, protected)?)))
+                    {
+                        let guards = protected
+                            .iter()
+                            .any(|q| q.starts_with(&p) || p.starts_with(q));
+                        if !granted.contains(&p) && !guards {
+                            narrowed.push(Narrowed {
+                                db: p.clone(),
+                                dir: dir.to_path_buf(),
+                                flag: n.to_string(),
+                                why,
+                                wal_mode: sqlite_wal_mode(&p),
+                            });
+                        }
+                    }
+                    add(p, true, format!("argument --{n}"));
+                }
             },
             Some(n) => add(p, suggests_write(n), format!("argument --{n}")),
             None => {
@@ -224,7 +348,7 @@ pub(super) fn propose(
             }
         }
     }
-    (out, left_out)
+    (out, left_out, narrowed)
 }
 
 #[cfg(test)]
@@ -258,15 +382,15 @@ mod tests {
             "relative/dir".into(),
         ];
         let env = json!({"NOTES_DIR": s(&data), "API_KEY": "secret", "LOG": "/proc/self"});
-        let (got, left_out) = propose(&args, env.as_object(), &[], &[]);
-        assert!(left_out.is_empty());
+        let (got, left_out, narrowed) = propose(&args, env.as_object(), &[], &[]);
+        assert!(left_out.is_empty() && narrowed.is_empty());
         let want = vec![
             // A database file's folder, where its engine writes its journal.
             Proposal {
                 path: db_dir.clone(),
                 write: true,
                 from: format!(
-                    "argument --db-path: the folder of {}, where the database keeps its journal",
+                    "argument --db-path: the folder of {}, which holds only the database and its journal files",
                     db.display()
                 ),
             },
@@ -283,11 +407,11 @@ mod tests {
         ];
         assert_eq!(got, want);
         // A path already granted is not proposed again.
-        let (got, _) = propose(&args, env.as_object(), std::slice::from_ref(&db_dir), &[]);
+        let (got, _, _) = propose(&args, env.as_object(), std::slice::from_ref(&db_dir), &[]);
         assert_eq!(got.len(), 2);
         // A folder holding the host configuration is never proposed; it is named instead.
         let config = data.join("claude_desktop_config.json");
-        let (got, left_out) = propose(&args, env.as_object(), &[], &[config]);
+        let (got, left_out, _) = propose(&args, env.as_object(), &[], &[config]);
         assert!(got.iter().all(|p| p.path != data), "{got:?}");
         assert_eq!(
             left_out.len(),
@@ -300,8 +424,63 @@ mod tests {
         // Nor a credentials directory.
         let ssh = dir.path().join(".ssh");
         std::fs::create_dir(&ssh).unwrap();
-        let (got, _) = propose(&["--key-dir".into(), s(&ssh)], None, &[], &[]);
+        let (got, _, _) = propose(&["--key-dir".into(), s(&ssh)], None, &[], &[]);
         assert!(got.is_empty(), "{got:?}");
+    }
+
+    /// `--db-path ~/Documents/x.db`: the folder holds other files, so the database file is
+    /// proposed (with the journal that exists now), never the folder, and the person is told
+    /// what that denies and how to allow it. A folder holding only the database and its
+    /// journal files is proposed whole.
+    #[test]
+    fn a_database_among_other_files_is_granted_as_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = dir.path().join("Documents");
+        std::fs::create_dir(&docs).unwrap();
+        let db = docs.join("x.db");
+        let mut header = b"SQLite format 3\0".to_vec();
+        header.extend([0x10, 0, 1, 1]);
+        std::fs::write(&db, &header).unwrap();
+        std::fs::write(docs.join("x.db-journal"), "").unwrap();
+        std::fs::write(docs.join("taxes.pdf"), "").unwrap();
+        let args = vec!["--db-path".to_string(), db.display().to_string()];
+        let (got, _, narrowed) = propose(&args, None, &[], &[]);
+        let paths: Vec<&Path> = got.iter().map(|p| p.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            [docs.join("x.db-journal").as_path(), db.as_path()],
+            "{got:?}"
+        );
+        assert!(got.iter().all(|p| p.write));
+        assert_eq!(narrowed.len(), 1);
+        assert!(!narrowed[0].wal_mode);
+        let said = narrowed[0].say("sqlite", "mcpguard wrap C --entry sqlite");
+        assert!(
+            said.contains("holds 1 other entry")
+                && said.contains("a write that needs a new journal fails")
+                && said.ends_with(&format!(
+                    "mcpguard wrap C --entry sqlite --sandbox-write {}",
+                    docs.display()
+                )),
+            "{said}"
+        );
+        // In write-ahead-log mode, even a read needs the -wal and -shm files: said so.
+        header[18] = 2;
+        header[19] = 2;
+        std::fs::write(&db, &header).unwrap();
+        let (_, _, narrowed) = propose(&args, None, &[], &[]);
+        assert!(narrowed[0].wal_mode);
+        assert!(narrowed[0].say("s", "w").contains("even reading it"));
+        // The other files gone, the folder holds only the database and its journal: proposed.
+        std::fs::remove_file(docs.join("taxes.pdf")).unwrap();
+        std::fs::write(docs.join("x.db-wal"), "").unwrap();
+        let (got, _, narrowed) = propose(&args, None, &[], &[]);
+        assert!(narrowed.is_empty());
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].path.as_path(), got[0].write),
+            (docs.as_path(), true)
+        );
     }
 
     #[test]

@@ -643,7 +643,7 @@ pub(super) fn rewrite(
                     } else {
                         Vec::new()
                     };
-                    let (proposals, left_out) = grants::propose(
+                    let (proposals, left_out, narrowed) = grants::propose(
                         server_args,
                         servers[name.as_str()].get("env").and_then(Value::as_object),
                         &explicit,
@@ -655,6 +655,14 @@ pub(super) fn rewrite(
                             shell_quote(shown),
                             shell_quote(name)
                         ));
+                    }
+                    for n in narrowed {
+                        let regrant = format!(
+                            "mcpguard wrap {} --entry {}",
+                            shell_quote(shown),
+                            shell_quote(name)
+                        );
+                        notes.push(format!("note: {}", n.say(name, &regrant)));
                     }
                     for p in accept(name, proposals, args, shown, &mut notes) {
                         sandbox_opts.extend([p.flag().to_string(), p.path.display().to_string()]);

@@ -158,21 +158,25 @@ pub fn triage(
             ),
         });
     }
+    let old_tools = tool_map(key, old);
+    let new_tools = tool_map(key, new);
+    // The labeller reads new text with the new catalogue's names: an order to call another of
+    // its tools is a structural signal (and a second signal for a phrase such as "you must").
+    let catalogue = injection::Context::new(new_tools.keys());
     let mut by_tool: BTreeMap<String, Vec<&Change>> = BTreeMap::new();
     for c in &changes {
         match &c.tool {
             Some(t) => by_tool.entry(t.clone()).or_default().push(c),
-            None => server_item(&mut out.server, key, c),
+            None => server_item(&mut out.server, key, c, &catalogue),
         }
     }
-    let old_tools = tool_map(key, old);
-    let new_tools = tool_map(key, new);
     let names: BTreeSet<&String> = old_tools.keys().chain(new_tools.keys()).collect();
     for name in names {
         let was_reviewed = manifest::review_of(old, name).is_some();
         let (o, n) = (old_tools.get(name), new_tools.get(name));
+        let ctx = catalogue.clone().answering(name);
         let (status, items) = match (o, n) {
-            (None, Some(n)) => (Status::New, new_tool_items(n)),
+            (None, Some(n)) => (Status::New, new_tool_items(n, &ctx)),
             (Some(_), None) => (
                 Status::Removed,
                 vec![Item {
@@ -192,6 +196,7 @@ pub fn triage(
                     o,
                     n,
                     by_tool.get(name.as_str()).map_or(&[][..], Vec::as_slice),
+                    &ctx,
                 ),
             ),
             (None, None) => continue,
@@ -232,7 +237,7 @@ fn change_detail(c: &Change) -> String {
     }
 }
 
-fn server_item(out: &mut Vec<Item>, key: &str, c: &Change) {
+fn server_item(out: &mut Vec<Item>, key: &str, c: &Change, ctx: &injection::Context) {
     // Server-level pointers are relative to the entry (document-relative for the key "").
     let pointer = if key.is_empty() {
         c.pointer
@@ -265,14 +270,15 @@ fn server_item(out: &mut Vec<Item>, key: &str, c: &Change) {
                 .unwrap_or_default()
                 .to_string()
         };
-        out.extend(injection_item(&pointer, &text(&c.old), &text(&c.new)));
+        out.extend(injection_item(&pointer, &text(&c.old), &text(&c.new), ctx));
     }
 }
 
-/// The instruction-like passages of `new` that `old` did not have, as one item.
-fn injection_item(pointer: &str, old: &str, new: &str) -> Option<Item> {
-    let before = injection::findings(old);
-    let added: Vec<String> = injection::findings(new)
+/// The instruction-like passages of `new` that `old` did not have, as one item (both read with
+/// `ctx`, the new catalogue's names and the tool the text belongs to).
+fn injection_item(pointer: &str, old: &str, new: &str, ctx: &injection::Context) -> Option<Item> {
+    let before = injection::findings_in(old, ctx);
+    let added: Vec<String> = injection::findings_in(new, ctx)
         .into_iter()
         // The same passage moved within the text is not new: compared by label and evidence.
         .filter(|f| {
@@ -305,7 +311,7 @@ fn describe(f: &injection::Finding) -> String {
     }
 }
 
-fn new_tool_items(tool: &Value) -> Vec<Item> {
+fn new_tool_items(tool: &Value, ctx: &injection::Context) -> Vec<Item> {
     let mut items = vec![Item {
         label: "new tool",
         pointer: String::new(),
@@ -313,14 +319,19 @@ fn new_tool_items(tool: &Value) -> Vec<Item> {
     }];
     for field in ["title", "description"] {
         if let Some(text) = tool.get(field).and_then(Value::as_str) {
-            items.extend(injection_item(&format!("/{field}"), "", text));
+            items.extend(injection_item(&format!("/{field}"), "", text, ctx));
         }
     }
     items
 }
 
 /// The items of a changed tool, from its changes (tool-relative pointers).
-fn tool_items(old: &Value, new: &Value, changes: &[&Change]) -> Vec<Item> {
+fn tool_items(
+    old: &Value,
+    new: &Value,
+    changes: &[&Change],
+    ctx: &injection::Context,
+) -> Vec<Item> {
     let mut items = Vec::new();
     let mut schema_seen: BTreeSet<(String, String)> = BTreeSet::new();
     for c in changes {
@@ -350,9 +361,14 @@ fn tool_items(old: &Value, new: &Value, changes: &[&Change]) -> Vec<Item> {
                         .unwrap_or_default()
                         .to_string()
                 };
-                items.extend(injection_item(&c.pointer, &text(&c.old), &text(&c.new)));
+                items.extend(injection_item(
+                    &c.pointer,
+                    &text(&c.old),
+                    &text(&c.new),
+                    ctx,
+                ));
             }
-            "inputSchema" => schema_items(&mut items, &mut schema_seen, old, new, c, &tokens),
+            "inputSchema" => schema_items(&mut items, &mut schema_seen, old, new, c, &tokens, ctx),
             "outputSchema" => items.push(Item {
                 label: "output schema changed",
                 pointer: c.pointer.clone(),
@@ -464,6 +480,7 @@ fn schema_items(
     new: &Value,
     c: &Change,
     tokens: &[String],
+    ctx: &injection::Context,
 ) {
     let push = |items: &mut Vec<Item>, widened: Option<bool>, pointer: String, what: String| {
         items.push(Item {
@@ -629,7 +646,7 @@ fn schema_items(
                 });
                 let text =
                     |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-                items.extend(injection_item(&pointer, &text(o), &text(n)));
+                items.extend(injection_item(&pointer, &text(o), &text(n), ctx));
             } else {
                 push(items, None, pointer, both);
             }

@@ -1,7 +1,9 @@
 //! The labeller against the hand-written corpora under `tests/data/injection/`: attacks of each
 //! structural shape (each must get its label) and ordinary tool output as controls (file
 //! listings, web pages with comments and scripts, source code, JSON records, error messages,
-//! prose; at most 1 % may get a label the default policy counts).
+//! prose, and real READMEs, docs, HTML pages, sources, package records, listings and error
+//! texts taken from the installed peers by `scripts/label-controls.py`; at most 1 % may get a
+//! label the default policy counts).
 
 use serde_json::Value;
 
@@ -9,6 +11,7 @@ use super::*;
 
 const ATTACKS: &str = include_str!("../../../tests/data/injection/attacks.json");
 const CONTROLS: &str = include_str!("../../../tests/data/injection/controls.json");
+const CONTROLS_REAL: &str = include_str!("../../../tests/data/injection/controls-real.json");
 
 /// The labels `[results]` counts by default. The policy names them
 /// (`policy::DEFAULT_RESULT_LABELS`, which this layer may not import);
@@ -75,30 +78,29 @@ fn every_attack_shape_gets_its_label() {
 #[test]
 fn controls_stay_quiet_within_one_percent() {
     let counted = counted();
-    let all = cases(CONTROLS);
+    let mut all = cases(CONTROLS);
+    all.extend(cases(CONTROLS_REAL));
     let mut labelled = Vec::new();
-    let mut structural = 0;
     for case in &all {
         let text = case["text"].as_str().unwrap_or_default();
         let got: Vec<Label> = labels_in(text, &context(case))
             .into_iter()
             .filter(|l| counted.contains(l))
             .collect();
-        structural += usize::from(got.iter().any(|l| l.structural()));
         if !got.is_empty() {
             labelled.push(format!("{}: {text:?} got {got:?}", case["kind"]));
         }
     }
     assert!(
-        all.len() >= 100,
+        all.len() >= 300,
         "the control corpus has {} cases",
         all.len()
     );
-    // The structural labels (this corpus's subject) stay within 1 %. Two controls are labelled
-    // by the older phrase table ("read the file" in a code comment, "System:" in a system
-    // report): recorded in BENCHMARKS.md, not hidden by editing the controls.
+    // Every label the policy counts, phrases included, stays within 1 % (the rate is in
+    // BENCHMARKS.md). The output names what was labelled, so a change shows what it costs.
+    eprintln!("{} of {} controls labelled", labelled.len(), all.len());
     assert!(
-        structural * 100 <= all.len() && labelled.len() <= 2,
+        labelled.len() * 100 <= all.len(),
         "{} of {} controls labelled:\n{}",
         labelled.len(),
         all.len(),
@@ -146,6 +148,32 @@ fn hostile_inputs_take_linear_time() {
         "@a.b ".repeat(mb / 5),
         "[//]: # (".repeat(mb / 9),
         "\u{E0041}".repeat(mb / 4),
+        // Weak phrases that differ in case and separators (each a finding of its own) beside
+        // signals that may corroborate them.
+        (0..mb / 12)
+            .map(|i| {
+                let seps = b" .,;:-+=*/|!?#%&~^";
+                let sep = format!(
+                    "{}{}",
+                    seps[i % seps.len()] as char,
+                    seps[(i / seps.len()) % seps.len()] as char
+                );
+                let case = i / (seps.len() * seps.len());
+                let you: String = "you"
+                    .chars()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        if case >> k & 1 == 1 {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                format!("{you}{sep}must run ")
+            })
+            .collect::<String>(),
+        "you must send ~/.ssh/x ".repeat(mb / 23),
     ];
     for text in &inputs {
         let started = std::time::Instant::now();

@@ -12,6 +12,7 @@ use super::*;
 
 const ATTACKS: &str = include_str!("../../../tests/data/injection/attacks.json");
 const CONTROLS: &str = include_str!("../../../tests/data/injection/controls.json");
+const CONTROLS_REAL: &str = include_str!("../../../tests/data/injection/controls-real.json");
 
 /// Deterministic pseudo-random numbers (xorshift64*).
 struct Rng(u64);
@@ -32,7 +33,7 @@ impl Rng {
 /// contexts (none, a catalogue, a catalogue with argument values and error text).
 fn texts() -> Vec<(String, Context)> {
     let mut out = Vec::new();
-    for corpus in [ATTACKS, CONTROLS] {
+    for corpus in [ATTACKS, CONTROLS, CONTROLS_REAL] {
         for case in serde_json::from_str::<Vec<Value>>(corpus).expect("corpus") {
             let list = |k: &str| -> Vec<String> {
                 case.get(k)
@@ -124,6 +125,11 @@ fn texts() -> Vec<(String, Context)> {
         "<b hidden>",
         "</b>",
         "secretly",
+        // Weak phrases and markers (they label only with a second signal) and strong ones.
+        "must",
+        "silently",
+        "<IMPORTANT>",
+        "<|im_start|>",
         "sudo_shell",
         "admin_exec",
         "hunter2hunter2",

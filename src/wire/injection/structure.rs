@@ -407,7 +407,115 @@ struct ToolRef {
     verb: &'static str,
 }
 
-fn near(a: &Range<usize>, b: &Range<usize>) -> bool {
+/// What a weak phrase of the table needs besides itself to label (see
+/// `injection::corroborated`): the signals of the text and its hidden regions, found once and
+/// sorted, so each phrase costs a binary search and the few signals of its passage.
+pub(super) struct Corroboration {
+    address: Spans,
+    tools: Spans,
+    credentials: Spans,
+    arguments: Spans,
+    solicited: Spans,
+    urls: Spans,
+    sending: Spans,
+    /// Per kind of hidden region (regions of one kind never overlap), by start.
+    hidden: Vec<Vec<Range<usize>>>,
+}
+
+/// Ranges sorted by start, each cut to [`WINDOW`] bytes from its start (a long range counts from
+/// where it begins), so the ranges that may be near a passage are found by a binary search.
+pub(super) struct Spans(Vec<Range<usize>>);
+
+impl Spans {
+    pub(super) fn new<'a>(ranges: impl IntoIterator<Item = &'a Range<usize>>) -> Spans {
+        let mut v: Vec<Range<usize>> = ranges
+            .into_iter()
+            .map(|r| r.start..r.end.min(r.start + WINDOW))
+            .collect();
+        v.sort_unstable_by_key(|r| r.start);
+        Spans(v)
+    }
+
+    /// The ranges that may be within [`WINDOW`] bytes of `at`, in order of start.
+    pub(super) fn around<'a>(
+        &'a self,
+        at: &'a Range<usize>,
+    ) -> impl Iterator<Item = &'a Range<usize>> + 'a {
+        let from = self.0.partition_point(|r| r.start + 2 * WINDOW < at.start);
+        let last = at.end + WINDOW;
+        self.0[from..]
+            .iter()
+            .take_while(move |r| r.start <= last)
+            .filter(move |r| near(r, at))
+    }
+
+    fn any(&self, at: &Range<usize>) -> bool {
+        self.around(at).next().is_some()
+    }
+}
+
+impl Corroboration {
+    pub(super) fn new(text: &str, ctx: &Context) -> Corroboration {
+        let s = signals(text, ctx);
+        let mut hidden: Vec<(&'static str, Vec<Range<usize>>)> = Vec::new();
+        for (kind, r) in hidden_regions(text) {
+            match hidden.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, list)) => list.push(r),
+                None => hidden.push((kind, vec![r])),
+            }
+        }
+        Corroboration {
+            address: Spans::new(&s.address),
+            // A name followed by a parenthesis is a method in documentation ("then call the
+            // parse() method"); only a catalogue tool or a snake_case name counts here.
+            tools: Spans::new(
+                s.tools
+                    .iter()
+                    .filter(|t| t.catalogue || t.shaped)
+                    .map(|t| &t.at),
+            ),
+            credentials: Spans::new(&s.credentials),
+            arguments: Spans::new(&s.arguments),
+            solicited: Spans::new(&s.solicited),
+            urls: Spans::new(&s.urls),
+            sending: Spans::new(s.verbs.iter().filter(|(_, send)| *send).map(|(v, _)| v)),
+            hidden: hidden.into_iter().map(|(_, list)| list).collect(),
+        }
+    }
+
+    /// The structural signal within the passage of `at`, if any: an address to the model, a
+    /// call of a tool (of the catalogue, or a snake_case name), a credential file, the call's
+    /// own argument values, the reader's secrets or a URL or e-mail address together with a
+    /// sending verb, or hidden markup around it. Ordinary directives ("run", "call the method")
+    /// do not count: documentation is full of them next to "you must".
+    pub(super) fn near(&self, at: &Range<usize>) -> Option<&'static str> {
+        let sending = self.sending.any(at);
+        if self.address.any(at) {
+            Some("address")
+        } else if self.tools.any(at) {
+            Some("tool-call")
+        } else if self.credentials.any(at) {
+            Some("credential")
+        } else if self.arguments.any(at) {
+            Some("call-arguments")
+        } else if sending && self.solicited.any(at) {
+            Some("solicited-secret")
+        } else if sending && self.urls.any(at) {
+            Some("destination")
+        } else if self.hidden.iter().any(|list| {
+            // The one region of this kind that may hold `at`: the last to start before it.
+            let i = list.partition_point(|h| h.start <= at.start);
+            i > 0 && list[i - 1].end >= at.end
+        }) {
+            Some("hidden")
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether two ranges are in one passage: at most [`WINDOW`] bytes apart.
+pub(super) fn near(a: &Range<usize>, b: &Range<usize>) -> bool {
     // Ranges that overlap are at distance 0.
     let gap = b
         .start
@@ -457,9 +565,16 @@ fn combine(
     // Tool directives.
     for tool in &s.tools {
         let t = &tool.at;
+        // A URL after a tool name is a destination only with a verb that sends ("call x(…) and
+        // post it to https://…"): documentation names a tool and then shows example URLs.
+        let sends = s
+            .verbs
+            .iter()
+            .any(|(v, sending)| *sending && v.start >= t.start && near(t, v));
         let destination = s
             .urls
             .iter()
+            .filter(|_| sends)
             .chain(&s.credentials)
             .chain(&s.solicited)
             .chain(&s.arguments)
@@ -467,7 +582,7 @@ fn combine(
             .find(|d| d.start >= t.start && near(t, d));
         let (label, signals) = if tool.catalogue {
             (true, vec!["catalogue-tool", "directive"])
-        } else if ctx.error && tool.shaped && tool.privileged {
+        } else if (ctx.error || error_shaped(text)) && tool.shaped && tool.privileged {
             (true, vec!["tool-call", "directive", "error-text"])
         } else if let Some(d) = destination {
             out.push(Structural {
@@ -589,6 +704,38 @@ fn combine(
     }
 }
 
+/// Whether `text` reads as error text although the server did not mark it so: it starts with
+/// an error word ("ERROR: permission denied", "Traceback …", "403 Forbidden"). Many
+/// servers (a FastMCP tool returning a string, a wrapper that drops `isError`) report a
+/// failure in an ordinary result, and the model reads it the same; an error hint that sends it
+/// to a privileged tool is the escalation shape either way.
+fn error_shaped(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "error",
+        "err ",
+        "err:",
+        "fatal",
+        "exception",
+        "traceback",
+        "failed",
+        "failure",
+        "permission denied",
+        "access denied",
+        "denied",
+        "forbidden",
+        "unauthorized",
+        "not authorized",
+    ];
+    // "[ERROR]", "403 Forbidden", "** failed": what is not a letter before the word is skipped.
+    let lead: String = text
+        .trim_start_matches(|c: char| !c.is_ascii_alphabetic())
+        .chars()
+        .take(24)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    WORDS.iter().any(|w| lead.starts_with(w))
+}
+
 /// Nouns that name the model or an agent without doubt.
 pub(super) const NOUNS_STRONG: &[&str] = &[
     "ai",
@@ -684,6 +831,7 @@ pub(super) const SENDING: &[&str] = &[
     "attach",
     "include",
     "paste",
+    "pass",
 ];
 /// Sending verbs that mean "out of here" by themselves; the others ("copy", "include", "share")
 /// need a URL or an address to count with a credential.
@@ -783,6 +931,8 @@ const SECRETS: &[&str] = &[
     "key",
     "keys",
     "passphrase",
+    "prompt",
+    "prompts",
 ];
 /// Credential paths (lowercase).
 const CREDENTIAL_PATHS: &[&str] = &[

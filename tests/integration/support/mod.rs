@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod polkit_rig;
+pub mod reviews;
 pub mod tmux;
 
 use std::ffi::OsStr;
@@ -47,6 +48,22 @@ pub fn reads_policy() -> PathBuf {
 pub fn reads_policy_with(extra: &str) -> String {
     let reads = std::fs::read_to_string(reads_policy()).expect("tests/data/policies/reads.toml");
     format!("{reads}\n{extra}")
+}
+
+/// The reads policy with the fixture's `echo` made a write (`side_effect = "create"`), followed
+/// by `extra`: a write whose only argument is data, so that it may get a standing approval
+/// (`write_note`'s path is an authority, so it never may).
+pub fn echo_as_write_policy_with(extra: &str) -> String {
+    let reads = reads_policy_with("");
+    let as_write = reads.replace(
+        "[writes.tools.echo]\nside_effect = \"read\"",
+        "[writes.tools.echo]\nside_effect = \"create\"",
+    );
+    assert_ne!(
+        reads, as_write,
+        "the reads policy no longer classifies echo"
+    );
+    format!("{as_write}\n{extra}")
 }
 
 /// The in-tree fixture server (built by `cargo test` as the example `fixture_server`).
@@ -204,10 +221,15 @@ impl Peer {
 
     /// Performs the legacy-era handshake and returns the initialize result.
     pub fn initialize(&mut self) -> serde_json::Value {
+        self.initialize_with(serde_json::json!({}))
+    }
+
+    /// The same handshake by a host that declares `capabilities` (`{"elicitation": {}}`, …).
+    pub fn initialize_with(&mut self, capabilities: serde_json::Value) -> serde_json::Value {
         let r = self.request(
             0,
             "initialize",
-            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "itest", "version": "0"}}),
+            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "itest", "version": "0"}}),
         );
         self.send_json(
             &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -375,6 +397,16 @@ pub fn marker(stderr: &str, key: &str) -> Option<u32> {
         .next()?
         .parse()
         .ok()
+}
+
+/// A finished command's status, stdout and stderr, for an assertion's message.
+pub fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Runs `cmd` with stdin closed and collects its output; kills it and fails when it (or a
