@@ -1094,6 +1094,9 @@ fn scanner_corpora(size: usize) -> Vec<(&'static str, bool, String)> {
         "://sk-eyJhf_npm_Basic earer ecret AKIA".to_string()
     });
     let colons = repeat_to(size, |_| "a://".to_string());
+    // Private-key headers without END lines: each header's whole-pattern search scanned to the
+    // end of the text for an END line (quadratic) before the shape ran as its parts.
+    let headers = repeat_to(size, |_| "-----BEGIN PRIVATE KEY-----\nMIIB\n".to_string());
     vec![
         ("source code", true, code),
         ("HTML page", true, html),
@@ -1103,6 +1106,7 @@ fn scanner_corpora(size: usize) -> Vec<(&'static str, bool, String)> {
         ("near-misses of every shape", false, near),
         ("candidate anchors back to back", false, anchors),
         ("one anchor over and over (a://)", false, colons),
+        ("private-key headers, no END line", false, headers),
     ]
 }
 

@@ -303,6 +303,13 @@ impl Content {
         self.injection != Injection::Off && !self.labels.is_empty()
     }
 
+    /// Whether a result needs the labeller's walk at all, judged on its raw JSON text (see
+    /// `injection::json_may_have_labels`): `false` only when no string and no member name in it
+    /// can carry a label the policy counts.
+    pub fn result_may_have_labels(&self, raw: &str, ctx: &injection::Context) -> bool {
+        self.scans_injection() && injection::json_may_have_labels(raw, &self.labels, ctx)
+    }
+
     /// The labels the policy acts on in a result, by pointer: every string and every member
     /// name, as [`Content::redact_result`] walks them.
     pub fn label_result(&self, result: &mut Value) -> Vec<Labelled> {
@@ -396,13 +403,7 @@ impl Content {
         found: &mut Vec<Labelled>,
         ctx: &injection::Context,
     ) {
-        if !injection::may_have_findings_in(text, &self.labels, ctx) {
-            return;
-        }
-        let labels: Vec<Label> = injection::labels_in(text, ctx)
-            .into_iter()
-            .filter(|l| self.labels.contains(l))
-            .collect();
+        let labels = injection::labels_among_in(text, &self.labels, ctx);
         if !labels.is_empty() {
             found.push(Labelled {
                 pointer: pointer(),

@@ -20,7 +20,9 @@ use std::ops::Range;
 
 mod structure;
 
-pub use structure::{anchor_class, anchors, may_have_signals, Context, Structural};
+pub use structure::{
+    anchor_class, anchor_whole_word, anchors, may_have_signals, Context, Structural,
+};
 pub use structure::{ADDRESS, HIDDEN, TARGET, VERB};
 
 use crate::wire::sanitize::{self, Clean};
@@ -325,21 +327,74 @@ fn corroborated(table: Vec<Table>, text: &str, ctx: &Context) -> Vec<Finding> {
 /// role markup), weak or strong: what hidden or decoded content is searched for besides the
 /// structure (being hidden is the second signal there).
 fn phrase_labels(text: &str) -> Vec<Label> {
-    let mut labels: Vec<Label> = table_findings(text)
+    let orders = [
+        Label::OverrideInstruction,
+        Label::Concealment,
+        Label::Imperative,
+        Label::RoleMarkup,
+    ];
+    // Weak or strong alike: being hidden or encoded is the second signal here.
+    let found = table_labels(text, &orders, true);
+    orders
         .into_iter()
-        .map(|t| t.finding.label)
-        .filter(|l| {
-            matches!(
-                l,
-                Label::OverrideInstruction
-                    | Label::Concealment
-                    | Label::Imperative
-                    | Label::RoleMarkup
-            )
-        })
-        .collect();
-    labels.dedup();
-    labels
+        .filter(|l| found.strong.has(*l) || found.weak.has(*l))
+        .collect()
+}
+
+/// A set of labels (bit `i` for `Label::ALL[i]`).
+#[derive(Clone, Copy, Default)]
+struct LabelSet(u16);
+
+impl LabelSet {
+    fn bit(label: Label) -> u16 {
+        1 << Label::ALL.iter().position(|l| *l == label).unwrap_or(0)
+    }
+    fn has(self, label: Label) -> bool {
+        self.0 & LabelSet::bit(label) != 0
+    }
+    fn add(&mut self, label: Label) {
+        self.0 |= LabelSet::bit(label);
+    }
+}
+
+/// What [`table_labels`] found: the labels with a strong match (which label alone), and those
+/// with a weak match (which label only with a second signal, see [`corroborated`]).
+#[derive(Clone, Copy, Default)]
+struct TableLabels {
+    strong: LabelSet,
+    weak: LabelSet,
+}
+
+/// The labels among `wanted` that the phrase and marker tables, hidden characters and encoded
+/// payloads give `text` (those [`table_findings`] finds), split into strong and weak matches,
+/// without building any evidence. A table entry is skipped once its label has a strong match,
+/// and with `weak_is_enough` once it has any match.
+fn table_labels(text: &str, wanted: &[Label], weak_is_enough: bool) -> TableLabels {
+    let mut skip = LabelSet::default();
+    for l in Label::ALL {
+        if !wanted.contains(&l) {
+            skip.add(l);
+        }
+    }
+    // What is found is skipped from then on: one cell read by `skip` and written by `push`.
+    let found = std::cell::Cell::new(TableLabels::default());
+    table_scan(
+        text,
+        &mut |l| {
+            let f = found.get();
+            skip.has(l) || f.strong.has(l) || (weak_is_enough && f.weak.has(l))
+        },
+        &mut |l, _, _, weak| {
+            let mut f = found.get();
+            if weak {
+                f.weak.add(l);
+            } else {
+                f.strong.add(l);
+            }
+            found.set(f);
+        },
+    );
+    found.get()
 }
 
 /// One finding of the tables, and whether it is weak: a phrase or marker that ordinary text
@@ -438,6 +493,12 @@ fn presentation(text: &str, i: usize, c: char) -> bool {
     }
 }
 
+/// Whether the character at `i` of `text` counts as a hidden character: invisible or changing
+/// the display, not layout (line breaks, tabs) and not emoji [`presentation`].
+fn hidden_at(text: &str, i: usize, c: char) -> bool {
+    sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r') && !presentation(text, i, c)
+}
+
 /// The findings of the phrase and marker tables, hidden characters and encoded payloads, each
 /// with whether it is weak.
 fn table_findings(text: &str) -> Vec<Table> {
@@ -445,9 +506,9 @@ fn table_findings(text: &str) -> Vec<Table> {
     // (label, evidence) → index in `out`: a text of many distinct findings stays linear.
     let mut seen: std::collections::HashMap<(Label, String), usize> =
         std::collections::HashMap::new();
-    let mut push = |label: Label, evidence: &str, at: Range<usize>, weak: bool| {
+    table_scan(text, &mut |_| false, &mut |label, evidence, at, weak| {
         let evidence = sanitize::clean(
-            evidence,
+            &evidence.text(),
             Clean {
                 keep_newlines: false,
                 max_bytes: EVIDENCE_MAX,
@@ -477,62 +538,122 @@ fn table_findings(text: &str) -> Vec<Table> {
                 });
             }
         }
-    };
+    });
+    out.sort_by_key(|t| t.finding.label);
+    out
+}
 
-    let mut hidden = String::new();
-    let mut hidden_at: Option<Range<usize>> = None;
-    for (i, c) in text.char_indices() {
-        if sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r') && !presentation(text, i, c) {
-            hidden.push(c);
-            let r = hidden_at.get_or_insert(i..i);
-            r.end = i + c.len_utf8();
+/// The evidence of one table match, built only by a caller that quotes it.
+enum Evidence<'a> {
+    Quoted(&'a str),
+    Hidden(&'a str),
+    Encoded(&'a str, usize),
+}
+
+impl Evidence<'_> {
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Evidence::Quoted(s) => (*s).into(),
+            Evidence::Hidden(text) => text
+                .char_indices()
+                .filter(|&(i, c)| hidden_at(text, i, c))
+                .map(|(_, c)| c)
+                .collect::<String>()
+                .into(),
+            Evidence::Encoded(quoted, run) => format!("{quoted}… ({run} characters)").into(),
         }
     }
-    if let Some(at) = hidden_at {
-        push(Label::HiddenCharacters, &hidden, at, false);
+}
+
+/// Every match of the phrase and marker tables, hidden characters and encoded payloads, in the
+/// order [`table_findings`] reports them: `push` gets the label, the evidence, the range and
+/// whether the match is weak (see [`Table`]). An entry whose label `skip` names is not searched
+/// (a caller that wants labels only skips the labels it has).
+fn table_scan(
+    text: &str,
+    skip: &mut dyn FnMut(Label) -> bool,
+    push: &mut dyn FnMut(Label, Evidence<'_>, Range<usize>, bool),
+) {
+    if !skip(Label::HiddenCharacters) {
+        let mut hidden: Option<Range<usize>> = None;
+        for (i, c) in text.char_indices() {
+            if hidden_at(text, i, c) {
+                let r = hidden.get_or_insert(i..i);
+                r.end = i + c.len_utf8();
+            }
+        }
+        if let Some(at) = hidden {
+            push(Label::HiddenCharacters, Evidence::Hidden(text), at, false);
+        }
     }
 
-    let words = words(text);
-    for &(label, phrase) in PHRASES {
-        for start in 0..words.len() {
-            let matched = phrase.len() <= words.len() - start
-                && phrase
-                    .iter()
-                    .zip(&words[start..])
-                    .all(|(want, (word, _))| word == want);
-            if matched {
-                let from = words[start].1.start;
-                let to = words[start + phrase.len() - 1].1.end;
-                let weak = !strong_phrase(label, phrase, &words, start);
-                push(label, &text[from..to], from..to, weak);
+    if PHRASES.iter().any(|(l, _)| !skip(*l)) {
+        let words = words(text);
+        for &(label, phrase) in PHRASES {
+            if skip(label) {
+                continue;
+            }
+            for start in 0..words.len() {
+                let matched = phrase.len() <= words.len() - start
+                    && phrase
+                        .iter()
+                        .zip(&words[start..])
+                        .all(|(want, (word, _))| word == want);
+                if matched {
+                    let from = words[start].1.start;
+                    let to = words[start + phrase.len() - 1].1.end;
+                    let weak = !strong_phrase(label, phrase, &words, start);
+                    push(label, Evidence::Quoted(&text[from..to]), from..to, weak);
+                    if skip(label) {
+                        break;
+                    }
+                }
             }
         }
     }
 
-    // ASCII lowercasing keeps every byte offset, so a match in `lower` is a slice of `text`.
-    let lower = format!("\n{}", text.to_ascii_lowercase());
-    for &(label, marker) in MARKERS {
-        let mut from = 0;
-        while let Some(at) = lower[from..].find(marker) {
-            let start = from + at;
-            let end = start + marker.len();
-            // Offsets in `lower` are one ahead of `text` because of the leading line break.
-            let (from_t, mut to_t) = (start.saturating_sub(1), end - 1);
-            if matches!(label, Label::Link | Label::SensitivePath) {
-                // A link or a path is quoted whole, up to the next space or quote.
-                to_t += text[to_t..]
-                    .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')'))
-                    .unwrap_or(text.len() - to_t);
+    if MARKERS.iter().any(|(l, _)| !skip(*l)) {
+        // ASCII lowercasing keeps every byte offset, so a match in `lower` is a slice of `text`.
+        let lower = format!("\n{}", text.to_ascii_lowercase());
+        for &(label, marker) in MARKERS {
+            if skip(label) {
+                continue;
             }
-            let quoted = text[from_t..to_t].trim_start_matches('\n');
-            // Links, paths and payloads are not counted by default and stand alone; role
-            // markers other than the chat templates' own need a second signal.
-            let weak = label == Label::RoleMarkup && !STRONG_MARKERS.contains(&marker);
-            push(label, quoted, to_t - quoted.len()..to_t, weak);
-            from = end;
+            let mut from = 0;
+            while let Some(at) = lower[from..].find(marker) {
+                let start = from + at;
+                let end = start + marker.len();
+                // Offsets in `lower` are one ahead of `text` because of the leading line break.
+                let (from_t, mut to_t) = (start.saturating_sub(1), end - 1);
+                if matches!(label, Label::Link | Label::SensitivePath) {
+                    // A link or a path is quoted whole, up to the next space or quote.
+                    to_t += text[to_t..]
+                        .find(|c: char| {
+                            c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')')
+                        })
+                        .unwrap_or(text.len() - to_t);
+                }
+                let quoted = text[from_t..to_t].trim_start_matches('\n');
+                // Links, paths and payloads are not counted by default and stand alone; role
+                // markers other than the chat templates' own need a second signal.
+                let weak = label == Label::RoleMarkup && !STRONG_MARKERS.contains(&marker);
+                push(
+                    label,
+                    Evidence::Quoted(quoted),
+                    to_t - quoted.len()..to_t,
+                    weak,
+                );
+                from = end;
+                if skip(label) {
+                    break;
+                }
+            }
         }
     }
 
+    if skip(Label::EncodedPayload) {
+        return;
+    }
     let mut run = 0usize;
     let mut run_start = 0usize;
     for (i, b) in text
@@ -547,20 +668,19 @@ fn table_findings(text: &str) -> Vec<Table> {
             run += 1;
         } else {
             if run >= ENCODED_MIN {
-                let quoted = &text[run_start..run_start + 24];
                 push(
                     Label::EncodedPayload,
-                    &format!("{quoted}… ({run} characters)"),
+                    Evidence::Encoded(&text[run_start..run_start + 24], run),
                     run_start..run_start + run,
                     false,
                 );
+                if skip(Label::EncodedPayload) {
+                    return;
+                }
             }
             run = 0;
         }
     }
-
-    out.sort_by_key(|t| t.finding.label);
-    out
 }
 
 /// A quick test: `false` only when [`findings`] would find nothing in `text`. One linear pass of
@@ -582,49 +702,177 @@ pub fn may_have_findings_in(text: &str, labels: &[Label], ctx: &Context) -> bool
     if labels.iter().any(|l| l.structural()) && structure::may_have_signals(text, ctx) {
         return true;
     }
-    // Look-alike letters are folded before the phrases are matched, which the ASCII
-    // expressions below cannot do: such a text gets the full scan.
-    if labels.iter().any(|l| {
-        matches!(
-            l,
-            Label::OverrideInstruction | Label::Concealment | Label::Imperative
-        )
-    }) && structure::has_look_alikes(text)
+    may_have_table_findings(text, labels)
+}
+
+/// The labels among `labels` that [`findings_in`] gives `text` with `ctx`, each once, in the
+/// order of [`Label::ALL`]: what a caller that acts on labels needs (the gate on every result
+/// string), in one call. The same as [`may_have_findings_in`] and then [`labels_in`] filtered to
+/// `labels`, at less cost: the structural prefilter runs once (its answer is reused by the
+/// analysis), no evidence is quoted or sanitized, and a table entry is not searched once its
+/// label has a strong match. Only a label asked for whose matches are all weak costs the full
+/// check of [`corroborated`] (weak phrases label only with a second signal).
+pub fn labels_among_in(text: &str, labels: &[Label], ctx: &Context) -> Vec<Label> {
+    let mut facts = None;
+    let signals = labels.iter().any(|l| l.structural())
+        && structure::may_have_signals_with(text, ctx, &mut facts);
+    if !signals && !may_have_table_findings_with(text, labels, &mut facts) {
+        return Vec::new();
+    }
+    let table = table_labels(text, labels, false);
+    let mut found = table.strong;
+    // A weak match labels only with a second signal: a wanted label that has only weak matches
+    // gets the full check of the table's findings ([`corroborated`], which also looks at the
+    // labels not asked for), so what is labelled is exactly what [`findings_in`] labels.
+    if labels
+        .iter()
+        .any(|l| table.weak.has(*l) && !table.strong.has(*l))
     {
+        for f in corroborated(table_findings(text), text, ctx) {
+            found.add(f.label);
+        }
+    }
+    if signals {
+        for s in structure::structural_unfiltered(text, ctx) {
+            found.add(s.label);
+        }
+    }
+    Label::ALL
+        .into_iter()
+        .filter(|l| found.has(*l) && labels.contains(l))
+        .collect()
+}
+
+/// A quick test of a whole JSON text (a result as the server sent it): `false` only when no
+/// string and no member name in it has any of `labels` with `ctx`, so a caller can skip the
+/// walk over its tree. It answers `true` for a text with a backslash: only without escapes is
+/// every string and every name the slice of the text between two quotes. For such a text one
+/// run of the quick tests over the whole of it answers at least what they answer for any of
+/// those slices: an anchor counts only at word boundaries, and a quote is one; a phrase
+/// expression starts and ends at a non-word byte, and a quote is one; the byte facts (tag
+/// characters, base64 runs, non-ASCII and control bytes) of a slice are among the whole's; a
+/// catalogue name or a marker in a slice is in the whole. The one place where a slice's start
+/// matters more is the role prefixes (`system:` at the start of a line, and a text's start is
+/// one): the whole is searched for them after a quote.
+pub fn json_may_have_labels(raw: &str, labels: &[Label], ctx: &Context) -> bool {
+    if raw.contains('\\') {
         return true;
     }
-    static QUICK: std::sync::OnceLock<Vec<(Label, Option<regex::bytes::Regex>)>> =
-        std::sync::OnceLock::new();
-    if labels.contains(&Label::HiddenCharacters) {
-        let maybe = text
-            .bytes()
-            .any(|b| b >= 0x80 || b == 0x7f || (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')));
-        if maybe
-            && text
-                .chars()
-                .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
-        {
+    if labels.contains(&Label::RoleMarkup) {
+        static AFTER_QUOTE: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+            std::sync::OnceLock::new();
+        let starts = AFTER_QUOTE.get_or_init(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(
+                    MARKERS
+                        .iter()
+                        .filter_map(|(_, m)| m.strip_prefix('\n').map(|rest| format!("\"{rest}"))),
+                )
+                .ok()
+        });
+        if starts.as_ref().is_none_or(|ac| ac.is_match(raw)) {
             return true;
         }
     }
-    let quick = QUICK.get_or_init(|| {
-        Label::ALL
-            .iter()
-            .filter(|l| **l != Label::HiddenCharacters && !l.structural())
-            .map(|&l| (l, quick_regex(l)))
-            .collect()
-    });
-    quick
-        .iter()
-        .filter(|(l, _)| labels.contains(l))
-        // An expression is built from constant tables and always compiles; should one not,
-        // the full scan answers instead of a wrong "nothing".
-        .any(|(_, re)| re.as_ref().is_none_or(|re| re.is_match(text.as_bytes())))
+    let mut facts = None;
+    (labels.iter().any(|l| l.structural())
+        && structure::may_have_signals_with(raw, ctx, &mut facts))
+        || may_have_table_findings_with(raw, labels, &mut facts)
 }
 
-/// For one label: the union of its phrases (their words with any run of non-word characters
-/// between them, as [`words`] splits them) and its markers, and for encoded payloads the run.
-fn quick_regex(label: Label) -> Option<regex::bytes::Regex> {
+/// The part of [`may_have_findings_in`] after the structural prefilter: `false` only when the
+/// tables, hidden characters and encoded payloads give none of `labels`.
+fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
+    may_have_table_findings_with(text, labels, &mut None)
+}
+
+/// [`may_have_table_findings`] with the byte pass shared with the structural prefilter (see
+/// `structure::may_have_signals_with`).
+fn may_have_table_findings_with(
+    text: &str,
+    labels: &[Label],
+    facts: &mut Option<structure::ByteFacts>,
+) -> bool {
+    let f = *facts.get_or_insert_with(|| structure::ByteFacts::of(text));
+    // Look-alike letters are folded before the phrases are matched, which the ASCII
+    // expressions below cannot do: such a text gets the full scan.
+    if f.non_ascii
+        && labels.iter().any(|l| {
+            matches!(
+                l,
+                Label::OverrideInstruction | Label::Concealment | Label::Imperative
+            )
+        })
+        && structure::has_look_alikes(text)
+    {
+        return true;
+    }
+    if labels.contains(&Label::HiddenCharacters)
+        && (f.non_ascii || f.control)
+        && text
+            .chars()
+            .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
+    {
+        return true;
+    }
+    // One expression for all the labels asked for: one pass over the text instead of one per
+    // label. An expression is built from constant tables and always compiles; should one not,
+    // the full scan answers instead of a wrong "nothing".
+    with_quick_union(labels, |re| {
+        re.is_none_or(|re| re.is_match(text.as_bytes()))
+    })
+}
+
+/// Calls `f` with the union of the quick expressions of the table labels among `labels`
+/// ([`quick_parts`]; `None` when it does not compile). Compiled once per set of labels and kept
+/// for the process: a process has one policy, so one or two sets; past [`QUICK_SETS`] sets, an
+/// expression is compiled for the call and dropped.
+fn with_quick_union<T>(labels: &[Label], f: impl FnOnce(Option<&regex::bytes::Regex>) -> T) -> T {
+    type Cache = std::sync::Mutex<Vec<(u16, &'static Option<regex::bytes::Regex>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let mut set = LabelSet::default();
+    for l in labels {
+        if *l != Label::HiddenCharacters && !l.structural() {
+            set.add(*l);
+        }
+    }
+    let build = || {
+        let parts: Vec<String> = Label::ALL
+            .into_iter()
+            .filter(|l| set.has(*l))
+            .flat_map(quick_parts)
+            .collect();
+        quick_regex(&parts)
+    };
+    let cache = CACHE.get_or_init(Default::default);
+    let found = {
+        let Ok(mut sets) = cache.lock() else {
+            return f(build().as_ref());
+        };
+        match sets.iter().find(|(k, _)| *k == set.0) {
+            Some((_, re)) => Some(*re),
+            None if sets.len() < QUICK_SETS => {
+                let re: &'static Option<regex::bytes::Regex> = Box::leak(Box::new(build()));
+                sets.push((set.0, re));
+                Some(re)
+            }
+            None => None,
+        }
+    };
+    match found {
+        Some(re) => f(re.as_ref()),
+        None => f(build().as_ref()),
+    }
+}
+
+/// How many sets of labels keep their compiled quick expression (see [`with_quick_union`]).
+const QUICK_SETS: usize = 64;
+
+/// For one label: its phrases (their words with any run of non-word characters between them,
+/// as [`words`] splits them) and its markers, and for encoded payloads the run, as the
+/// alternatives of one expression (see [`quick_regex`]).
+fn quick_parts(label: Label) -> Vec<String> {
     // ASCII-only classes keep the expression small and fast. They only make the test answer
     // "maybe" more often, never less: a character [`words`] counts as a word character but this
     // class does not (a non-ASCII letter) can only split a word here where `words` would not,
@@ -651,13 +899,19 @@ fn quick_regex(label: Label) -> Option<regex::bytes::Regex> {
     if label == Label::EncodedPayload {
         parts.push(format!("[A-Za-z0-9+/=_-]{{{ENCODED_MIN}}}"));
     }
+    parts
+}
+
+/// The alternatives `parts` as one ASCII, case-insensitive expression; one that never matches
+/// when there is none; `None` when it does not compile.
+fn quick_regex(parts: &[String]) -> Option<regex::bytes::Regex> {
     if parts.is_empty() {
         return regex::bytes::Regex::new("[^\\s\\S]").ok();
     }
     regex::bytes::RegexBuilder::new(&format!("(?i-u){}", parts.join("|")))
         .unicode(false)
-        .size_limit(8 << 20)
-        .dfa_size_limit(8 << 20)
+        .size_limit(32 << 20)
+        .dfa_size_limit(16 << 20)
         .build()
         .ok()
 }
@@ -908,3 +1162,6 @@ mod tests {
 #[cfg(test)]
 #[path = "injection/corpus_tests.rs"]
 pub(crate) mod corpus_tests;
+#[cfg(test)]
+#[path = "injection/prefilter_tests.rs"]
+mod prefilter_tests;

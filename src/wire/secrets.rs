@@ -232,6 +232,18 @@ const BUILTINS: &[Builtin] = &[
     },
 ];
 
+/// The private-key shape in its parts (issue 34): its header, and the END line its lazy body
+/// runs to. The whole pattern prefers the body that reaches an END line, so a regex search for
+/// it scans to the end of the text to learn that there is none, once per header: quadratic for
+/// a text of headers without END lines. [`Builtins::find`] runs it as its parts instead (see
+/// [`Builtins::private_keys`]), which the differential tests hold to the whole pattern.
+const PEM_HEAD: &str = r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----";
+const PEM_END: &str = r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----";
+/// The body without an END line, from the header's end on.
+const PEM_BODY: &str = r"\A[A-Za-z0-9+/=\s]*";
+/// The longest header: `-----BEGIN`, 40 characters, `PRIVATE KEY BLOCK-----`.
+const PEM_HEAD_MAX: usize = 10 + 40 + 22;
+
 /// A compiled detector.
 struct Pattern {
     kind: String,
@@ -250,6 +262,8 @@ struct Builtins {
     anchors: AhoCorasick,
     /// Per anchor (by its id in `anchors`): the shapes (bit `i` for `BUILTINS[i]`) it starts.
     shapes: Vec<u32>,
+    /// The private-key shape's parts: header, END line, body without END line.
+    pem: [Regex; 3],
 }
 
 /// The built-in shapes, compiled on the first search that needs them (once per process): the
@@ -291,10 +305,13 @@ fn builtin_patterns() -> &'static Result<Builtins, String> {
             .match_kind(MatchKind::LeftmostFirst)
             .build(&names)
             .map_err(|e| format!("built-in anchors: {e}"))?;
+        let part = |p: &str| compile(p).map_err(|e| format!("built-in private-key part: {e}"));
+        let pem = [part(PEM_HEAD)?, part(PEM_END)?, part(PEM_BODY)?];
         Ok(Builtins {
             patterns,
             anchors,
             shapes,
+            pem,
         })
     })
 }
@@ -598,6 +615,10 @@ impl Builtins {
                 continue;
             }
             let mut next = candidates.iter().filter(|c| c.1 & bit != 0).map(|c| c.0);
+            if p.kind == "private-key" {
+                self.private_keys(p, text, next, hits);
+                continue;
+            }
             let mut pos = 0;
             // Each turn starts from the first candidate at or after the end of the last match.
             while let Some(anchor) = next.by_ref().find(|&a| a >= pos) {
@@ -623,6 +644,63 @@ impl Builtins {
                 // Built-in shapes never match the empty text; should one, move on regardless.
                 pos = end.max(start + 1);
             }
+        }
+    }
+}
+
+impl Builtins {
+    /// The private-key shape's matches, from its candidates (`next`, the positions of
+    /// `PRIVATE KEY` in order), in linear time. The whole pattern is a header, then the shortest
+    /// text up to an END line if there is one after the header, else the base64 body (which
+    /// always matches, so the header's own preferred reading is the match's). So a match starts
+    /// at the leftmost header, found in a window around its candidate (the header is at most
+    /// [`PEM_HEAD_MAX`] bytes and holds the candidate: a header starting at or before the
+    /// candidate lies inside the window, and none starts in the part of the text before the
+    /// window that is past the previous match); it runs to the first END line after the header
+    /// when there is one; otherwise to the end of the body. The search for an END line goes on
+    /// from the header's end and is not repeated once it has found none, so each part of the
+    /// text is searched about once.
+    fn private_keys(
+        &self,
+        p: &Pattern,
+        text: &str,
+        mut next: impl Iterator<Item = usize>,
+        hits: &mut Vec<Hit>,
+    ) {
+        let [head, end_line, body] = &self.pem;
+        let mut pos = 0;
+        let mut no_end_from: Option<usize> = None;
+        while let Some(anchor) = next.find(|&a| a >= pos) {
+            let mut start = anchor.saturating_sub(ANCHOR_REACH).max(pos);
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut window = (anchor + PEM_HEAD_MAX + 1).min(text.len());
+            while !text.is_char_boundary(window) {
+                window += 1;
+            }
+            let Some(h) = head
+                .find_at(&text[..window], start)
+                .filter(|h| h.start() <= anchor)
+            else {
+                // No header starts at or before this candidate (past `pos`).
+                pos = anchor + 1;
+                continue;
+            };
+            let until = match no_end_from {
+                Some(from) if from <= h.end() => None,
+                _ => match end_line.find_at(text, h.end()) {
+                    Some(e) => Some(e.end()),
+                    None => {
+                        no_end_from = Some(h.end());
+                        None
+                    }
+                },
+            };
+            let end = until
+                .unwrap_or_else(|| h.end() + body.find(&text[h.end()..]).map_or(0, |b| b.end()));
+            push_whole(p, text, h.start()..end, hits);
+            pos = end.max(h.start() + 1);
         }
     }
 }

@@ -129,7 +129,8 @@ impl Session {
                 text: text.join("\n"),
             });
             let ctx = self.label_context(tool, arguments, true);
-            if !self.label_result(id, tool, &ctx, &mut result, &mut changed, out) {
+            let unchanged = (!changed).then(|| raw.get());
+            if !self.label_result(id, tool, &ctx, unchanged, &mut result, &mut changed, out) {
                 return;
             }
             return self.send_result(id, result, changed, line, out);
@@ -147,7 +148,8 @@ impl Session {
             changed = true;
         }
         let ctx = self.label_context(tool, arguments, false);
-        if !self.label_result(id, tool, &ctx, &mut result, &mut changed, out) {
+        let unchanged = (!changed).then(|| raw.get());
+        if !self.label_result(id, tool, &ctx, unchanged, &mut result, &mut changed, out) {
             return;
         }
         self.send_result(id, result, changed, line, out);
@@ -214,17 +216,24 @@ impl Session {
     /// Labels instruction-like text in a result (`[results]`): with `label`, a note is appended
     /// as a last text block and in `_meta`, with `refuse` the call is answered with a refusal.
     /// Returns whether the result goes on.
+    /// `raw` is the server's JSON text of the result when `result` is still exactly that (no
+    /// redaction, no cleaning): a raw text that cannot carry a counted label is not walked.
+    #[allow(clippy::too_many_arguments)]
     fn label_result(
         &mut self,
         id: &Id,
         tool: &str,
         ctx: &LabelContext,
+        raw: Option<&str>,
         result: &mut Value,
         changed: &mut bool,
         out: &mut Vec<Out>,
     ) -> bool {
         let content = self.config.content.clone();
         if !content.scans_injection() {
+            return true;
+        }
+        if raw.is_some_and(|raw| !content.result_may_have_labels(raw, ctx)) {
             return true;
         }
         let found = content.label_result_in(result, ctx);

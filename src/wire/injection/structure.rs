@@ -125,29 +125,52 @@ pub struct Structural {
 /// The anchor literals (ASCII, matched case-insensitively): a text that holds none of them, no
 /// catalogue tool name, no Unicode tag character, no Greek or Cyrillic letter and no long base64
 /// run has no structural finding. Exposed so a scanner that folds every literal of mcpguard into
-/// one automaton can take them over; [`anchor_class`] says what each one stands for.
+/// one automaton can take them over; [`anchor_class`] says what each one stands for and
+/// [`anchor_whole_word`] whether it counts only as a whole word.
 pub fn anchors() -> &'static [&'static str] {
     static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        ANCHORS
-            .iter()
-            .flat_map(|(_, list)| list.iter().copied())
-            .collect()
-    })
+    ALL.get_or_init(|| anchor_table().iter().map(|(_, _, a)| *a).collect())
 }
 
 /// The class of the anchor at `index` of [`anchors`]: [`VERB`], [`ADDRESS`], [`TARGET`] or
 /// [`HIDDEN`]. A text may have a finding only with a `HIDDEN` anchor, or a `VERB` anchor and an
 /// `ADDRESS` or `TARGET` one.
 pub fn anchor_class(index: usize) -> u8 {
-    ANCHORS
-        .iter()
-        .flat_map(|(class, list)| list.iter().map(move |_| *class))
-        .nth(index)
-        .unwrap_or(HIDDEN)
+    anchor_table().get(index).map_or(HIDDEN, |(c, _, _)| *c)
 }
 
-/// Anchor class: a directive verb (stems: "send" also finds "sends", only a false "maybe").
+/// Whether the anchor at `index` of [`anchors`] counts only as a whole word: neither the byte
+/// before it nor the byte after it is an ASCII letter, digit or `_`.
+pub fn anchor_whole_word(index: usize) -> bool {
+    anchor_table().get(index).is_some_and(|(_, w, _)| *w)
+}
+
+/// Every anchor with its class and whether it counts only as a whole word. The verbs and the
+/// names of the model are the words themselves ([`SENDING`], [`ACTING`], [`NOUNS_STRONG`],
+/// [`NOUNS_WEAK`]), whole words only: [`signals`] takes a verb or an address only from a token
+/// equal to one of them, and a token is a whole run of letters, digits and `_` (a word inside
+/// another one, "ai" in "details" or "run" in "runner", is never one). So the prefilter says
+/// "maybe" for exactly the texts whose tokens can be verbs or addresses (more often, never less:
+/// an apostrophe, a hyphen or a non-ASCII letter beside a word counts as a boundary here), and
+/// ordinary prose no longer gets the full analysis for words that only contain an anchor.
+fn anchor_table() -> &'static [(u8, bool, &'static str)] {
+    static ALL: OnceLock<Vec<(u8, bool, &'static str)>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<(u8, bool, &'static str)> = Vec::new();
+        for w in SENDING.iter().chain(ACTING) {
+            all.push((VERB, true, w));
+        }
+        for w in NOUNS_STRONG.iter().chain(NOUNS_WEAK) {
+            all.push((ADDRESS, true, w));
+        }
+        for (class, list) in ANCHORS {
+            all.extend(list.iter().map(|a| (*class, false, *a)));
+        }
+        all
+    })
+}
+
+/// Anchor class: a directive verb.
 pub const VERB: u8 = 1;
 /// Anchor class: a name of the model or an agent.
 pub const ADDRESS: u8 = 2;
@@ -156,83 +179,9 @@ pub const TARGET: u8 = 4;
 /// Anchor class: markup that hides content.
 pub const HIDDEN: u8 = 8;
 
+/// The anchors matched anywhere, not only as whole words (the verbs and the names of the model
+/// are added by [`anchor_table`]).
 const ANCHORS: &[(u8, &[&str])] = &[
-    (
-        VERB,
-        &[
-            "send",
-            "post",
-            "export",
-            "forward",
-            "delete",
-            "remove",
-            "run",
-            "exec",
-            "upload",
-            "call",
-            "invoke",
-            "use",
-            "retry",
-            "try",
-            "mail",
-            "transmit",
-            "exfiltrat",
-            "leak",
-            "share",
-            "submit",
-            "transfer",
-            "purge",
-            "wipe",
-            "erase",
-            "drop",
-            "curl",
-            "wget",
-            "rm",
-            "kill",
-            "grant",
-            "disable",
-            "reset",
-            "install",
-            "trigger",
-            "launch",
-            "switch",
-            "fetch",
-            "read",
-            "open",
-            "cat",
-            "visit",
-            "navigate",
-            "download",
-            "reveal",
-            "dump",
-            "copy",
-            "attach",
-            "include",
-            "paste",
-            "reply",
-            "respond",
-            "answer",
-            "output",
-            "print",
-            "pass",
-        ],
-    ),
-    (
-        ADDRESS,
-        &[
-            "ai",
-            "assistant",
-            "agent",
-            "model",
-            "llm",
-            "bot",
-            "system",
-            "gpt",
-            "claude",
-            "gemini",
-            "copilot",
-        ],
-    ),
     (
         TARGET,
         &[
@@ -275,18 +224,33 @@ const ANCHORS: &[(u8, &[&str])] = &[
     ),
 ];
 
-/// The literal prefilter, built once, with each pattern's class.
-fn prefilter() -> Option<&'static (AhoCorasick, Vec<u8>)> {
-    static AC: OnceLock<Option<(AhoCorasick, Vec<u8>)>> = OnceLock::new();
+/// The anchor automaton with each pattern's class and whether it counts only as a whole word.
+type Prefilter = (AhoCorasick, Vec<(u8, bool)>);
+
+/// The literal prefilter, built once.
+fn prefilter() -> Option<&'static Prefilter> {
+    static AC: OnceLock<Option<Prefilter>> = OnceLock::new();
     AC.get_or_init(|| {
-        let classes = (0..anchors().len()).map(anchor_class).collect();
+        let table = anchor_table();
+        let classes = table.iter().map(|(c, w, _)| (*c, *w)).collect();
+        // A DFA: the anchors include single bytes ("_", "(", "@"), so no literal prefilter
+        // applies and the search walks every byte; a DFA walks it with one table lookup, where
+        // the default (a noncontiguous or contiguous NFA for this many patterns) follows
+        // failure transitions. The matches are the same whatever the kind.
         AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
-            .build(anchors())
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(table.iter().map(|(_, _, a)| a))
             .ok()
             .map(|ac| (ac, classes))
     })
     .as_ref()
+}
+
+/// Whether the byte continues a token for the whole-word test (ASCII letters, digits and `_`;
+/// every other byte counts as a boundary, which can only make the prefilter say "maybe" more).
+fn word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// A quick test: `false` only when [`structural`] finds nothing in `text` with `ctx`. One
@@ -294,15 +258,34 @@ fn prefilter() -> Option<&'static (AhoCorasick, Vec<u8>)> {
 /// of the catalogue's names, one byte pass for tag characters, look-alike letters and base64
 /// runs.
 pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
+    may_have_signals_with(text, ctx, &mut None)
+}
+
+/// [`may_have_signals`], with the byte pass's [`ByteFacts`] kept in `facts` (taken from there
+/// when a caller has them, stored there when this test needed them), so that the labeller's
+/// other quick tests reuse the same pass.
+pub(super) fn may_have_signals_with(
+    text: &str,
+    ctx: &Context,
+    facts: &mut Option<ByteFacts>,
+) -> bool {
     let Some((ac, classes)) = prefilter() else {
         return true;
     };
+    let bytes = text.as_bytes();
     let mut seen = 0u8;
     for m in ac.find_overlapping_iter(text) {
-        seen |= classes
+        let (class, whole) = classes
             .get(m.pattern().as_usize())
             .copied()
-            .unwrap_or(HIDDEN);
+            .unwrap_or((HIDDEN, false));
+        if whole
+            && (m.start() > 0 && word_byte(bytes[m.start() - 1])
+                || bytes.get(m.end()).is_some_and(|&b| word_byte(b)))
+        {
+            continue;
+        }
+        seen |= class;
         if seen & HIDDEN != 0 || (seen & VERB != 0 && seen & (ADDRESS | TARGET) != 0) {
             return true;
         }
@@ -312,24 +295,65 @@ pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
     }
     // Tag characters (U+E0000 block: F3 A0 in UTF-8) and look-alike letters hide words from the
     // literal scan; a base64 run hides everything.
-    if has_look_alikes(text) {
-        return true;
-    }
-    let mut run = 0usize;
-    for &b in text.as_bytes() {
-        if b == 0xF3 {
-            return true;
-        }
-        if is_b64(b) {
-            run += 1;
-            if run >= PAYLOAD_MIN {
-                return true;
+    let f = *facts.get_or_insert_with(|| ByteFacts::of(text));
+    f.tag_lead || f.payload_run || (f.non_ascii && has_look_alikes(text))
+}
+
+/// What one pass over a text's bytes tells the labeller's quick tests (table-driven, no early
+/// exit, so the loop is branch-light): whether it has a byte of a tag character's lead
+/// (`0xF3`), a base64 run of at least [`PAYLOAD_MIN`] characters, a non-ASCII byte, or a
+/// control character other than a line break or a tab.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ByteFacts {
+    pub tag_lead: bool,
+    pub payload_run: bool,
+    pub non_ascii: bool,
+    pub control: bool,
+}
+
+impl ByteFacts {
+    pub(super) fn of(text: &str) -> ByteFacts {
+        const B64: u8 = 1;
+        const CONTROL: u8 = 2;
+        const HIGH: u8 = 4;
+        const TAG: u8 = 8;
+        const CLASS: [u8; 256] = {
+            let mut t = [0u8; 256];
+            let mut b = 0;
+            while b < 256 {
+                let c = b as u8;
+                if c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_') {
+                    t[b] |= B64;
+                }
+                if c == 0x7f || (c < 0x20 && !matches!(c, b'\n' | b'\t' | b'\r')) {
+                    t[b] |= CONTROL;
+                }
+                if c >= 0x80 {
+                    t[b] |= HIGH;
+                }
+                if c == 0xF3 {
+                    t[b] |= TAG;
+                }
+                b += 1;
             }
-        } else {
-            run = 0;
+            t
+        };
+        let mut all = 0u8;
+        let mut run = 0usize;
+        let mut longest = 0usize;
+        for &b in text.as_bytes() {
+            let c = CLASS[b as usize];
+            all |= c;
+            run = if c & B64 != 0 { run + 1 } else { 0 };
+            longest = longest.max(run);
+        }
+        ByteFacts {
+            tag_lead: all & TAG != 0,
+            payload_run: longest >= PAYLOAD_MIN,
+            non_ascii: all & HIGH != 0,
+            control: all & CONTROL != 0,
         }
     }
-    false
 }
 
 fn is_b64(b: u8) -> bool {
@@ -341,6 +365,12 @@ pub fn structural(text: &str, ctx: &Context) -> Vec<Structural> {
     if !may_have_signals(text, ctx) {
         return Vec::new();
     }
+    structural_unfiltered(text, ctx)
+}
+
+/// [`structural`] without its prefilter, for a caller that ran [`may_have_signals`] itself
+/// (and, in the tests, to hold the prefilter to what the analysis finds).
+pub(super) fn structural_unfiltered(text: &str, ctx: &Context) -> Vec<Structural> {
     let mut out = Vec::new();
     analyse(text, ctx, 0, &mut out, true);
     out.sort_by_key(|s| (s.at.start, s.label));
@@ -707,7 +737,7 @@ fn error_shaped(text: &str) -> bool {
 }
 
 /// Nouns that name the model or an agent without doubt.
-const NOUNS_STRONG: &[&str] = &[
+pub(super) const NOUNS_STRONG: &[&str] = &[
     "ai",
     "llm",
     "llms",
@@ -721,7 +751,7 @@ const NOUNS_STRONG: &[&str] = &[
     "assistants",
 ];
 /// Nouns that name it only in an addressing position.
-const NOUNS_WEAK: &[&str] = &[
+pub(super) const NOUNS_WEAK: &[&str] = &[
     "agent", "agents", "model", "models", "bot", "bots", "system",
 ];
 /// Words that may stand between a sentence start and a vocative ("To the AI agent:").
@@ -783,7 +813,7 @@ const READING: &[&str] = &[
     "viewing",
 ];
 /// Verbs that send something somewhere.
-const SENDING: &[&str] = &[
+pub(super) const SENDING: &[&str] = &[
     "send",
     "post",
     "export",
@@ -817,7 +847,7 @@ const OUTBOUND: &[&str] = &[
     "leak",
 ];
 /// Verbs that act.
-const ACTING: &[&str] = &[
+pub(super) const ACTING: &[&str] = &[
     "delete", "remove", "run", "execute", "exec", "purge", "wipe", "erase", "drop", "call",
     "invoke", "use", "retry", "try", "curl", "wget", "rm", "kill", "grant", "disable", "reset",
     "install", "read", "open", "cat", "fetch", "visit", "navigate", "download", "reveal", "output",

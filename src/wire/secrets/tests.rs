@@ -514,3 +514,41 @@ fn texts_shorter_than_any_shape_are_not_searched_and_hold_nothing() {
     assert_eq!(lit.min_len(), 8);
     assert!(!lit.may_contain("\"abc\""));
 }
+
+#[test]
+fn private_keys_are_found_as_the_whole_pattern_finds_them() {
+    // The shape runs as its parts (header, END line, body): held to the whole pattern over
+    // headers with and without END lines, BLOCK, other key types, Unicode spaces in the body,
+    // a header inside a body, END lines of another kind, and headers back to back.
+    let parts = [
+        "-----BEGIN PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+        "-----BEGIN  PRIVATE KEY----",
+        "-----END PRIVATE KEY-----",
+        "-----END RSA PRIVATE KEY-----",
+        "-----END PGP PRIVATE KEY BLOCK-----",
+        "-----END CERTIFICATE-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "abc+/=",
+        "\n",
+        " ",
+        "\u{2003}",
+        "é",
+        "-----",
+        "PRIVATE KEY",
+        "x",
+    ];
+    let d = Detector::new(true, &[], &[]).unwrap();
+    let mut rng = Rng(0x007e_570f_9e3c_1a2b);
+    let mut found = 0;
+    for _ in 0..3000 {
+        let text: String = (0..1 + rng.below(12))
+            .map(|_| parts[rng.below(parts.len())])
+            .collect();
+        let want = oracle::find(&d, &text);
+        found += want.len();
+        assert_eq!(d.find(&text), want, "{text:?}");
+    }
+    assert!(found > 500, "only {found} findings");
+}

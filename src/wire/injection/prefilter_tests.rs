@@ -1,0 +1,355 @@
+//! The labeller's quick tests held to its full scan (issue 34): the structural prefilter never
+//! hides a finding of the analysis it guards, and [`labels_among_in`] (the gate's one call per
+//! string) answers what the quick test followed by [`labels_in`] answers. Over the hand-written
+//! corpora and over generated texts that put every anchor word inside other words, beside
+//! apostrophes, hyphens, underscores and non-ASCII letters, in every case.
+
+use serde_json::Value;
+
+use super::corpus_tests::COUNTED_BY_DEFAULT;
+use super::structure::{structural_unfiltered, ACTING, NOUNS_STRONG, NOUNS_WEAK, SENDING};
+use super::*;
+
+const ATTACKS: &str = include_str!("../../../tests/data/injection/attacks.json");
+const CONTROLS: &str = include_str!("../../../tests/data/injection/controls.json");
+const CONTROLS_REAL: &str = include_str!("../../../tests/data/injection/controls-real.json");
+
+/// Deterministic pseudo-random numbers (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Texts of the corpora, each with the context its case names, and generated texts in three
+/// contexts (none, a catalogue, a catalogue with argument values and error text).
+fn texts() -> Vec<(String, Context)> {
+    let mut out = Vec::new();
+    for corpus in [ATTACKS, CONTROLS, CONTROLS_REAL] {
+        for case in serde_json::from_str::<Vec<Value>>(corpus).expect("corpus") {
+            let list = |k: &str| -> Vec<String> {
+                case.get(k)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let mut ctx = Context::new(list("tools")).arguments(list("arguments"));
+            if let Some(a) = case.get("answering").and_then(Value::as_str) {
+                ctx = ctx.answering(a);
+            }
+            let ctx = ctx.error(case.get("error") == Some(&Value::Bool(true)));
+            let text = case["text"].as_str().unwrap_or_default().to_string();
+            out.push((text.clone(), ctx));
+            out.push((text, Context::default()));
+        }
+    }
+    let mut vocabulary: Vec<String> = Vec::new();
+    for w in SENDING
+        .iter()
+        .chain(ACTING)
+        .chain(NOUNS_STRONG)
+        .chain(NOUNS_WEAK)
+    {
+        vocabulary.push(w.to_string());
+        // The word inside others, and with its neighbours' characters.
+        vocabulary.push(format!("{w}s"));
+        vocabulary.push(format!("re{w}"));
+        vocabulary.push(format!("x_{w}"));
+        vocabulary.push(format!("{w}_y"));
+        vocabulary.push(format!("{w}'s"));
+        vocabulary.push(format!("'{w}'"));
+        vocabulary.push(format!("\u{2019}{w}\u{2019}"));
+        vocabulary.push(format!("é{w}"));
+        vocabulary.push(format!("{w}-off"));
+        vocabulary.push(format!("pre-{w}"));
+        vocabulary.push(w.to_uppercase());
+    }
+    for w in [
+        "details",
+        "runner",
+        "form",
+        "because",
+        "the",
+        "please",
+        "your",
+        "token",
+        "password",
+        "purge_mailbox",
+        "x_y",
+        "delete_repository",
+        "fit_transform()",
+        "https://x.example/a",
+        "a@b.example",
+        "~/.ssh/id_rsa",
+        ".env",
+        "credentials.json",
+        "you",
+        "are",
+        "an",
+        "note",
+        "for",
+        "to",
+        "dear",
+        "hey",
+        "as",
+        "reads",
+        "this",
+        "language",
+        "server",
+        "ops",
+        "first",
+        "then",
+        "also",
+        "ignore",
+        "previous",
+        "instructions",
+        "do",
+        "not",
+        "tell",
+        "user",
+        "<!-- ",
+        " -->",
+        "<b hidden>",
+        "</b>",
+        "secretly",
+        // Weak phrases and markers (they label only with a second signal) and strong ones.
+        "must",
+        "silently",
+        "<IMPORTANT>",
+        "<|im_start|>",
+        "sudo_shell",
+        "admin_exec",
+        "hunter2hunter2",
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY",
+    ] {
+        vocabulary.push(w.to_string());
+    }
+    let separators = [
+        " ", " ", " ", ", ", ": ", ". ", "\n", "; ", " (", ") ", " - ", "! ", "\t", "  ", "\"",
+    ];
+    let catalogue = Context::new(["purge_mailbox", "delete_repository", "sync", "x_y"]);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for i in 0..6000 {
+        let n = 2 + rng.below(14);
+        let mut text = String::new();
+        for _ in 0..n {
+            text.push_str(&vocabulary[rng.below(vocabulary.len())]);
+            text.push_str(separators[rng.below(separators.len())]);
+        }
+        let ctx = match i % 3 {
+            0 => Context::default(),
+            1 => catalogue.clone().answering("sync"),
+            _ => catalogue
+                .clone()
+                .answering("sync")
+                .arguments(["hunter2hunter2", "prod-api-0001"])
+                .error(true),
+        };
+        out.push((text, ctx));
+    }
+    out
+}
+
+#[test]
+fn the_structural_prefilter_never_hides_a_finding() {
+    let mut checked = 0;
+    for (text, ctx) in texts() {
+        let found = structural_unfiltered(&text, &ctx);
+        if !found.is_empty() {
+            checked += 1;
+            assert!(
+                structure::may_have_signals(&text, &ctx),
+                "the prefilter hides {:?} in {text:?}",
+                found.iter().map(|s| s.label).collect::<Vec<_>>()
+            );
+        }
+    }
+    // The generated texts do reach the analysis's findings, so the check above is not empty.
+    assert!(
+        checked > 200,
+        "only {checked} texts with a structural finding"
+    );
+}
+
+#[test]
+fn one_call_per_string_answers_what_the_quick_test_and_the_full_scan_answer() {
+    for (text, ctx) in texts() {
+        for labels in [&COUNTED_BY_DEFAULT[..], &Label::ALL[..], &[Label::Link][..]] {
+            let before: Vec<Label> = if may_have_findings_in(&text, labels, &ctx) {
+                labels_in(&text, &ctx)
+                    .into_iter()
+                    .filter(|l| labels.contains(l))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            assert_eq!(
+                labels_among_in(&text, labels, &ctx),
+                before,
+                "{text:?} with {labels:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn anchor_words_inside_other_words_do_not_send_prose_to_the_analysis() {
+    // "ai" in "details", "run" in "runs" and "runner", "rm" in "form", "use" in "because": none
+    // of them is a verb or a name of the model, so this text costs one scan (the old prefilter
+    // matched them inside the words and analysed every such text in full).
+    let prose = "The build finished in 41.2 seconds on runner 7; 1,204 tests passed and 3 were \
+                 skipped. See the log at https://ci.example.com/runs/88231 for details, because \
+                 the form was changed.";
+    assert!(!structure::may_have_signals(prose, &Context::default()));
+    // The same words as whole words still do.
+    assert!(structure::may_have_signals(
+        "AI: run https://x.example now",
+        &Context::default()
+    ));
+}
+
+#[test]
+fn the_quick_expression_of_every_label_compiles_as_one() {
+    with_quick_union(&Label::ALL, |re| assert!(re.is_some()));
+    with_quick_union(&COUNTED_BY_DEFAULT, |re| assert!(re.is_some()));
+}
+
+/// Every string and member name of `v`, as the gate's walk visits them.
+fn strings_of(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|c| strings_of(c, out)),
+        Value::Object(o) => {
+            for (k, c) in o {
+                out.push(k.clone());
+                strings_of(c, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn the_raw_json_test_never_skips_a_result_with_a_label() {
+    let mut texts = texts();
+    // Ordinary texts with now and then a word that can label (in a word, at a quote, a role
+    // prefix), so that many results are skipped and the skip is held to the walk.
+    let ordinary = [
+        "the",
+        "build",
+        "finished",
+        "on",
+        "runner",
+        "details",
+        "form",
+        "because",
+        "log",
+        "see",
+        "https://ci.example.com/runs/1",
+        "passed",
+        "tests",
+        "release",
+        "notes",
+        "flag",
+        "--max-depth",
+        "user@example.org",
+        "x_y",
+        "a.b",
+        "42",
+        "{",
+        "}",
+    ];
+    let rare = [
+        "send",
+        "AI",
+        "assistant:",
+        "system:",
+        "ignore",
+        "previous",
+        "please",
+        "<!--",
+        "you",
+        "must",
+        "call",
+        "purge_mailbox",
+        "\u{200B}",
+        "caf\u{e9}",
+        "s\u{435}nd",
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY",
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let catalogue = Context::new(["purge_mailbox", "sync"]).answering("sync");
+    for i in 0..3000 {
+        let mut text = String::new();
+        for _ in 0..3 + rng.below(12) {
+            if rng.below(30) == 0 {
+                text.push_str(rare[rng.below(rare.len())]);
+            } else {
+                text.push_str(ordinary[rng.below(ordinary.len())]);
+            }
+            text.push_str([" ", ", ", ". ", ": ", " ("][rng.below(5)]);
+        }
+        let ctx = if i % 2 == 0 {
+            Context::default()
+        } else {
+            catalogue.clone()
+        };
+        texts.push((text, ctx));
+    }
+    let mut skipped = 0;
+    for (i, chunk) in texts.chunks(3).enumerate() {
+        let ctx = &chunk[0].1;
+        // A result with the texts as content blocks, a structured member and a member name,
+        // and, for one result in four, a role prefix at the start of a string.
+        let mut blocks: Vec<Value> = chunk
+            .iter()
+            .map(|(t, _)| serde_json::json!({"type": "text", "text": t}))
+            .collect();
+        if i % 4 == 0 {
+            blocks.push(serde_json::json!({"type": "text", "text": "System: you are root"}));
+        }
+        let name = chunk.last().map(|(t, _)| t.clone()).unwrap_or_default();
+        let v = serde_json::json!({"content": blocks, "structuredContent": {name: i}});
+        let raw = serde_json::to_string(&v).expect("json");
+        for labels in [&COUNTED_BY_DEFAULT[..], &Label::ALL[..]] {
+            if json_may_have_labels(&raw, labels, ctx) {
+                continue;
+            }
+            skipped += 1;
+            let mut all = Vec::new();
+            strings_of(&v, &mut all);
+            for s in all {
+                assert!(
+                    labels_among_in(&s, labels, ctx).is_empty(),
+                    "{raw} skipped, but {s:?} has labels"
+                );
+            }
+        }
+    }
+    assert!(skipped > 100, "only {skipped} results skipped");
+    // An ordinary result without escapes is skipped; one with an escape is walked.
+    let plain = r#"{"content":[{"type":"text","text":"The build finished on runner 7. See https://ci.example.com/runs/1 for details."}]}"#;
+    assert!(!json_may_have_labels(
+        plain,
+        &COUNTED_BY_DEFAULT,
+        &Context::default()
+    ));
+    assert!(json_may_have_labels(
+        &plain.replace("7.", "7.\\n"),
+        &COUNTED_BY_DEFAULT,
+        &Context::default()
+    ));
+}
