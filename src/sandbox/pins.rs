@@ -120,6 +120,9 @@ pub fn find(grant: &Path, granted: &[PathBuf]) -> Option<Pins> {
         ..Pins::default()
     };
     search(&root, &root, granted, &mut pins);
+    if is_git_folder(&root) {
+        search_git_folder(&root, &mut pins);
+    }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|entries| {
             entries
@@ -151,6 +154,35 @@ pub fn find(grant: &Path, granted: &[PathBuf]) -> Option<Pins> {
     pins.held.sort();
     pins.held.dedup();
     Some(pins)
+}
+
+/// Whether `dir` is itself a git folder: a bare repository, or a `.git` folder granted alone.
+/// git recognises one by `HEAD` beside `objects` and `refs`.
+fn is_git_folder(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| m.is_file())
+        && ["objects", "refs"]
+            .iter()
+            .all(|d| std::fs::symlink_metadata(dir.join(d)).is_ok_and(|m| m.is_dir()))
+}
+
+/// Adds the trusted names of a grant that is itself a git folder (a bare repository, or a
+/// `.git` granted by name without its work tree): the grant is writable, as the person asked,
+/// so its existing hooks and configuration are pinned, and a missing `commondir` is named
+/// (a created one makes git read another folder's hooks and configuration).
+fn search_git_folder(root: &Path, pins: &mut Pins) {
+    for (name, _) in TRUSTED {
+        let Some(inner) = name.strip_prefix(".git/") else {
+            continue;
+        };
+        let path = root.join(inner);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => pins.links.push(inner.to_string()),
+            Ok(_) => pins.read_only.push(path),
+            Err(_) if inner == "commondir" => pins.missing.push(inner.to_string()),
+            Err(_) => {}
+        }
+    }
+    pins.git_granted.push(root.to_path_buf());
 }
 
 /// Adds the trusted names of `dir` (the grant `root`, or a folder one level down) to `pins`.
@@ -186,7 +218,9 @@ fn search(root: &Path, dir: &Path, granted: &[PathBuf], pins: &mut Pins) {
             }
             // Nothing can be created in a read-only `.git`.
             Err(_) if git_read_only && path.starts_with(&git) => {}
-            Err(_) if dir == root => {
+            // In a `.git` granted by name one level down, what is missing is named too: a
+            // created `commondir` there undoes the pins as it would at the grant's root.
+            Err(_) if dir == root || (git_is_dir && path.starts_with(&git)) => {
                 // Inside a `.git` that is missing (or a gitdir file), the `.git` name itself
                 // is what a server could create.
                 if name.starts_with(".git/") && !git_is_dir {
@@ -200,7 +234,7 @@ fn search(root: &Path, dir: &Path, granted: &[PathBuf], pins: &mut Pins) {
                 // git reads `config.worktree` only when the (pinned) configuration turns
                 // `extensions.worktreeConfig` on, so a missing one is no way in.
                 if *name != ".git/config.worktree" {
-                    pins.missing.push(name.to_string());
+                    pins.missing.push(relative(&path));
                 }
             }
             Err(_) => {}
@@ -271,6 +305,36 @@ mod tests {
             why(".git/config").map(|w| w.contains("fsmonitor")),
             Some(true)
         );
+    }
+
+    /// A grant that is a git folder itself (a bare repository, or a `.git` granted without its
+    /// work tree) keeps its hooks and configuration pinned and names a missing `commondir`; so
+    /// does a `.git` granted by name one level down.
+    #[test]
+    fn a_bare_repository_or_a_git_folder_granted_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().canonicalize().unwrap().join("bare.git");
+        std::fs::create_dir_all(bare.join("hooks")).unwrap();
+        std::fs::create_dir_all(bare.join("objects")).unwrap();
+        std::fs::create_dir_all(bare.join("refs")).unwrap();
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(bare.join("config"), "").unwrap();
+        let p = find(&bare, &[bare.clone()]).unwrap();
+        assert_eq!(p.read_only, vec![bare.join("hooks"), bare.join("config")]);
+        assert_eq!(p.git_granted, vec![bare.clone()]);
+        assert!(p.missing.contains(&"commondir".to_string()), "{p:?}");
+        // A folder of repositories whose `sub/.git` is granted by name.
+        let root = dir.path().canonicalize().unwrap().join("projects");
+        std::fs::create_dir_all(root.join("sub/.git/hooks")).unwrap();
+        let p = find(&root, &[root.join("sub/.git")]).unwrap();
+        assert_eq!(p.git_granted, vec![root.join("sub/.git")]);
+        assert!(
+            p.missing.contains(&"sub/.git/commondir".to_string()),
+            "{p:?}"
+        );
+        assert!(p.read_only.contains(&root.join("sub/.git/hooks")));
+        // An ordinary folder is no git folder.
+        assert!(!is_git_folder(&root));
     }
 
     #[test]

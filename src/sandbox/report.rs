@@ -323,7 +323,10 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             );
         }
         let mut open = vec!["folders more than one level down are not searched".to_string()];
-        if p.missing.iter().any(|m| m.ends_with(".git/commondir")) {
+        if p.missing
+            .iter()
+            .any(|m| m == "commondir" || m.ends_with(".git/commondir"))
+        {
             // The one missing name that undoes the rest: git reads hooks and configuration
             // from the folder a commondir names, so a created one sidesteps the pinned
             // `.git/hooks` and `.git/config` entirely. Only a `.git` granted for write by
@@ -331,8 +334,12 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
             open.insert(
                 0,
                 format!(
-                    "a repository whose .git is granted for write by name ({}) and has no .git/commondir lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there",
-                    rel(&p.git_granted).join(", ")
+                    "a git folder granted for write by name ({}: a .git folder, or a bare repository) that has no commondir lets the server create one, and git then runs the hooks and configuration of a folder the server chooses: the pinned .git/hooks and .git/config do not stop a hostile server there",
+                    rel(&p.git_granted)
+                        .iter()
+                        .map(|g| if g.is_empty() { format!("{grant} itself") } else { g.clone() })
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         }

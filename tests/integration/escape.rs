@@ -2757,10 +2757,23 @@ fn root_s_read_grant_under_a_mapped_folder_keeps_its_root_only_files_closed() {
 
 /// A fresh git repository owned by the world's user, with one ordinary file.
 fn repo(w: &World, name: &str) -> PathBuf {
+    init_repo(w, name, false)
+}
+
+/// A new repository owned by the world's user: with a work tree, or bare (`git init --bare`,
+/// what a server that pushes is granted).
+fn init_repo(w: &World, name: &str, bare: bool) -> PathBuf {
     let dir = w.owned_dir(name);
-    let out = run_bounded(Command::new("git").args(["init", "-q"]).arg(&dir));
+    let mut init = Command::new("git");
+    init.args(["init", "-q"]);
+    if bare {
+        init.arg("--bare");
+    }
+    let out = run_bounded(init.arg(&dir));
     assert!(out.status.success(), "git init: {}", text(&out.stderr));
-    std::fs::write(dir.join("README"), "project\n").unwrap();
+    if !bare {
+        std::fs::write(dir.join("README"), "project\n").unwrap();
+    }
     if am_root() && w.who != Who::Root {
         let owner = format!("{}:{}", w.who.uid(), w.who.gid());
         let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(&dir));
@@ -2992,6 +3005,26 @@ fn a_write_grant_on_a_repository_cannot_create_a_commondir() {
         let s = moved(Half::Sandboxed);
         let o = moved(Half::Off);
         t.judge("write .git/refs/heads/NAME", who, o, s);
+        // A bare repository granted for write (a server that pushes to it): its hooks run at
+        // the person's next push, so they stay pinned though the folder is writable.
+        let bare_hook = |half: Half| {
+            let dir = init_repo(&w, &format!("bare-{}-{half:?}.git", token("")), true);
+            let hook = dir.join("hooks/pre-receive");
+            let run = w.check(
+                half,
+                &["--sandbox-write", &dir.display().to_string()],
+                &["plant", &hook.display().to_string(), "#!/bin/sh\n"],
+            );
+            let escaped = hook.exists();
+            Outcome::of(
+                &run,
+                escaped,
+                &format!("hooks/pre-receive of a bare repository written: {escaped}"),
+            )
+        };
+        let s = bare_hook(Half::Sandboxed);
+        let o = bare_hook(Half::Off);
+        t.judge("write hooks/pre-receive of a bare repository", who, o, s);
         let dir = repo(&w, &format!("repo-{}-work", token("")));
         let d = dir.display().to_string();
         let index_lock = dir.join(".git/index.lock");
@@ -3887,7 +3920,7 @@ fn no_set_user_id_file_is_made_in_a_writable_grant() {
 /// folder (where `uv tool` and `uvx` keep installed tools) for write to every server of their
 /// kind; a server rewrote a cached npx package and an installed uv tool, which then ran outside
 /// any sandbox. As root and as uid 65534: a node server writes into the npm cache and a python
-/// server into uv's tool folder; unsandboxed both land, sandboxed neither does (the trees are
+/// server into uv's tool folder and uv's cache; unsandboxed each lands, sandboxed none does (the trees are
 /// read-only, each server writes into a private cache of its own).
 #[test]
 fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
@@ -3899,6 +3932,7 @@ fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
         for (case, program) in [
             ("node rewrites a cached npx package", node),
             ("python rewrites an installed uv tool", python),
+            ("python rewrites a package in uv's cache", python),
         ] {
             if !Path::new(program).exists() {
                 t.skip(case, who, &format!("{program} is not installed"));
@@ -3910,6 +3944,9 @@ fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
                 let uv_cache = w.owned_dir(&format!("uv-cache-{tok}"));
                 let target = if program == node {
                     npm.join("_npx/0123abcd/node_modules/demo/index.js")
+                } else if case.contains("uv's cache") {
+                    // uvx links what it runs from the cache's unpacked archives.
+                    uv_cache.join("archive-v0/0123abcd/demo/__init__.py")
                 } else {
                     w.home
                         .join(format!(".local/share/uv/tools/demo-{tok}/bin/demo"))
@@ -3918,7 +3955,7 @@ fn a_server_cannot_rewrite_what_npx_or_uv_run_later() {
                 std::fs::write(&target, "original\n").unwrap();
                 if am_root() && who != Who::Root {
                     let owner = format!("{}:{}", who.uid(), who.gid());
-                    for d in [&npm, &w.home] {
+                    for d in [&npm, &uv_cache, &w.home] {
                         let out = run_bounded(Command::new("chown").arg("-R").arg(&owner).arg(d));
                         assert!(out.status.success(), "chown -R: {}", text(&out.stderr));
                     }
