@@ -1523,6 +1523,11 @@ fn approve_own_writes(dir: &std::path::Path) {
             let Some(list) = ask(&sock, &json!({"op": "list"})) else {
                 continue;
             };
+            // A refusal of the listing itself (the peer-credential check) is the answer too.
+            if list["ok"] == json!(false) {
+                eprintln!("fixture: approval socket said: {list}");
+                continue;
+            }
             let ids: Vec<String> = list["pending"]
                 .as_array()
                 .into_iter()

@@ -7,7 +7,9 @@
 //!
 //! The module also owns the reading of a `--from` file (JSON or this TOML, one data model:
 //! tool name -> review, plus an optional top-level `reviewer` string) and the hint each refused
-//! answer carries: the flag or the field to add, never a bare JSON pointer.
+//! answer carries: the flag or the field to add, never a bare JSON pointer. And it owns the
+//! proposals themselves, which the terminal review (`cli::interactive`) offers as its defaults:
+//! the operation class from the name's verb and the server's hints, each argument's channel.
 //!
 //! Annotations are the server's own words. A proposal that rests on them only ever gets a
 //! flagged comment, and when they contradict the tool's name in the permissive direction (a
@@ -252,7 +254,7 @@ pub(crate) fn propose_class(name: &str, tool: &Value) -> ClassProposal {
             .and_then(Value::as_bool)
     };
     let (ro, de) = (hint("readOnlyHint"), hint("destructiveHint"));
-    let (by_name, verb) = super::interactive::class_of_name(name);
+    let (by_name, verb) = class_of_name(name);
     let p =
         |class: Option<&'static str>, why: String, flag: Option<String>, default| ClassProposal {
             class,
@@ -515,7 +517,7 @@ pub fn render(
                     format!("proposed: its schema's format {f:?} names a target or an identity"),
                 ),
                 _ => {
-                    let (c, why) = super::interactive::propose_channel(&pointer, None);
+                    let (c, why) = propose_channel(&pointer, None);
                     (c, why)
                 }
             };
@@ -557,6 +559,148 @@ pub fn render(
         crate::cli::shell_quote(server)
     );
     Ok((out, summary))
+}
+
+/// Verbs that name what a tool does, by class, matched against the first word of its name.
+const READ_VERBS: [&str; 17] = [
+    "get", "list", "read", "search", "find", "fetch", "lookup", "look", "show", "describe",
+    "query", "view", "count", "check", "stat", "inspect", "browse",
+];
+const CREATE_VERBS: [&str; 8] = [
+    "create", "add", "new", "insert", "post", "upload", "send", "make",
+];
+const DELETE_VERBS: [&str; 8] = [
+    "delete", "remove", "rm", "drop", "destroy", "purge", "clear", "erase",
+];
+
+const UPDATE_VERBS: [&str; 14] = [
+    "update", "set", "edit", "write", "modify", "rename", "move", "replace", "patch", "put",
+    "save", "run", "execute", "exec",
+];
+
+/// The operation class the first word of a tool's name suggests, and that word.
+pub(crate) fn class_of_name(name: &str) -> (Option<&'static str>, String) {
+    let verb = words(name).into_iter().next().unwrap_or_default();
+    let class = if READ_VERBS.contains(&verb.as_str()) {
+        Some("read")
+    } else if CREATE_VERBS.contains(&verb.as_str()) {
+        Some("create")
+    } else if DELETE_VERBS.contains(&verb.as_str()) {
+        Some("delete")
+    } else if UPDATE_VERBS.contains(&verb.as_str()) {
+        Some("update")
+    } else {
+        None
+    };
+    (class, verb)
+}
+
+/// Argument names that usually choose a target or an identity: proposed as `authority`.
+const AUTHORITY_WORDS: [&str; 42] = [
+    "path",
+    "paths",
+    "file",
+    "filename",
+    "files",
+    "dir",
+    "directory",
+    "folder",
+    "url",
+    "uri",
+    "link",
+    "endpoint",
+    "host",
+    "hostname",
+    "domain",
+    "server",
+    "command",
+    "cmd",
+    "exec",
+    "script",
+    "shell",
+    "program",
+    "recipient",
+    "recipients",
+    "to",
+    "cc",
+    "bcc",
+    "email",
+    "address",
+    "account",
+    "user",
+    "username",
+    "owner",
+    "repo",
+    "repository",
+    "org",
+    "tenant",
+    "workspace",
+    "channel",
+    "bucket",
+    "destination",
+    "target",
+];
+
+/// The proposed channel of one argument and why: the previous review's (for the pointer or an
+/// ancestor), else `authority` for names like path or recipient, else `data`.
+pub(crate) fn propose_channel(pointer: &str, previous: Option<&Value>) -> (&'static str, String) {
+    if let Some(channels) = previous
+        .and_then(|r| r.get("inputChannels"))
+        .and_then(Value::as_object)
+    {
+        let found = channels
+            .iter()
+            .filter(|(k, _)| {
+                pointer == k.as_str() || k.is_empty() || pointer.starts_with(&format!("{k}/"))
+            })
+            .max_by_key(|(k, _)| k.len());
+        if let Some((_, class)) = found {
+            if let Some(c) = manifest::CHANNEL_CLASSES
+                .iter()
+                .find(|c| class.as_str() == Some(c))
+            {
+                return (c, "your previous review".into());
+            }
+        }
+    }
+    let last = manifest::pointer_tokens(pointer)
+        .and_then(|t| t.last().cloned())
+        .unwrap_or_default();
+    match words(&last)
+        .into_iter()
+        .find(|w| AUTHORITY_WORDS.contains(&w.as_str()))
+    {
+        Some(w) => (
+            "authority",
+            format!("proposed: {w:?} usually names a target or an identity"),
+        ),
+        None => ("data", "data by default".into()),
+    }
+}
+
+/// The lowercase words of an identifier: split at non-alphanumerics and camelCase humps.
+pub(crate) fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 #[cfg(test)]

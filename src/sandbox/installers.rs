@@ -106,11 +106,10 @@ pub fn recognise(path: &str, argv: &[String]) -> Option<Installer> {
 /// (`--sandbox-connect 127.0.0.1:8080`) does not count: the public registries are on 443. A
 /// private registry on another port is refused too; granting 443 (the registry's destination)
 /// lets the install through to the sandbox's other rules.
-pub fn registry_unreachable(grants: &super::observe::Grants) -> bool {
-    let web = |p: u16| p == 443 || p == 80;
-    grants.ports_enforced
-        && !grants.tcp_connect.iter().any(|p| web(*p))
-        && !grants.by_address.iter().any(|d| web(d.port))
+/// `ports` are every TCP port the server may connect to: those open to every address and those
+/// of the destinations enforced by address.
+pub fn registry_unreachable(ports_enforced: bool, mut ports: impl Iterator<Item = u16>) -> bool {
+    ports_enforced && !ports.any(|p| p == 443 || p == 80)
 }
 
 impl Installer {
@@ -190,16 +189,12 @@ mod tests {
     /// does not; without Landlock's port rules nothing is refused.
     #[test]
     fn only_a_registry_port_makes_an_install_worth_trying() {
-        let g = |ports: &[u16], enforced| super::super::observe::Grants {
-            tcp_connect: ports.to_vec(),
-            ports_enforced: enforced,
-            ..Default::default()
-        };
-        assert!(registry_unreachable(&g(&[], true)));
-        assert!(registry_unreachable(&g(&[8080, 5432], true)));
-        assert!(!registry_unreachable(&g(&[443], true)));
-        assert!(!registry_unreachable(&g(&[80], true)));
-        assert!(!registry_unreachable(&g(&[], false)));
+        let g = |ports: &[u16], enforced| registry_unreachable(enforced, ports.iter().copied());
+        assert!(g(&[], true));
+        assert!(g(&[8080, 5432], true));
+        assert!(!g(&[443], true));
+        assert!(!g(&[80], true));
+        assert!(!g(&[], false));
     }
 
     #[test]

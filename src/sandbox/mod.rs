@@ -82,6 +82,15 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Whether the server's processes are counted apart from the user's other processes: it
+    /// has its own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes
+    /// (REFERENCE §7). Root's server has one only with `drop_root` (and uid 0 in the initial
+    /// namespace is exempt from the limit); without namespaces the count would be every process
+    /// of the user. The plan and the preparation both ask, so it lives with the kernel's facts.
+    pub(crate) fn processes_counted_apart(&self, drop_root: bool) -> bool {
+        self.namespaces.is_ok() && (!self.root || drop_root)
+    }
+
     pub fn probe() -> Kernel {
         Kernel {
             landlock: landlock::probe(),
@@ -181,6 +190,12 @@ pub struct Request {
 }
 
 impl Request {
+    /// Whether `listen(2)` is refused: nothing legitimate listens when no TCP port may be bound
+    /// and the server may not create UNIX sockets.
+    pub(crate) fn listen_denied(&self) -> bool {
+        self.tcp_bind.is_empty() && !self.allow_unix_sockets
+    }
+
     /// The destinations whose address mcpguard enforces: those of `sandbox.connect` and
     /// `--sandbox-connect` whose port `sandbox.tcp_connect` does not open to any address.
     pub fn by_address(&self) -> Vec<crate::policy::Destination> {

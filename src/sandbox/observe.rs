@@ -177,6 +177,19 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// Whether the server can reach no package registry (`installers::registry_unreachable`),
+    /// counting the ports open to every address and those of the destinations enforced by
+    /// address.
+    fn registry_unreachable(&self) -> bool {
+        super::installers::registry_unreachable(
+            self.ports_enforced,
+            self.tcp_connect
+                .iter()
+                .copied()
+                .chain(self.by_address.iter().map(|d| d.port)),
+        )
+    }
+
     /// Whether a connect to `port` is the observer's to make.
     fn enforces_port(&self, port: u16) -> bool {
         self.by_address.iter().any(|d| d.port == port)
@@ -729,7 +742,7 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
             Some(Call::Exec { path, argv }) if valid => super::installers::recognise(path, argv)
                 .filter(|_| tgid_of(n.pid).is_some_and(|p| p != server))
                 .map(|i| {
-                    let refuse = i.installs && super::installers::registry_unreachable(&ctx.grants);
+                    let refuse = i.installs && ctx.grants.registry_unreachable();
                     (i, refuse)
                 }),
             _ => None,
@@ -753,7 +766,7 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
         if let Some((i, refuse)) = installer {
             let line = if refuse {
                 Some(i.refused(n.pid))
-            } else if !i.installs && super::installers::registry_unreachable(&ctx.grants) {
+            } else if !i.installs && ctx.grants.registry_unreachable() {
                 Some(i.named(n.pid))
             } else {
                 None

@@ -6,7 +6,6 @@ use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 
-use super::report::{listen_denied, processes_counted_apart};
 use super::{isolate, landlock, plan, seccomp, Access, Kernel, PathState, Report, Request, Status};
 use crate::policy::{Limit, SandboxMode};
 
@@ -192,7 +191,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
             allow_udp: req.allow_udp,
             allow_unix: req.allow_unix_sockets,
             allow_other_sockets: req.allow_other_sockets,
-            deny_listen: listen_denied(&req),
+            deny_listen: req.listen_denied(),
             memfd_noexec_seal: kernel.memfd_noexec_seal,
         })
     } else {
@@ -283,7 +282,7 @@ pub fn prepare(req: Request, kernel: &Kernel) -> Result<Prepared, Refused> {
         _pinned: pinned,
         tmp_rights,
         filters,
-        rlimits: rlimits(&req.limits, processes_counted_apart(kernel, req.drop_root)),
+        rlimits: rlimits(&req.limits, kernel.processes_counted_apart(req.drop_root)),
         isolation,
     })
 }
@@ -604,7 +603,7 @@ fn observe_grants(req: &Request, abi: u32) -> super::observe::Grants {
 
 /// The limits to set, each capped at mcpguard's own hard limit (raising a hard limit would fail
 /// for an unprivileged user, and a lower value is stricter anyway). `nproc` says whether
-/// `RLIMIT_NPROC` is set ([`processes_counted_apart`]).
+/// `RLIMIT_NPROC` is set ([`Kernel::processes_counted_apart`]).
 fn rlimits(l: &crate::policy::SandboxLimits, nproc: bool) -> Vec<Rlimit> {
     let hard = |which: Resource| {
         let mut cur = libc::rlimit {

@@ -167,12 +167,6 @@ fn mode_name(mode: SandboxMode) -> &'static str {
     }
 }
 
-/// Whether `listen(2)` is refused: nothing legitimate listens when no TCP port may be bound and
-/// the server may not create UNIX sockets.
-pub(super) fn listen_denied(req: &Request) -> bool {
-    req.tcp_bind.is_empty() && !req.allow_unix_sockets
-}
-
 fn ports(list: &[u16]) -> String {
     if list.is_empty() {
         "none".into()
@@ -495,7 +489,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         "network.listen",
         "network",
         "no listen(): nothing may be bound, and listen() without bind() would take an ephemeral TCP port (seccomp)".into(),
-        if !listen_denied(req) {
+        if !req.listen_denied() {
             Status::Residual(format!(
                 "{} lets the server listen, and listen() without bind() takes an ephemeral TCP port that sandbox.tcp_bind does not limit",
                 if req.tcp_bind.is_empty() { "sandbox.allow_unix_sockets" } else { "sandbox.tcp_bind" }
@@ -739,7 +733,7 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         req.limits.processes,
         "",
     );
-    if processes_status == Status::Enforced && !processes_counted_apart(kernel, req.drop_root) {
+    if processes_status == Status::Enforced && !kernel.processes_counted_apart(req.drop_root) {
         processes_status = Status::Residual(if kernel.root {
             "the server keeps uid 0 (sandbox.drop_root = false, or no namespaces), and Linux exempts uid 0 from RLIMIT_NPROC: a fork loop meets no limit".into()
         } else {
@@ -887,12 +881,4 @@ pub fn plan(req: &Request, kernel: &Kernel) -> Report {
         ),
         lines,
     }
-}
-
-/// Whether the server's processes are counted apart from the user's other processes: it has its
-/// own user namespace, where `RLIMIT_NPROC` counts only that namespace's processes (REFERENCE
-/// §7). Root's server has one only with `drop_root` (and uid 0 in the initial namespace is
-/// exempt from the limit); without namespaces the count would be every process of the user.
-pub(super) fn processes_counted_apart(kernel: &Kernel, drop_root: bool) -> bool {
-    kernel.namespaces.is_ok() && (!kernel.root || drop_root)
 }

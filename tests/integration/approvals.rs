@@ -856,10 +856,20 @@ fn approving_without_a_terminal_is_refused() {
 
 /// The server approving its own write: a sandbox that lets it create UNIX sockets, and a grant of
 /// the approval sockets' folder, put mcpguard's socket within its reach. Its approvals (bare and
-/// with a standing scope) reach the socket, and the write still never runs: the socket only
-/// starts the person's authentication, which the server cannot complete.
+/// with a standing scope) reach the socket, and the write still never runs. Two layers, each
+/// attacked: as root with the default `drop_root`, the server runs as another uid and the
+/// socket refuses it by its peer credentials; as the same uid (`drop_root = false`, and every
+/// ordinary user) the socket only starts the person's authentication, which the server cannot
+/// complete.
 #[test]
 fn the_sandboxed_server_cannot_approve_its_own_write_through_the_socket() {
+    for extra in ["", "drop_root = false\n"] {
+        self_approval_attempt(extra);
+    }
+}
+
+/// One self-approval attempt, with `extra` added to the `[sandbox]` table of the policy.
+fn self_approval_attempt(extra: &str) {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let sockets = runtime.path().join("mcpguard");
@@ -874,7 +884,7 @@ fn the_sandboxed_server_cannot_approve_its_own_write_through_the_socket() {
     let policy = dir.path().join("policy.toml");
     std::fs::write(
         &policy,
-        reads_policy_with("[sandbox]\nallow_unix_sockets = true\n"),
+        &reads_policy_with(&format!("[sandbox]\nallow_unix_sockets = true\n{extra}")),
     )
     .unwrap();
     let argv = guarded_argv(
@@ -914,7 +924,15 @@ fn the_sandboxed_server_cannot_approve_its_own_write_through_the_socket() {
     let said = p.stderr();
     assert!(
         said.contains("fixture: approval socket said:"),
-        "the sandboxed server reached the approval socket: {said}"
+        "the sandboxed server did not reach the approval socket ({extra}): {said}"
+    );
+    // As root with drop_root the server is another uid, which the socket names and refuses.
+    // SAFETY: geteuid has no preconditions.
+    let other_uid = unsafe { libc::geteuid() } == 0 && extra.is_empty();
+    assert_eq!(
+        said.contains("refused: the connecting process runs as uid"),
+        other_uid,
+        "the peer-credential check ({extra}): {said}"
     );
     assert!(
         !said.contains("\"ok\":true"),
