@@ -319,7 +319,7 @@ mod tests {
         std::fs::create_dir_all(bare.join("refs")).unwrap();
         std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(bare.join("config"), "").unwrap();
-        let p = find(&bare, &[bare.clone()]).unwrap();
+        let p = find(&bare, std::slice::from_ref(&bare)).unwrap();
         assert_eq!(p.read_only, vec![bare.join("hooks"), bare.join("config")]);
         assert_eq!(p.git_granted, vec![bare.clone()]);
         assert!(p.missing.contains(&"commondir".to_string()), "{p:?}");

@@ -504,7 +504,7 @@ pub fn allowed() -> Vec<libc::c_long> {
         SYS_timer_gettime, SYS_timer_getoverrun, SYS_timer_delete, SYS_timerfd_create,
         SYS_timerfd_settime, SYS_timerfd_gettime, SYS_getitimer, SYS_setitimer,
         // @process, @signal
-        SYS_clone, SYS_clone3, SYS_execve, SYS_execveat, SYS_exit, SYS_exit_group, SYS_wait4,
+        SYS_clone, SYS_execve, SYS_execveat, SYS_exit, SYS_exit_group, SYS_wait4,
         SYS_waitid, SYS_kill, SYS_tgkill, SYS_tkill, SYS_getpid, SYS_getppid, SYS_gettid,
         SYS_getpgid, SYS_setpgid, SYS_getsid, SYS_setsid, SYS_pidfd_open, SYS_pidfd_send_signal,
         SYS_prctl, SYS_set_tid_address, SYS_set_robust_list, SYS_get_robust_list, SYS_rseq,
