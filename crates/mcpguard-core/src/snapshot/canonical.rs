@@ -176,7 +176,7 @@ mod tests {
     }
 
     fn vectors_dir() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jcs-vectors")
+        crate::repo_root().join("tests/data/jcs-vectors")
     }
 
     fn read(path: &Path) -> Vec<u8> {
