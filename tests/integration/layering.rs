@@ -68,7 +68,11 @@ const RULES: &[(&str, &[&str])] = &[
 
 /// The crates whose folders the table governs, by their source folder. `mcpguard-approvals`
 /// is not read: it depends on no crate of ours, so it can import nothing of ours.
-const SOURCES: &[&str] = &["crates/mcpguard-core/src", "crates/mcpguard-sandbox/src", "src"];
+const SOURCES: &[&str] = &[
+    "crates/mcpguard-core/src",
+    "crates/mcpguard-sandbox/src",
+    "src",
+];
 
 /// Each crate of the workspace and the crates of ours it may depend on (ARCHITECTURE.md,
 /// "Crates").
@@ -84,7 +88,12 @@ const CRATES: &[(&str, &[&str])] = &[
 
 /// The crate paths that name our own modules: `crate::` in any crate, and the core's name
 /// wherever it is used (the sandbox crate's root re-exports `mcpguard_core::policy`).
-const ROOTS: &[&str] = &["crate::", "mcpguard_core::", "mcpguard_sandbox::", "mcpguard_approvals::"];
+const ROOTS: &[&str] = &[
+    "crate::",
+    "mcpguard_core::",
+    "mcpguard_sandbox::",
+    "mcpguard_approvals::",
+];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -438,7 +447,10 @@ fn the_crate_graph_is_the_one_documented() {
     dirs.sort();
     let mut listed: Vec<String> = CRATES.iter().map(|(d, _)| d.to_string()).collect();
     listed.sort();
-    assert_eq!(dirs, listed, "every crate of the workspace has a row in CRATES");
+    assert_eq!(
+        dirs, listed,
+        "every crate of the workspace has a row in CRATES"
+    );
     for (dir, allowed) in CRATES {
         let file = repo().join(dir).join("Cargo.toml");
         let manifest: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
@@ -457,7 +469,9 @@ fn the_crate_graph_is_the_one_documented() {
     // The message path holds no `unsafe`, and the compiler keeps it so.
     let core = std::fs::read_to_string(repo().join("crates/mcpguard-core/src/lib.rs")).unwrap();
     assert!(
-        code_only(&core).lines().any(|l| l.trim() == "#![forbid(unsafe_code)]"),
+        code_only(&core)
+            .lines()
+            .any(|l| l.trim() == "#![forbid(unsafe_code)]"),
         "crates/mcpguard-core/src/lib.rs must forbid unsafe code"
     );
 }

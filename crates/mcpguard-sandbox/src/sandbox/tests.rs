@@ -485,7 +485,10 @@ fn report_ids() -> (
 #[test]
 fn every_rule_the_report_can_enforce_has_a_probe_test() {
     // This crate is `crates/mcpguard-sandbox` in the repository.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
     let doc = std::fs::read_to_string(root.join("docs/threat-model.md")).unwrap();
     let (_, table) = doc
         .split_once("## Every enforced sandbox rule and the probe that proves it")
