@@ -181,6 +181,19 @@ impl Grants {
     fn enforces_port(&self, port: u16) -> bool {
         self.by_address.iter().any(|d| d.port == port)
     }
+
+    /// Whether the run lets the server reach no package registry: Landlock confines TCP ports on
+    /// this kernel and neither 443 nor 80 is granted. A port granted for a local page or database
+    /// (`--sandbox-connect 127.0.0.1:8080`) does not count: the public registries are on 443. A
+    /// private registry on another port is refused too; granting 443 (the registry's destination)
+    /// lets the install through to the sandbox's other rules. (Here rather than in `installers`,
+    /// which the observer uses, so the two modules do not import each other.)
+    pub fn registry_unreachable(&self) -> bool {
+        let web = |p: u16| p == 443 || p == 80;
+        self.ports_enforced
+            && !self.tcp_connect.iter().any(|p| web(*p))
+            && !self.by_address.iter().any(|d| web(d.port))
+    }
 }
 
 /// The observer of one sandbox: the filter the child installs, the socket pair its listener
@@ -729,7 +742,7 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
             Some(Call::Exec { path, argv }) if valid => super::installers::recognise(path, argv)
                 .filter(|_| tgid_of(n.pid).is_some_and(|p| p != server))
                 .map(|i| {
-                    let refuse = i.installs && super::installers::registry_unreachable(&ctx.grants);
+                    let refuse = i.installs && ctx.grants.registry_unreachable();
                     (i, refuse)
                 }),
             _ => None,
@@ -753,7 +766,7 @@ fn serve(listener: &OwnedFd, server: u32, ctx: &Arc<Ctx>) {
         if let Some((i, refuse)) = installer {
             let line = if refuse {
                 Some(i.refused(n.pid))
-            } else if !i.installs && super::installers::registry_unreachable(&ctx.grants) {
+            } else if !i.installs && ctx.grants.registry_unreachable() {
                 Some(i.named(n.pid))
             } else {
                 None
@@ -1418,6 +1431,22 @@ fn socket_type(tid: u32, fd: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A port granted for a local page or database leaves the registry out of reach; 443 or 80
+    /// does not; without Landlock's port rules nothing is refused.
+    #[test]
+    fn only_a_registry_port_makes_an_install_worth_trying() {
+        let g = |ports: &[u16], enforced| Grants {
+            tcp_connect: ports.to_vec(),
+            ports_enforced: enforced,
+            ..Default::default()
+        };
+        assert!(g(&[], true).registry_unreachable());
+        assert!(g(&[8080, 5432], true).registry_unreachable());
+        assert!(!g(&[443], true).registry_unreachable());
+        assert!(!g(&[80], true).registry_unreachable());
+        assert!(!g(&[], false).registry_unreachable());
+    }
 
     #[test]
     fn a_sockaddr_is_read_for_both_families() {
