@@ -25,13 +25,3 @@ pub mod policy;
 pub mod protocol;
 pub mod snapshot;
 pub mod wire;
-
-/// The repository's root (this crate is `crates/mcpguard-core` in it), for the unit tests that
-/// read its documentation, shipped policies and fixtures.
-#[cfg(test)]
-pub(crate) fn repo_root() -> &'static std::path::Path {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/mcpguard-core is two levels below the repository's root")
-}
