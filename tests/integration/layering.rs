@@ -86,8 +86,10 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The crate paths that name our own modules: `crate::` in any crate, and the core's name
-/// wherever it is used (the sandbox crate's root re-exports `mcpguard_core::policy`).
+/// The crate paths that name our own modules: `crate::` in any crate, and each of our crates'
+/// names wherever it is used (the sandbox crate's root re-exports `mcpguard_core::policy`;
+/// `mcpguard_sandbox::sandbox::…` is the folder `sandbox`, since each crate's root declares its
+/// folders).
 const ROOTS: &[&str] = &[
     "crate::",
     "mcpguard_core::",
