@@ -1027,9 +1027,9 @@ fn repeat_to(size: usize, mut unit: impl FnMut(usize) -> String) -> String {
 fn scanner_corpora(size: usize) -> Vec<(&'static str, bool, String)> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let source = concat!(
-        include_str!("../src/wire/envelope.rs"),
-        include_str!("../src/gate/session/results.rs"),
-        include_str!("../src/gate/content.rs"),
+        include_str!("../crates/mcpguard-core/src/wire/envelope.rs"),
+        include_str!("../crates/mcpguard-core/src/gate/session/results.rs"),
+        include_str!("../crates/mcpguard-core/src/gate/content.rs"),
     );
     let code = repeat_to(size, |_| source.to_string());
     let words = [

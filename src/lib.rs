@@ -19,13 +19,11 @@
 //! - `cli` — flags, subcommands, `wrap`, the demo and the documentation generator; the only
 //!   folder that knows every other.
 
-pub mod approvals;
-pub mod audit;
 pub mod cli;
-pub mod gate;
-pub mod policy;
 pub mod process;
-pub mod protocol;
-pub mod sandbox;
-pub mod snapshot;
-pub mod wire;
+
+// The crates of the workspace, under the paths the binary, the examples and the tests have
+// always used (`mcpguard::gate::…`, `crate::policy::…`).
+pub use mcpguard_approvals::approvals;
+pub use mcpguard_core::{audit, gate, policy, protocol, snapshot, wire};
+pub use mcpguard_sandbox::sandbox;

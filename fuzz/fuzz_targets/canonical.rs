@@ -9,8 +9,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpguard::snapshot::canonical::canonical_bytes;
-use mcpguard::snapshot::strict::parse_strict;
+use mcpguard_core::snapshot::canonical::canonical_bytes;
+use mcpguard_core::snapshot::strict::parse_strict;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(value) = parse_strict(data) else {

@@ -11,13 +11,13 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let view = |r: &Result<
-        mcpguard::wire::message::Message<'_>,
-        mcpguard::wire::message::Invalid,
+        mcpguard_core::wire::message::Message<'_>,
+        mcpguard_core::wire::message::Invalid,
     >| match r {
         Ok(m) => format!("{m:?}"),
         Err(e) => format!("{e:?}"),
     };
-    let ours = mcpguard::wire::message::parse(data);
-    let oracle = mcpguard::wire::message::parse_with_serde(data);
+    let ours = mcpguard_core::wire::message::parse(data);
+    let oracle = mcpguard_core::wire::message::parse_with_serde(data);
     assert_eq!(view(&ours), view(&oracle));
 });

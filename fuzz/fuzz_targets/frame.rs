@@ -6,7 +6,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use mcpguard::wire::frame::{Frame, LineDecoder};
+use mcpguard_core::wire::frame::{Frame, LineDecoder};
 
 fn decode_all(input: &[u8], split: usize, max: usize) -> Vec<Frame> {
     let mut dec = LineDecoder::new(max);
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     for f in &whole {
         if let Frame::Line(l) = f {
             assert!(l.len() <= max);
-            let _ = mcpguard::wire::message::parse(l);
+            let _ = mcpguard_core::wire::message::parse(l);
         }
     }
 });

@@ -29,8 +29,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(raw) = serde_json::from_str::<&RawValue>(text) else {
         return;
     };
-    let ours = mcpguard::gate::catalogue::parse_page(
-        mcpguard::wire::message::Raw::validate(raw.get()).expect("validated above"),
+    let ours = mcpguard_core::gate::catalogue::parse_page(
+        mcpguard_core::wire::message::Raw::validate(raw.get()).expect("validated above"),
     );
     // serde's derive also reads structs from arrays; MCP pages and Tools are objects, and the
     // reader refuses anything else, so compare only where serde read objects.

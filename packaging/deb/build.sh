@@ -53,7 +53,7 @@ for page in man/*.1 man/*.5; do
   install -d "$root/usr/share/man/man$section"
   gzip -9nc "$page" > "$root/usr/share/man/man$section/$(basename "$page").gz"
 done
-# The polkit action of the trusted approval path (src/approvals/polkit.rs).
+# The polkit action of the trusted approval path (crates/mcpguard-approvals/src/approvals/polkit.rs).
 install -D -m 0644 packaging/polkit/io.github.mcpguard.policy "$root/usr/share/polkit-1/actions/io.github.mcpguard.policy"
 install -D -m 0644 completions/mcpguard.bash "$root/usr/share/bash-completion/completions/mcpguard"
 install -D -m 0644 completions/_mcpguard "$root/usr/share/zsh/vendor-completions/_mcpguard"

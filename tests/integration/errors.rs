@@ -203,14 +203,26 @@ fn every_code_has_a_row_and_a_test_that_triggers_it() {
     // Every code the source defines: mcpguard's JSON-RPC codes, the refusal contract's codes,
     // the standard JSON-RPC codes it answers with, and the 2026-07-28 version error.
     let mut defined: Vec<(String, String)> = Vec::new();
-    defined.extend(constants("src/protocol/mod.rs", "codes", "i64"));
+    defined.extend(constants(
+        "crates/mcpguard-core/src/protocol/mod.rs",
+        "codes",
+        "i64",
+    ));
     defined.extend(
-        constants("src/protocol/mod.rs", "", "i64")
+        constants("crates/mcpguard-core/src/protocol/mod.rs", "", "i64")
             .into_iter()
             .filter(|(n, _)| n == "UNSUPPORTED_PROTOCOL_VERSION"),
     );
-    defined.extend(constants("src/wire/message.rs", "", "i64"));
-    defined.extend(constants("src/gate/refusal.rs", "code", "&str"));
+    defined.extend(constants(
+        "crates/mcpguard-core/src/wire/message.rs",
+        "",
+        "i64",
+    ));
+    defined.extend(constants(
+        "crates/mcpguard-core/src/gate/refusal.rs",
+        "code",
+        "&str",
+    ));
     assert!(
         defined.len() >= 25,
         "the constants were not found: {defined:?}"

@@ -1,16 +1,28 @@
-//! The rule of dependencies between the folders of `src/` (ARCHITECTURE.md, "Layers"): every
-//! `crate::…` and `super::…` path in every source file is checked against the table below, and the
-//! imports between modules must form no circle. A forbidden import fails here with the file, the
-//! line and the rule it breaks.
+//! The rule of dependencies between the folders of the workspace (ARCHITECTURE.md, "Layers"),
+//! where the compiler cannot hold it. The crate graph holds the rest: `mcpguard-core` depends on
+//! no crate of ours, so nothing on the message path can reach the sandbox, the approval channels,
+//! the process driver or the command line; `mcpguard-approvals` depends on no crate of ours;
+//! `mcpguard-sandbox` only on the core. `the_crate_graph_is_the_one_documented` keeps those
+//! manifests as the table says.
+//!
+//! What remains is checked here: every `crate::…`, `super::…` and `mcpguard_core::…` path in
+//! every source file of the core, the sandbox and the binary is checked against the table below
+//! (the folders inside the core — `gate` may not reach `wire::sink` or `audit::log` —, which parts
+//! of the core the sandbox may use, and that `process` never reaches `cli`), and the imports
+//! between modules must form no circle. A forbidden import fails here with the file, the line
+//! and the rule it breaks.
 //!
 //! The table is the one in ARCHITECTURE.md; change both together.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// For each folder of `src/`, the paths it may import besides its own folder. An entry names a
-/// folder (`snapshot`) or one module of it (`audit::event`). `*` is everything.
+/// For each folder, the paths it may import besides its own folder. An entry names a folder
+/// (`snapshot`) or one module of it (`audit::event`). `*` is everything. Folder names are unique
+/// across the workspace, and the binary re-exports every crate's folders under the same names,
+/// so a path means the same module wherever it is written.
 const RULES: &[(&str, &[&str])] = &[
+    // mcpguard-core
     ("protocol", &[]),
     ("wire", &["protocol"]),
     (
@@ -35,8 +47,9 @@ const RULES: &[(&str, &[&str])] = &[
             "audit::event",
         ],
     ),
+    // mcpguard-sandbox (depends on the core, so the compiler cannot keep it to these two)
     ("sandbox", &["protocol", "policy"]),
-    ("approvals", &["protocol"]),
+    // mcpguard, the binary (one crate, so the compiler cannot keep `process` from `cli`)
     (
         "process",
         &[
@@ -53,8 +66,39 @@ const RULES: &[(&str, &[&str])] = &[
     ("cli", &["*"]),
 ];
 
-fn src() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The crates whose folders the table governs, by their source folder. `mcpguard-approvals`
+/// is not read: it depends on no crate of ours, so it can import nothing of ours.
+const SOURCES: &[&str] = &[
+    "crates/mcpguard-core/src",
+    "crates/mcpguard-sandbox/src",
+    "src",
+];
+
+/// Each crate of the workspace and the crates of ours it may depend on (ARCHITECTURE.md,
+/// "Crates").
+const CRATES: &[(&str, &[&str])] = &[
+    ("crates/mcpguard-core", &[]),
+    ("crates/mcpguard-sandbox", &["mcpguard-core"]),
+    ("crates/mcpguard-approvals", &[]),
+    (
+        ".",
+        &["mcpguard-core", "mcpguard-sandbox", "mcpguard-approvals"],
+    ),
+];
+
+/// The crate paths that name our own modules: `crate::` in any crate, and each of our crates'
+/// names wherever it is used (the sandbox crate's root re-exports `mcpguard_core::policy`;
+/// `mcpguard_sandbox::sandbox::…` is the folder `sandbox`, since each crate's root declares its
+/// folders).
+const ROOTS: &[&str] = &[
+    "crate::",
+    "mcpguard_core::",
+    "mcpguard_sandbox::",
+    "mcpguard_approvals::",
+];
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Every `.rs` file below `dir`, sorted.
@@ -73,8 +117,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module path of a file: `src/gate/session/mod.rs` → `gate::session`; `lib.rs` and
-/// `main.rs` → the root (empty).
+/// The module path of a file from its crate's `src/`: `gate/session/mod.rs` → `gate::session`;
+/// `lib.rs` and `main.rs` → the root (empty).
 fn module_of(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .iter()
@@ -248,7 +292,8 @@ fn expand(b: &[char], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<Stri
     }
 }
 
-/// Every `crate::` and `super::` path of a file, resolved from the crate root, with its line.
+/// Every `crate::`, `super::` and `mcpguard_core::` path of a file, resolved from the crate
+/// root, with its line.
 fn imports(module: &[String], code: &str) -> Vec<(usize, Vec<String>)> {
     let b: Vec<char> = code.chars().collect();
     let mut found = Vec::new();
@@ -257,7 +302,8 @@ fn imports(module: &[String], code: &str) -> Vec<(usize, Vec<String>)> {
         let boundary =
             i == 0 || !(b[i - 1].is_alphanumeric() || b[i - 1] == '_' || b[i - 1] == ':');
         let at = |i: usize, s: &str| s.chars().enumerate().all(|(k, c)| b.get(i + k) == Some(&c));
-        if boundary && (at(i, "crate::") || at(i, "super::")) {
+        let root = ROOTS.iter().copied().find(|&r| at(i, r));
+        if boundary && (root.is_some() || at(i, "super::")) {
             let line = b[..i].iter().filter(|&&c| c == '\n').count() + 1;
             let mut base: Vec<String> = Vec::new();
             if at(i, "super::") {
@@ -266,8 +312,8 @@ fn imports(module: &[String], code: &str) -> Vec<(usize, Vec<String>)> {
                     base.pop();
                     i += "super::".len();
                 }
-            } else {
-                i += "crate::".len();
+            } else if let Some(root) = root {
+                i += root.len();
             }
             let mut paths = Vec::new();
             expand(&b, &mut i, base, &mut paths);
@@ -279,17 +325,30 @@ fn imports(module: &[String], code: &str) -> Vec<(usize, Vec<String>)> {
     found
 }
 
-/// Root re-exports (`pub use process::diag;` in lib.rs) resolved to what they name.
+/// Re-exports at a crate's root (`pub use process::diag;`, `pub use mcpguard_core::{gate, …};`)
+/// resolved to what they name; a crate's own name is dropped (folder names are unique).
 fn aliases(lib: &str) -> BTreeMap<String, Vec<String>> {
     let mut map = BTreeMap::new();
-    for line in code_only(lib).lines() {
-        if let Some(path) = line.trim().strip_prefix("pub use ") {
-            let path: Vec<String> = path
-                .trim_end_matches(';')
-                .split("::")
-                .map(str::to_string)
-                .collect();
-            map.insert(path.last().unwrap().clone(), path);
+    let code: Vec<char> = code_only(lib).chars().collect();
+    let text: String = code.iter().collect();
+    for (at, _) in text.match_indices("use ") {
+        let starts_line = text[..at]
+            .rsplit('\n')
+            .next()
+            .is_some_and(|l| l.trim().starts_with("pub"));
+        if !starts_line {
+            continue;
+        }
+        let mut i = text[..at + "use ".len()].chars().count();
+        let mut paths = Vec::new();
+        expand(&code, &mut i, Vec::new(), &mut paths);
+        for mut path in paths {
+            if path.first().is_some_and(|c| c.starts_with("mcpguard_")) {
+                path.remove(0);
+            }
+            if let Some(last) = path.last() {
+                map.insert(last.clone(), path.clone());
+            }
         }
     }
     map
@@ -302,15 +361,15 @@ struct Module {
 }
 
 fn modules() -> Vec<Module> {
-    let root = src();
-    let alias = aliases(&std::fs::read_to_string(root.join("lib.rs")).unwrap());
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    files
-        .into_iter()
-        .map(|p| {
-            let rel = p.strip_prefix(&root).unwrap().to_path_buf();
-            let path = module_of(&rel);
+    let mut out = Vec::new();
+    for source in SOURCES {
+        let root = repo().join(source);
+        let alias = aliases(&std::fs::read_to_string(root.join("lib.rs")).unwrap());
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        out.extend(files.into_iter().map(|p| {
+            let path = module_of(p.strip_prefix(&root).unwrap());
+            let rel = p.strip_prefix(repo()).unwrap().to_path_buf();
             let text = std::fs::read_to_string(&p).unwrap();
             let imports = imports(&path, &code_only(&text))
                 .into_iter()
@@ -322,8 +381,9 @@ fn modules() -> Vec<Module> {
                 })
                 .collect();
             Module { rel, path, imports }
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 /// The breaches of the rule table, one line each.
@@ -332,11 +392,11 @@ fn breaches(modules: &[Module]) -> Vec<String> {
     let mut found = Vec::new();
     for m in modules {
         let Some(folder) = m.path.first() else {
-            continue; // lib.rs and main.rs: the binary edge may use everything.
+            continue; // a crate's lib.rs, and main.rs: the crate's edge may use everything.
         };
         let Some(allowed) = rules.get(folder.as_str()) else {
             found.push(format!(
-                "src/{}: the folder {folder:?} has no row in the rule table",
+                "{}: the folder {folder:?} has no row in the rule table",
                 m.rel.display()
             ));
             continue;
@@ -352,7 +412,7 @@ fn breaches(modules: &[Module]) -> Vec<String> {
             });
             if !ok {
                 found.push(format!(
-                    "src/{}:{line}: `{folder}` imports `crate::{}`, but may import only {}",
+                    "{}:{line}: `{folder}` imports `crate::{}`, but may import only {}",
                     m.rel.display(),
                     target.join("::"),
                     if allowed.is_empty() {
@@ -376,6 +436,45 @@ fn every_import_follows_the_rule_table() {
         found.is_empty(),
         "forbidden imports (see the rule table in ARCHITECTURE.md):\n{}",
         found.join("\n")
+    );
+}
+
+#[test]
+fn the_crate_graph_is_the_one_documented() {
+    let mut dirs: Vec<String> = std::fs::read_dir(repo().join("crates"))
+        .unwrap()
+        .map(|e| format!("crates/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    dirs.push(".".to_string());
+    dirs.sort();
+    let mut listed: Vec<String> = CRATES.iter().map(|(d, _)| d.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        dirs, listed,
+        "every crate of the workspace has a row in CRATES"
+    );
+    for (dir, allowed) in CRATES {
+        let file = repo().join(dir).join("Cargo.toml");
+        let manifest: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+        for table in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            let Some(deps) = manifest.get(table).and_then(|t| t.as_table()) else {
+                continue;
+            };
+            for name in deps.keys().filter(|n| n.starts_with("mcpguard")) {
+                assert!(
+                    allowed.contains(&name.as_str()),
+                    "{dir}/Cargo.toml: [{table}] names {name}, but the crate may depend only on {allowed:?} (ARCHITECTURE.md, \"Crates\")"
+                );
+            }
+        }
+    }
+    // The message path holds no `unsafe`, and the compiler keeps it so.
+    let core = std::fs::read_to_string(repo().join("crates/mcpguard-core/src/lib.rs")).unwrap();
+    assert!(
+        code_only(&core)
+            .lines()
+            .any(|l| l.trim() == "#![forbid(unsafe_code)]"),
+        "crates/mcpguard-core/src/lib.rs must forbid unsafe code"
     );
 }
 
@@ -480,7 +579,8 @@ fn the_checker_sees_use_trees_and_super_paths() {
         "use crate::{wire::{self, frame::Frame}, gate::pin};\n\
          // crate::cli in a comment\n\
          let s = \"crate::cli in a string\";\n\
-         let c = '\"'; let t = super::super::sandbox::Prepared;\n",
+         let c = '\"'; let t = super::super::sandbox::Prepared;\n\
+         use mcpguard_core::audit::log::AuditLog;\n",
     );
     let paths: Vec<String> = imports(&["gate".into(), "session".into()], &code)
         .into_iter()
@@ -492,7 +592,8 @@ fn the_checker_sees_use_trees_and_super_paths() {
             "1:wire",
             "1:wire::frame::Frame",
             "1:gate::pin",
-            "4:sandbox::Prepared"
+            "4:sandbox::Prepared",
+            "5:audit::log::AuditLog"
         ]
     );
 }

@@ -484,7 +484,11 @@ fn report_ids() -> (
 /// cannot be proven is reported as a residual risk, not enforced.
 #[test]
 fn every_rule_the_report_can_enforce_has_a_probe_test() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // This crate is `crates/mcpguard-sandbox` in the repository.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
     let doc = std::fs::read_to_string(root.join("docs/threat-model.md")).unwrap();
     let (_, table) = doc
         .split_once("## Every enforced sandbox rule and the probe that proves it")

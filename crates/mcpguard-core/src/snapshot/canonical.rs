@@ -176,7 +176,8 @@ mod tests {
     }
 
     fn vectors_dir() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jcs-vectors")
+        // This crate is `crates/mcpguard-core` in the repository.
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jcs-vectors")
     }
 
     fn read(path: &Path) -> Vec<u8> {

@@ -600,8 +600,9 @@ fn sign_and_word(kind: ChangeKind) -> (char, &'static str) {
 
 /// A server key or tool name as shown in headers: bare when it is plain ASCII that cannot be
 /// confused with anything else, otherwise quoted as JSON with hidden characters revealed, so
-/// that leading spaces, look-alike names and invisible characters all show.
-pub(crate) fn display_name(name: &str) -> String {
+/// that leading spaces, look-alike names and invisible characters all show. Public (it was
+/// crate-private before the workspace) because the binary's `cli` shows names the same way.
+pub fn display_name(name: &str) -> String {
     let plain = !name.is_empty()
         && name
             .chars()

@@ -327,12 +327,13 @@ fn detectors() -> Vec<Detector> {
 /// Texts a tool returns for real: this repository's own documentation and sources (what a file
 /// read returns), the tests' fixtures among them.
 fn real_texts() -> Vec<String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // This crate is `crates/mcpguard-core` in the repository.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut out = Vec::new();
     for dir in [
         "docs",
-        "src/wire",
-        "src/gate",
+        "crates/mcpguard-core/src/wire",
+        "crates/mcpguard-core/src/gate",
         "tests/data/policies",
         "tests/peers",
     ] {

@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use super::*;
 
-const ATTACKS: &str = include_str!("../../../tests/data/injection/attacks.json");
-const CONTROLS: &str = include_str!("../../../tests/data/injection/controls.json");
-const CONTROLS_REAL: &str = include_str!("../../../tests/data/injection/controls-real.json");
+const ATTACKS: &str = include_str!("../../../../../tests/data/injection/attacks.json");
+const CONTROLS: &str = include_str!("../../../../../tests/data/injection/controls.json");
+const CONTROLS_REAL: &str = include_str!("../../../../../tests/data/injection/controls-real.json");
 
 /// The labels `[results]` counts by default. The policy names them
 /// (`policy::DEFAULT_RESULT_LABELS`, which this layer may not import);

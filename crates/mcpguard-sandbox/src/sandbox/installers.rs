@@ -8,7 +8,7 @@
 //! This module owns recognising an installer from the program and arguments of an `execve`
 //! (which `sandbox::observe` reads from the server's memory) and the wording of what the person
 //! is told. The observer refuses an *install* at once with `EACCES` when the run cannot reach a
-//! registry ([`registry_unreachable`]; the call then fails fast, with this explanation at the default level), and only names
+//! registry (`observe::Grants::registry_unreachable`; the call then fails fast, with this explanation at the default level), and only names
 //! a package *runner* (`npx`, `uvx`), which works offline from its cache when the package is
 //! there. The refusal is safe to make on a value read with the time-of-check gap of seccomp
 //! user notification: a server that races it can only turn the refusal into `CONTINUE`, which
@@ -101,17 +101,6 @@ pub fn recognise(path: &str, argv: &[String]) -> Option<Installer> {
     }
 }
 
-/// Whether the run lets the server reach no package registry: Landlock confines TCP ports on
-/// this kernel and neither 443 nor 80 is granted. A port granted for a local page or database
-/// (`--sandbox-connect 127.0.0.1:8080`) does not count: the public registries are on 443. A
-/// private registry on another port is refused too; granting 443 (the registry's destination)
-/// lets the install through to the sandbox's other rules.
-/// `ports` are every TCP port the server may connect to: those open to every address and those
-/// of the destinations enforced by address.
-pub fn registry_unreachable(ports_enforced: bool, mut ports: impl Iterator<Item = u16>) -> bool {
-    ports_enforced && !ports.any(|p| p == 443 || p == 80)
-}
-
 impl Installer {
     /// The line said when the install was refused (`pid` is the process that tried it).
     pub fn refused(&self, pid: u32) -> String {
@@ -183,18 +172,6 @@ mod tests {
         assert_eq!(r("/bin/sh", &["sh", "-c", "npm install"]), None);
         // An exec by descriptor (execveat with an empty path) is named by argv[0].
         assert!(r("", &["pip", "install", "x"]).unwrap().installs);
-    }
-
-    /// A port granted for a local page or database leaves the registry out of reach; 443 or 80
-    /// does not; without Landlock's port rules nothing is refused.
-    #[test]
-    fn only_a_registry_port_makes_an_install_worth_trying() {
-        let g = |ports: &[u16], enforced| registry_unreachable(enforced, ports.iter().copied());
-        assert!(g(&[], true));
-        assert!(g(&[8080, 5432], true));
-        assert!(!g(&[443], true));
-        assert!(!g(&[80], true));
-        assert!(!g(&[], false));
     }
 
     #[test]

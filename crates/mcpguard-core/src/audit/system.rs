@@ -80,7 +80,7 @@ impl Target {
                 self.describe(),
                 message.len()
             ))),
-            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => Err(io::Error::new(
+            Err(e) if e.raw_os_error() == Some(nix::libc::EMSGSIZE) => Err(io::Error::new(
                 e.kind(),
                 format!(
                     "{}: the record ({} bytes) is longer than the socket accepts; with audit.payload = \"full\" large values cannot go to the system log (use \"digests\", or the file sink alone)",

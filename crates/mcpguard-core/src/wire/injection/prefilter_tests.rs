@@ -10,9 +10,9 @@ use super::corpus_tests::COUNTED_BY_DEFAULT;
 use super::structure::{structural_unfiltered, ACTING, NOUNS_STRONG, NOUNS_WEAK, SENDING};
 use super::*;
 
-const ATTACKS: &str = include_str!("../../../tests/data/injection/attacks.json");
-const CONTROLS: &str = include_str!("../../../tests/data/injection/controls.json");
-const CONTROLS_REAL: &str = include_str!("../../../tests/data/injection/controls-real.json");
+const ATTACKS: &str = include_str!("../../../../../tests/data/injection/attacks.json");
+const CONTROLS: &str = include_str!("../../../../../tests/data/injection/controls.json");
+const CONTROLS_REAL: &str = include_str!("../../../../../tests/data/injection/controls-real.json");
 
 /// Deterministic pseudo-random numbers (xorshift64*).
 struct Rng(u64);

@@ -565,15 +565,15 @@ impl Evidence<'_> {
     }
 }
 
-/// What [`table_scan`] calls for each match: the label, the evidence, the range and whether the
+/// What [`table_scan`] hands each match to: the label, the evidence, the range and whether the
 /// match is weak.
-type Push<'a> = dyn FnMut(Label, Evidence<'_>, Range<usize>, bool) + 'a;
+type TablePush<'a> = dyn FnMut(Label, Evidence<'_>, Range<usize>, bool) + 'a;
 
 /// Every match of the phrase and marker tables, hidden characters and encoded payloads, in the
 /// order [`table_findings`] reports them: `push` gets the label, the evidence, the range and
 /// whether the match is weak (see [`Table`]). An entry whose label `skip` names is not searched
 /// (a caller that wants labels only skips the labels it has).
-fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut Push<'_>) {
+fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut TablePush<'_>) {
     if !skip(Label::HiddenCharacters) {
         let mut hidden: Option<Range<usize>> = None;
         for (i, c) in text.char_indices() {

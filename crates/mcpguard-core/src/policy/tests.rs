@@ -4,8 +4,13 @@ use jiff::SignedDuration;
 
 use super::*;
 
+/// The repository's root: this crate is `crates/mcpguard-core` in it.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 fn policies_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
+    repo_root().join("policies")
 }
 
 fn shipped() -> Vec<(String, Policy)> {
@@ -53,7 +58,7 @@ fn every_shipped_policy_loads_and_round_trips() {
 /// in docs/policy.md, and every TOML example there parses.
 #[test]
 fn the_reference_documents_every_key_and_its_examples_parse() {
-    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md");
+    let doc_path = repo_root().join("docs/policy.md");
     let doc = std::fs::read_to_string(&doc_path).expect("docs/policy.md is readable");
     let full = full_policy();
     for line in full.effective_toml().lines() {
@@ -1007,7 +1012,7 @@ fn every_key() -> Vec<String> {
 /// without a test fails: a key that cannot be proven is removed rather than claimed.
 #[test]
 fn every_policy_key_has_a_row_naming_an_existing_test() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo_root();
     let doc = std::fs::read_to_string(root.join("docs/policy.md")).unwrap();
     let (_, table) = doc
         .split_once("## Every key and the test that proves it")

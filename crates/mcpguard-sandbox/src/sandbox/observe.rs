@@ -177,22 +177,22 @@ pub struct Grants {
 }
 
 impl Grants {
-    /// Whether the server can reach no package registry (`installers::registry_unreachable`),
-    /// counting the ports open to every address and those of the destinations enforced by
-    /// address.
-    fn registry_unreachable(&self) -> bool {
-        super::installers::registry_unreachable(
-            self.ports_enforced,
-            self.tcp_connect
-                .iter()
-                .copied()
-                .chain(self.by_address.iter().map(|d| d.port)),
-        )
-    }
-
     /// Whether a connect to `port` is the observer's to make.
     fn enforces_port(&self, port: u16) -> bool {
         self.by_address.iter().any(|d| d.port == port)
+    }
+
+    /// Whether the run lets the server reach no package registry: Landlock confines TCP ports on
+    /// this kernel and neither 443 nor 80 is granted. A port granted for a local page or database
+    /// (`--sandbox-connect 127.0.0.1:8080`) does not count: the public registries are on 443. A
+    /// private registry on another port is refused too; granting 443 (the registry's destination)
+    /// lets the install through to the sandbox's other rules. (Here rather than in `installers`,
+    /// which the observer uses, so the two modules do not import each other.)
+    pub fn registry_unreachable(&self) -> bool {
+        let web = |p: u16| p == 443 || p == 80;
+        self.ports_enforced
+            && !self.tcp_connect.iter().any(|p| web(*p))
+            && !self.by_address.iter().any(|d| web(d.port))
     }
 }
 
@@ -1431,6 +1431,22 @@ fn socket_type(tid: u32, fd: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A port granted for a local page or database leaves the registry out of reach; 443 or 80
+    /// does not; without Landlock's port rules nothing is refused.
+    #[test]
+    fn only_a_registry_port_makes_an_install_worth_trying() {
+        let g = |ports: &[u16], enforced| Grants {
+            tcp_connect: ports.to_vec(),
+            ports_enforced: enforced,
+            ..Default::default()
+        };
+        assert!(g(&[], true).registry_unreachable());
+        assert!(g(&[8080, 5432], true).registry_unreachable());
+        assert!(!g(&[443], true).registry_unreachable());
+        assert!(!g(&[80], true).registry_unreachable());
+        assert!(!g(&[], false).registry_unreachable());
+    }
 
     #[test]
     fn a_sockaddr_is_read_for_both_families() {

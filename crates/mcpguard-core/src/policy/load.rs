@@ -10,7 +10,7 @@ use super::*;
 
 /// The shipped default policy, compiled into the binary so that running without `--policy`
 /// behaves exactly like `--policy policies/default.toml`.
-const BUILTIN_DEFAULT: &str = include_str!("../../policies/default.toml");
+const BUILTIN_DEFAULT: &str = include_str!("../../../../policies/default.toml");
 
 /// Why a policy could not be used. The `Display` form is what the user sees.
 #[derive(Debug, thiserror::Error)]
