@@ -884,7 +884,7 @@ fn self_approval_attempt(extra: &str) {
     let policy = dir.path().join("policy.toml");
     std::fs::write(
         &policy,
-        &reads_policy_with(&format!("[sandbox]\nallow_unix_sockets = true\n{extra}")),
+        reads_policy_with(&format!("[sandbox]\nallow_unix_sockets = true\n{extra}")),
     )
     .unwrap();
     let argv = guarded_argv(

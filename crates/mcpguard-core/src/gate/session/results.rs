@@ -499,7 +499,7 @@ impl Session {
             ));
         };
         let what = "a progress notification";
-        match self.check_server_part(
+        let checked = self.check_server_part(
             what,
             raw.get(),
             &mut v,
@@ -509,18 +509,8 @@ impl Session {
                 prose: &[],
             },
             out,
-        ) {
-            Checked::Unchanged => out.push(Out::Host(line)),
-            Checked::Changed => {
-                let m = json!({"jsonrpc": "2.0", "method": methods::PROGRESS, "params": v});
-                out.push(Out::Host(Bytes::from(
-                    serde_json::to_vec(&m).unwrap_or_default(),
-                )));
-            }
-            Checked::Withheld(_, why) => {
-                out.push(Out::Diag(Level::Warn, format!("dropped {what}: {why}")))
-            }
-        }
+        );
+        forward_notification(checked, methods::PROGRESS, v, line, what, out);
     }
 
     /// The content checks of a part `v` of a server message that is not a call's result (`raw`
@@ -629,7 +619,7 @@ impl Session {
             ));
         };
         let what = "a server log message";
-        match self.check_server_part(
+        let checked = self.check_server_part(
             what,
             raw,
             &mut params,
@@ -639,18 +629,8 @@ impl Session {
                 prose: &["data"],
             },
             out,
-        ) {
-            Checked::Unchanged => out.push(Out::Host(line)),
-            Checked::Changed => {
-                let v = json!({"jsonrpc": "2.0", "method": methods::MESSAGE, "params": params});
-                out.push(Out::Host(Bytes::from(
-                    serde_json::to_vec(&v).unwrap_or_default(),
-                )));
-            }
-            Checked::Withheld(_, why) => {
-                out.push(Out::Diag(Level::Warn, format!("dropped {what}: {why}")))
-            }
-        }
+        );
+        forward_notification(checked, methods::MESSAGE, params, line, what, out);
     }
 
     /// Keeps the server's raw error text for the auditor only.
@@ -687,6 +667,31 @@ fn describe_all(found: &[Detection]) -> String {
         .map(Detection::describe)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Forwards a server notification after its checks: unchanged, as the server's bytes; changed
+/// (redacted or labelled), rebuilt from the checked `params`; withheld, dropped with a warning
+/// naming `what` (a notification has no answer to refuse, and the call it concerns still ends).
+fn forward_notification(
+    checked: Checked,
+    method: &str,
+    params: Value,
+    line: Bytes,
+    what: &str,
+    out: &mut Vec<Out>,
+) {
+    match checked {
+        Checked::Unchanged => out.push(Out::Host(line)),
+        Checked::Changed => {
+            let m = json!({"jsonrpc": "2.0", "method": method, "params": params});
+            out.push(Out::Host(Bytes::from(
+                serde_json::to_vec(&m).unwrap_or_default(),
+            )));
+        }
+        Checked::Withheld(_, why) => {
+            out.push(Out::Diag(Level::Warn, format!("dropped {what}: {why}")))
+        }
+    }
 }
 
 /// What the content checks decided about a part of a server message.

@@ -32,7 +32,9 @@ fn counted() -> Vec<Label> {
     COUNTED_BY_DEFAULT.to_vec()
 }
 
-fn context(case: &Value) -> Context {
+/// The label context a corpus case names: the catalogue, the call's argument values, the tool
+/// that answered and whether the text is an error (shared with `prefilter_tests`).
+pub(super) fn context(case: &Value) -> Context {
     let list = |k: &str| -> Vec<String> {
         case.get(k)
             .and_then(Value::as_array)

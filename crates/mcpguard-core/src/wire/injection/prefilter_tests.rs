@@ -35,22 +35,7 @@ fn texts() -> Vec<(String, Context)> {
     let mut out = Vec::new();
     for corpus in [ATTACKS, CONTROLS, CONTROLS_REAL] {
         for case in serde_json::from_str::<Vec<Value>>(corpus).expect("corpus") {
-            let list = |k: &str| -> Vec<String> {
-                case.get(k)
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let mut ctx = Context::new(list("tools")).arguments(list("arguments"));
-            if let Some(a) = case.get("answering").and_then(Value::as_str) {
-                ctx = ctx.answering(a);
-            }
-            let ctx = ctx.error(case.get("error") == Some(&Value::Bool(true)));
+            let ctx = super::corpus_tests::context(&case);
             let text = case["text"].as_str().unwrap_or_default().to_string();
             out.push((text.clone(), ctx));
             out.push((text, Context::default()));
