@@ -1,23 +1,22 @@
-//! mcpguard: a security sidecar for one local MCP server.
+//! mcpguard: a security sidecar for one local MCP server. This package is the binary and the
+//! two folders that need every other crate of the workspace:
 //!
-//! The crate is laid out in folders that follow the data flow; ARCHITECTURE.md has the map, the
-//! rule of which folder may import which (checked by `tests/integration/layering.rs`) and the
-//! invariants. From the bottom up:
-//!
-//! - `protocol` — facts of the protocol (versions, eras, error codes, `_meta` keys) and the
-//!   diagnostics `Level`; imports nothing of ours.
-//! - `wire` — framing, the lossless message view, sinks, sanitizing untrusted text.
-//! - `snapshot` — the reviewed snapshot: format, canonical JSON, strict parsing, diff, views.
-//! - `policy` — the local policy file and what it decides.
-//! - `audit` — the hash-chained audit log.
-//! - `gate` — the IO-free decision core: the session state machine and what it enforces.
-//! - `sandbox` — the server's confinement.
-//! - `approvals` — out-of-band confirmation: the per-user approval sockets behind
-//!   `mcpguard approvals`, and the desktop notification channel.
-//! - `process` — everything that runs or talks to a process: the proxy driver, the child, the
-//!   synchronous client and the capture procedure, diagnostics on stderr.
+//! - `process` — everything that runs or talks to a process: the proxy driver (the reader
+//!   threads that move each message's bytes and carry out what the gate decided), the child,
+//!   the synchronous client and the capture procedure, diagnostics on stderr.
 //! - `cli` — flags, subcommands, `wrap`, the demo and the documentation generator; the only
 //!   folder that knows every other.
+//!
+//! The other names below are not this package's own: they are `pub use` of the workspace's
+//! other crates (ARCHITECTURE.md, "Crates"), kept under the paths the binary, the examples and
+//! the tests have always used. `protocol`, `wire`, `snapshot`, `policy`, `audit` and `gate` are
+//! `mcpguard-core` (every decision on the message path, no `unsafe`); `sandbox` is
+//! `mcpguard-sandbox` (the confinement); `approvals` is `mcpguard-approvals` (out-of-band
+//! confirmation).
+
+// Every module is denied `unsafe` but those that say `#![allow(unsafe_code)]` (or, for one
+// function, `#[allow(unsafe_code)]`), so the compiler keeps the list of places that hold it.
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod process;

@@ -2,6 +2,9 @@
 //! mcpguard of this user holds for a person's approval, `approve` and `deny` answer one, `watch`
 //! asks about each as it arrives. The talking is `approvals::client`'s; this file only words it.
 
+// This module's `unsafe`: the terminal's echo switched off for a typed answer (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::io::Write;
 use std::time::Duration;
 

@@ -6,6 +6,9 @@
 //! [`Session::expect`] and types with [`Session::send_line`]. The terminal echoes what is typed,
 //! as a real one does.
 
+// This module's `unsafe`: openpty and the child's controlling terminal (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};

@@ -9,6 +9,9 @@
 //!
 //! It knows nothing of MCP, the gate or the command line.
 
+// This module's `unsafe`: the async-signal-safe calls between fork and exec (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;

@@ -1,5 +1,7 @@
-//! mcpguard-core: the message path. Everything every message between the host and the server
-//! passes through lives here, from the bottom up:
+//! mcpguard-core: every decision on the message path. What each message between the host and
+//! the server is checked against, and how, lives here; the IO driver that moves the bytes and
+//! carries out the decisions (`process::proxy`, in the `mcpguard` binary) decides nothing of
+//! its own. From the bottom up:
 //!
 //! - `protocol` — facts of the protocol (versions, eras, error codes, `_meta` keys) and the
 //!   diagnostics `Level`; imports nothing of ours.

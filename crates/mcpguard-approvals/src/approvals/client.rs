@@ -1,6 +1,9 @@
 //! The asking side, used by `mcpguard approvals`: every approval socket of this user, one
 //! request each.
 
+// This module's `unsafe`: the polkit agent child's start (pre_exec), its pipe, poll and kill (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};

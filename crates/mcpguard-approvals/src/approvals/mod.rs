@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 pub const MAX_LINE: usize = 1 << 20;
 
 /// This process's effective uid.
+#[allow(unsafe_code)]
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail (POSIX).
     unsafe { libc::geteuid() }
@@ -132,6 +133,7 @@ pub fn check_private(dir: &Path) -> io::Result<()> {
 }
 
 /// The uid of the process at the other end of a connected Unix socket.
+#[allow(unsafe_code)]
 pub fn peer_uid(sock: &std::os::unix::net::UnixStream) -> io::Result<u32> {
     use std::os::fd::AsRawFd;
     let mut cred = libc::ucred {

@@ -22,6 +22,9 @@
 //! `is_authorized = true` approves; every other outcome (no bus, no polkitd, the action not
 //! installed, no agent, a wrong password, a dismissed dialog) is a reason the person is told.
 
+// This module's `unsafe`: the caller's uid for the polkit subject (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::thread;

@@ -15,6 +15,9 @@
 //! file's modification time is the cache's last use; it lies outside the folder granted to the
 //! server, so a server cannot make its cache look fresh, nor remove another's lock.
 
+// This module's `unsafe`: flock on the cache's lock file (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};

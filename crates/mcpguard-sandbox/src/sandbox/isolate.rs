@@ -73,6 +73,9 @@
 //! Everything here that runs in a child is async-signal-safe: raw system calls on memory the
 //! parent prepared (`fork` is a raw `clone` so that no atfork handler runs).
 
+// This module's `unsafe`: the namespace, mount and credential calls of the child between fork and exec (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};

@@ -7,6 +7,9 @@
 //! kernel interface is three system calls and two small structs, and the constants below are the
 //! stable UAPI values of `<linux/landlock.h>`.
 
+// This module's `unsafe`: the Landlock system calls, which libc does not wrap (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 

@@ -37,6 +37,9 @@
 //! log, which only a process with `CAP_AUDIT_READ` in the initial user namespace can read, so
 //! an ordinary user's mcpguard could not see them.
 
+// This module's `unsafe`: the seccomp user-notification ioctls, pidfd_getfd and SCM_RIGHTS (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io;

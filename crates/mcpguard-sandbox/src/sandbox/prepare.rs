@@ -2,6 +2,9 @@
 //! filters, the isolation and the resource limits ([`prepare`], which also refuses in `require`
 //! mode), and applying it in the child ([`Prepared::apply_in_child`], raw system calls only).
 
+// This module's `unsafe`: the ID-mapped mounts and the throwaway user namespace (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;

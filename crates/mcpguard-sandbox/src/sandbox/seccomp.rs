@@ -34,6 +34,9 @@
 //! The programs are computed in the parent as plain `Vec<libc::sock_filter>`; the child only
 //! hands pointers to the kernel (see [`install`]).
 
+// This module's `unsafe`: installing the filters (prctl, seccomp) and the probes of what the kernel supports (each block with its `// SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::io;
 
