@@ -439,6 +439,34 @@ fn every_import_follows_the_rule_table() {
     );
 }
 
+/// The checker reads `crate::`, `super::` and `mcpguard_…::` paths: a crate renamed by `as`, or
+/// reached by an absolute `::mcpguard_…` path, would slip past it, so neither is allowed.
+#[test]
+fn no_crate_of_ours_is_renamed_or_reached_by_an_absolute_path() {
+    let mut found = Vec::new();
+    for source in SOURCES {
+        let mut files = Vec::new();
+        rust_files(&repo().join(source), &mut files);
+        for p in files {
+            let code = code_only(&std::fs::read_to_string(&p).unwrap());
+            for (n, line) in code.lines().enumerate() {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let renamed = words.windows(2).any(|w| {
+                    w[0].trim_start_matches("::").starts_with("mcpguard_") && w[1] == "as"
+                });
+                if renamed || line.contains("::mcpguard_") {
+                    found.push(format!("{}:{}: {}", p.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a crate of ours renamed or reached by an absolute path (the layering checks would not see it):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_crate_graph_is_the_one_documented() {
     let mut dirs: Vec<String> = std::fs::read_dir(repo().join("crates"))

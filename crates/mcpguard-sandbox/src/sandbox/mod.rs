@@ -23,18 +23,18 @@
 //! A spawn that succeeds has passed every step in the child (a failing step fails the spawn), so
 //! "applied" in the audit log and the diagnostics is known, not assumed.
 
-pub mod caches;
+pub(crate) mod caches;
 pub mod explain;
-pub mod installers;
+pub(crate) mod installers;
 pub mod isolate;
 pub mod landlock;
 pub mod observe;
-pub mod pins;
+pub(crate) mod pins;
 mod prepare;
 pub mod presets;
 mod report;
 pub mod seccomp;
-pub mod shims;
+pub(crate) mod shims;
 
 use std::ffi::OsString;
 use std::io;

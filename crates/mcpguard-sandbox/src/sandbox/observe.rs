@@ -191,7 +191,7 @@ impl Grants {
     /// private registry on another port is refused too; granting 443 (the registry's destination)
     /// lets the install through to the sandbox's other rules. (Here rather than in `installers`,
     /// which the observer uses, so the two modules do not import each other.)
-    pub fn registry_unreachable(&self) -> bool {
+    pub(crate) fn registry_unreachable(&self) -> bool {
         let web = |p: u16| p == 443 || p == 80;
         self.ports_enforced
             && !self.tcp_connect.iter().any(|p| web(*p))

@@ -251,14 +251,6 @@ fn search(root: &Path, dir: &Path, granted: &[PathBuf], pins: &mut Pins) {
     }
 }
 
-/// Who trusts `relative` (a path [`Pins`] names), for the report.
-pub fn why(relative: &str) -> Option<&'static str> {
-    TRUSTED
-        .iter()
-        .find(|(name, _)| relative == *name || relative.ends_with(&format!("/{name}")))
-        .map(|(_, why)| *why)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,10 +293,6 @@ mod tests {
         assert!(p.held.contains(&root.join(".git")));
         assert!(!p.held.contains(&root.join(".git/objects")));
         assert!(p.missing.contains(&".git/commondir".to_string()));
-        assert_eq!(
-            why(".git/config").map(|w| w.contains("fsmonitor")),
-            Some(true)
-        );
     }
 
     /// A grant that is a git folder itself (a bare repository, or a `.git` granted without its
