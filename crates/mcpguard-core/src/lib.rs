@@ -16,7 +16,8 @@
 //! What it must never do: use `unsafe` (forbidden below), spawn a process, confine one (that is
 //! `mcpguard-sandbox`), ask a person out of band (`mcpguard-approvals`) or parse a command line
 //! (the `mcpguard` binary). None of those crates is a dependency of this one, so the compiler
-//! holds that rule; `tests/integration/layering.rs` holds the rules between its folders
+//! holds that rule, and the crate's `clippy.toml` refuses the standard library's own
+//! `std::process::Command` and TCP/UDP sockets (CI runs clippy with `-D warnings`); `tests/integration/layering.rs` holds the rules between its folders
 //! (ARCHITECTURE.md, "Layers").
 
 #![forbid(unsafe_code)]
