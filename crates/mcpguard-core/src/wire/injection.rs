@@ -589,26 +589,21 @@ fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut TableP
 
     if PHRASES.iter().any(|(l, _)| !skip(*l)) {
         let words = words(text);
-        for &(label, phrase) in PHRASES {
+        // Every match as (phrase, first word), found in one pass over the words (each word
+        // looked up once among the phrases' first words, not every phrase compared at every
+        // word), then replayed in the table's order, phrase by phrase and by position: the
+        // order the findings have always had. `skip` only grows as matches are pushed, so a
+        // label skipped while collecting stays skipped, and checking it before each replayed
+        // match stops a phrase once its label is found, as the table walk did.
+        for (p, start) in phrase_matches(&words, skip) {
+            let (label, phrase) = PHRASES[p];
             if skip(label) {
                 continue;
             }
-            for start in 0..words.len() {
-                let matched = phrase.len() <= words.len() - start
-                    && phrase
-                        .iter()
-                        .zip(&words[start..])
-                        .all(|(want, (word, _))| word == want);
-                if matched {
-                    let from = words[start].1.start;
-                    let to = words[start + phrase.len() - 1].1.end;
-                    let weak = !strong_phrase(label, phrase, &words, start);
-                    push(label, Evidence::Quoted(&text[from..to]), from..to, weak);
-                    if skip(label) {
-                        break;
-                    }
-                }
-            }
+            let from = words[start].1.start;
+            let to = words[start + phrase.len() - 1].1.end;
+            let weak = !strong_phrase(label, phrase, &words, start);
+            push(label, Evidence::Quoted(&text[from..to]), from..to, weak);
         }
     }
 
@@ -929,6 +924,52 @@ pub fn labels_in(text: &str, ctx: &Context) -> Vec<Label> {
         .collect();
     labels.dedup();
     labels
+}
+
+/// Every match of [`PHRASES`] in `words` whose label `skip` does not name, as (phrase index,
+/// first word), sorted: phrase by phrase in table order, then by position.
+fn phrase_matches(
+    words: &[(String, Range<usize>)],
+    skip: &mut dyn FnMut(Label) -> bool,
+) -> Vec<(usize, usize)> {
+    let index = phrases_by_first_word();
+    let mut matches: Vec<(usize, usize)> = Vec::new();
+    for (start, (word, _)) in words.iter().enumerate() {
+        let Some(candidates) = index.get(word.as_str()) else {
+            continue;
+        };
+        for &p in candidates {
+            let (label, phrase) = PHRASES[p];
+            let matched = !skip(label)
+                && phrase.len() <= words.len() - start
+                && phrase
+                    .iter()
+                    .zip(&words[start..])
+                    .all(|(want, (word, _))| word == want);
+            if matched {
+                matches.push((p, start));
+            }
+        }
+    }
+    matches.sort_unstable();
+    matches
+}
+
+/// For each word that starts a phrase of [`PHRASES`], the indexes of those phrases in table
+/// order, built once.
+fn phrases_by_first_word() -> &'static std::collections::HashMap<&'static str, Vec<usize>> {
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, Vec<usize>>> =
+        std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index: std::collections::HashMap<&'static str, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, (_, phrase)) in PHRASES.iter().enumerate() {
+            if let Some(first) = phrase.first() {
+                index.entry(*first).or_default().push(i);
+            }
+        }
+        index
+    })
 }
 
 /// The words of `text`, lowercased, look-alike letters folded to ASCII, with their byte ranges.

@@ -338,3 +338,34 @@ fn the_raw_json_test_never_skips_a_result_with_a_label() {
         &Context::default()
     ));
 }
+
+/// The phrase search looks each word up among the phrases' first words; the table walk it
+/// replaced compared every phrase at every word. Over the corpora and the generated texts both
+/// give the same matches in the same order (phrase by phrase, then by position).
+#[test]
+fn the_indexed_phrase_search_finds_what_the_table_walk_finds() {
+    let mut compared = 0;
+    for (text, _) in texts() {
+        let words = super::words(&text);
+        let mut walk = Vec::new();
+        for (p, (_, phrase)) in super::PHRASES.iter().enumerate() {
+            for start in 0..words.len() {
+                if phrase.len() <= words.len() - start
+                    && phrase
+                        .iter()
+                        .zip(&words[start..])
+                        .all(|(want, (word, _))| word == want)
+                {
+                    walk.push((p, start));
+                }
+            }
+        }
+        compared += walk.len();
+        assert_eq!(
+            super::phrase_matches(&words, &mut |_| false),
+            walk,
+            "{text:?}"
+        );
+    }
+    assert!(compared > 100, "only {compared} phrase matches compared");
+}
