@@ -6,7 +6,8 @@
 //! (`sanitize`), the labelling of instruction-like passages in such text (`injection`) and the
 //! finding of secret-shaped values in it (`secrets`). It
 //! knows the JSON-RPC shapes and the protocol facts, and nothing of the gate, the snapshot, the
-//! policy or processes: it never decides whether a message passes.
+//! policy or processes: it never decides whether a message passes. In tests, `test_rng` is the
+//! seeded generator of its differential tests.
 
 pub mod envelope;
 pub mod frame;
@@ -16,3 +17,5 @@ pub mod message;
 pub mod sanitize;
 pub mod secrets;
 pub mod sink;
+#[cfg(test)]
+mod test_rng;

@@ -97,16 +97,7 @@ impl Session {
         }
         if is_error {
             if self.config.redact_errors {
-                let text: Vec<&str> = result
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(|b| b.get("text").and_then(Value::as_str))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                self.audit_raw_error(tool, &text.join("\n"), out);
+                self.audit_raw_error(tool, &error_text(&result), out);
                 let r = Refusal::new(
                     code::UPSTREAM_ERROR,
                     Category::Upstream,
@@ -115,18 +106,9 @@ impl Session {
                 return self.refuse_call(id, tool, r, out);
             }
             changed |= refusal::clean_error_result(&mut result);
-            let text: Vec<&str> = result
-                .get("content")
-                .and_then(Value::as_array)
-                .map(|c| {
-                    c.iter()
-                        .filter_map(|b| b.get("text").and_then(Value::as_str))
-                        .collect()
-                })
-                .unwrap_or_default();
             out.push(Out::ToolError {
                 tool: tool.to_string(),
-                text: text.join("\n"),
+                text: error_text(&result),
             });
             let ctx = self.label_context(tool, arguments, true);
             let unchanged = (!changed).then(|| raw.get());
@@ -667,6 +649,21 @@ fn describe_all(found: &[Detection]) -> String {
         .map(Detection::describe)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The text blocks of an error result, one per line: what the audit log keeps of a withheld
+/// error and what the process driver reads for the sandbox's explanation.
+fn error_text(result: &Value) -> String {
+    let blocks: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    blocks.join("\n")
 }
 
 /// Forwards a server notification after its checks: unchanged, as the server's bytes; changed

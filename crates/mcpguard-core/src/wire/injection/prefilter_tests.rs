@@ -9,25 +9,11 @@ use serde_json::Value;
 use super::corpus_tests::COUNTED_BY_DEFAULT;
 use super::structure::{structural_unfiltered, ACTING, NOUNS_STRONG, NOUNS_WEAK, SENDING};
 use super::*;
+use crate::wire::test_rng::Rng;
 
 const ATTACKS: &str = include_str!("../../../../../tests/data/injection/attacks.json");
 const CONTROLS: &str = include_str!("../../../../../tests/data/injection/controls.json");
 const CONTROLS_REAL: &str = include_str!("../../../../../tests/data/injection/controls-real.json");
-
-/// Deterministic pseudo-random numbers (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// Texts of the corpora, each with the context its case names, and generated texts in three
 /// contexts (none, a catalogue, a catalogue with argument values and error text).

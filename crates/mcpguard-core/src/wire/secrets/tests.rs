@@ -1,4 +1,5 @@
 use super::*;
+use crate::wire::test_rng::Rng;
 
 fn kinds(text: &str) -> Vec<String> {
     Detector::new(true, &[], &[])
@@ -190,21 +191,6 @@ fn the_quick_test_never_misses_what_find_finds() {
     // An escaped spelling of a key is not decided by the raw text: the full scan runs.
     assert!(d.may_contain(r#"{"text":"\u0041KIAIOSFODNN7EXAMPLE"}"#));
     assert!(!Detector::none().may_contain("AKIAIOSFODNN7EXAMPLE"));
-}
-
-/// Deterministic pseudo-random numbers for the differential tests (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Pieces the generated texts are made of: every anchor, whole shapes, near-misses cut short,
