@@ -355,3 +355,72 @@ fn the_indexed_phrase_search_finds_what_the_table_walk_finds() {
     }
     assert!(compared > 100, "only {compared} phrase matches compared");
 }
+
+/// The byte facts, found by the skipping and block searches, equal what one pass over every
+/// byte gives (the loop they replaced, kept here as the oracle): over the corpora and over
+/// generated texts of base64 runs just under, at and over the minimum, control and high bytes
+/// at every position of a block, and tag characters.
+#[test]
+fn the_byte_facts_equal_one_pass_over_every_byte() {
+    fn one_pass(text: &str) -> structure::ByteFacts {
+        let mut facts = structure::ByteFacts::default();
+        let (mut run, mut longest) = (0usize, 0usize);
+        for &b in text.as_bytes() {
+            let b64 = b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
+            run = if b64 { run + 1 } else { 0 };
+            longest = longest.max(run);
+            facts.control |= b == 0x7f || (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r'));
+            facts.non_ascii |= b >= 0x80;
+            facts.tag_lead |= b == 0xF3;
+        }
+        facts.payload_run = longest >= structure::PAYLOAD_MIN;
+        facts
+    }
+    let mut cases: Vec<String> = texts().into_iter().map(|(t, _)| t).collect();
+    let pieces = [
+        "a",
+        "Z",
+        "9",
+        "+",
+        "/",
+        "-",
+        "_",
+        " ",
+        ".",
+        "=",
+        "\n",
+        "\t",
+        "\r",
+        "\u{1}",
+        "\u{7f}",
+        "é",
+        "\u{E0041}",
+        "\u{200b}",
+    ];
+    let mut rng = Rng(0x0b17_e5fa_c75e_ed01);
+    for _ in 0..4000 {
+        let mut t = String::new();
+        let len = rng.below(200);
+        while t.len() < len {
+            // Runs of one base64 character around the minimum, or a single other piece.
+            if rng.below(3) == 0 {
+                let n = structure::PAYLOAD_MIN - 2 + rng.below(4);
+                t.push_str(&"x".repeat(n));
+            } else {
+                t.push_str(pieces[rng.below(pieces.len())]);
+            }
+        }
+        cases.push(t);
+    }
+    let mut runs = 0;
+    for text in &cases {
+        let want = one_pass(text);
+        runs += usize::from(want.payload_run);
+        assert_eq!(structure::ByteFacts::of(text), want, "{text:?}");
+    }
+    assert!(
+        runs > 100 && runs < cases.len() - 100,
+        "{runs} of {} with a run",
+        cases.len()
+    );
+}
