@@ -435,14 +435,14 @@ const PEOPLE: &[&str] = &[
 fn strong_phrase(
     label: Label,
     phrase: &[&str],
-    words: &[(String, Range<usize>)],
+    words: &[(std::borrow::Cow<'_, str>, Range<usize>)],
     start: usize,
 ) -> bool {
     let end = start + phrase.len();
     let within = |n: usize, list: &[&str]| {
         words[start..(end + n).min(words.len())]
             .iter()
-            .any(|(w, _)| list.contains(&w.as_str()))
+            .any(|(w, _)| list.contains(&&**w))
     };
     match label {
         Label::OverrideInstruction => {
@@ -576,11 +576,24 @@ type TablePush<'a> = dyn FnMut(Label, Evidence<'_>, Range<usize>, bool) + 'a;
 fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut TablePush<'_>) {
     if !skip(Label::HiddenCharacters) {
         let mut hidden: Option<Range<usize>> = None;
-        for (i, c) in text.char_indices() {
-            if hidden_at(text, i, c) {
-                let r = hidden.get_or_insert(i..i);
-                r.end = i + c.len_utf8();
+        // Printable ASCII, line breaks and tabs are never hidden (`sanitize::is_hidden` holds
+        // no character of them), so only the other characters are decoded and looked at: text
+        // that is all ASCII costs one byte search.
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while let Some(k) = bytes[i..]
+            .iter()
+            .position(|&b| !(0x20..0x7f).contains(&b) && !matches!(b, b'\n' | b'\t' | b'\r'))
+        {
+            let at = i + k;
+            let Some(c) = text[at..].chars().next() else {
+                break;
+            };
+            if hidden_at(text, at, c) {
+                let r = hidden.get_or_insert(at..at);
+                r.end = at + c.len_utf8();
             }
+            i = at + c.len_utf8();
         }
         if let Some(at) = hidden {
             push(Label::HiddenCharacters, Evidence::Hidden(text), at, false);
@@ -610,13 +623,17 @@ fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut TableP
     if MARKERS.iter().any(|(l, _)| !skip(*l)) {
         // ASCII lowercasing keeps every byte offset, so a match in `lower` is a slice of `text`.
         let lower = format!("\n{}", text.to_ascii_lowercase());
-        for &(label, marker) in MARKERS {
+        // Every marker's occurrences in one pass, replayed marker by marker in the table's
+        // order (one search per marker was a pass over the text for each of them).
+        static MARKER_SEARCH: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+            std::sync::OnceLock::new();
+        let markers: Vec<&str> = MARKERS.iter().map(|(_, m)| *m).collect();
+        let found = structure::occurrences_of(&MARKER_SEARCH, &markers, &lower, usize::MAX);
+        for (&(label, marker), starts) in MARKERS.iter().zip(found) {
             if skip(label) {
                 continue;
             }
-            let mut from = 0;
-            while let Some(at) = lower[from..].find(marker) {
-                let start = from + at;
+            for start in starts {
                 let end = start + marker.len();
                 // Offsets in `lower` are one ahead of `text` because of the leading line break.
                 let (from_t, mut to_t) = (start.saturating_sub(1), end - 1);
@@ -638,7 +655,6 @@ fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut TableP
                     to_t - quoted.len()..to_t,
                     weak,
                 );
-                from = end;
                 if skip(label) {
                     break;
                 }
@@ -929,13 +945,13 @@ pub fn labels_in(text: &str, ctx: &Context) -> Vec<Label> {
 /// Every match of [`PHRASES`] in `words` whose label `skip` does not name, as (phrase index,
 /// first word), sorted: phrase by phrase in table order, then by position.
 fn phrase_matches(
-    words: &[(String, Range<usize>)],
+    words: &[(std::borrow::Cow<'_, str>, Range<usize>)],
     skip: &mut dyn FnMut(Label) -> bool,
 ) -> Vec<(usize, usize)> {
     let index = phrases_by_first_word();
     let mut matches: Vec<(usize, usize)> = Vec::new();
     for (start, (word, _)) in words.iter().enumerate() {
-        let Some(candidates) = index.get(word.as_str()) else {
+        let Some(candidates) = index.get(&**word) else {
             continue;
         };
         for &p in candidates {
@@ -957,12 +973,10 @@ fn phrase_matches(
 
 /// For each word that starts a phrase of [`PHRASES`], the indexes of those phrases in table
 /// order, built once.
-fn phrases_by_first_word() -> &'static std::collections::HashMap<&'static str, Vec<usize>> {
-    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, Vec<usize>>> =
-        std::sync::OnceLock::new();
+fn phrases_by_first_word() -> &'static structure::WordMap<Vec<usize>> {
+    static INDEX: std::sync::OnceLock<structure::WordMap<Vec<usize>>> = std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut index: std::collections::HashMap<&'static str, Vec<usize>> =
-            std::collections::HashMap::new();
+        let mut index = structure::WordMap::<Vec<usize>>::default();
         for (i, (_, phrase)) in PHRASES.iter().enumerate() {
             if let Some(first) = phrase.first() {
                 index.entry(*first).or_default().push(i);
@@ -973,8 +987,10 @@ fn phrases_by_first_word() -> &'static std::collections::HashMap<&'static str, V
 }
 
 /// The words of `text`, lowercased, look-alike letters folded to ASCII, with their byte ranges.
-/// A word is a run of alphanumeric characters and apostrophes (so "don't" is one word).
-fn words(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+/// A word is a run of alphanumeric characters and apostrophes (so "don't" is one word). A word
+/// spelt only in ASCII lowercase letters, digits and `'` is its own lowercased, folded form, so
+/// it borrows the text's bytes; only the others are copied and rewritten.
+fn words(text: &str) -> Vec<(std::borrow::Cow<'_, str>, std::ops::Range<usize>)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text
@@ -985,12 +1001,20 @@ fn words(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
         match (start, in_word) {
             (None, true) => start = Some(i),
             (Some(s), false) => {
-                let word: String = text[s..i]
-                    .to_lowercase()
-                    .replace('\u{2019}', "'")
-                    .chars()
-                    .map(structure::fold)
-                    .collect();
+                let raw = &text[s..i];
+                let word = if raw
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'\'')
+                {
+                    raw.into()
+                } else {
+                    raw.to_lowercase()
+                        .replace('\u{2019}', "'")
+                        .chars()
+                        .map(structure::fold)
+                        .collect::<String>()
+                        .into()
+                };
                 out.push((word, s..i));
                 start = None;
             }

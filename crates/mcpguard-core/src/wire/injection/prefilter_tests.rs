@@ -424,3 +424,155 @@ fn the_byte_facts_equal_one_pass_over_every_byte() {
         cases.len()
     );
 }
+
+/// The two tokenizers borrow the words that need no rewriting instead of copying every word;
+/// over the corpora and the generated texts (capitals, apostrophes of both kinds around and
+/// inside words, hyphens, look-alike letters) they give the words and ranges the copying
+/// versions they replaced gave (kept here as the oracles).
+#[test]
+fn the_borrowing_tokenizers_give_the_copying_ones_words() {
+    fn copied_words(text: &str) -> Vec<(String, Range<usize>)> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), ' ')))
+        {
+            let in_word = c.is_alphanumeric() || c == '\'' || c == '\u{2019}';
+            match (start, in_word) {
+                (None, true) => start = Some(i),
+                (Some(s), false) => {
+                    let word: String = text[s..i]
+                        .to_lowercase()
+                        .replace('\u{2019}', "'")
+                        .chars()
+                        .map(structure::fold)
+                        .collect();
+                    out.push((word, s..i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+    fn copied_tokens(text: &str) -> Vec<(String, Range<usize>)> {
+        let mut out = Vec::new();
+        let mut start: Option<usize> = None;
+        let mut word = String::new();
+        let mut prev_word_char = false;
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), ' ')))
+        {
+            let inner = c.is_alphanumeric() || c == '_' || c == '\'' || c == '\u{2019}';
+            let hyphen = c == '-'
+                && prev_word_char
+                && text[i + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_alphanumeric);
+            if inner || hyphen {
+                if start.is_none() {
+                    start = Some(i);
+                    word.clear();
+                }
+                for l in c.to_lowercase() {
+                    word.push(structure::fold(l));
+                }
+            } else if let Some(s) = start.take() {
+                let lead =
+                    text[s..i].len() - text[s..i].trim_start_matches(['\'', '\u{2019}']).len();
+                let trail =
+                    text[s..i].len() - text[s..i].trim_end_matches(['\'', '\u{2019}']).len();
+                let trimmed = word.replace('\u{2019}', "'").trim_matches('\'').to_string();
+                if !trimmed.is_empty() {
+                    out.push((trimmed, s + lead..i - trail));
+                }
+            }
+            prev_word_char = inner;
+        }
+        out
+    }
+    let mut cases: Vec<String> = texts().into_iter().map(|(t, _)| t).collect();
+    let pieces = [
+        "Send",
+        "send",
+        "'quoted'",
+        "\u{2019}curly\u{2019}",
+        "don't",
+        "DON\u{2019}T",
+        "e-mail",
+        "-",
+        "--",
+        "x_y",
+        "_",
+        "'",
+        "\u{2019}",
+        "Аgent",
+        "аgent",
+        "Ǆ",
+        "İ",
+        "ß",
+        " ",
+        "\n",
+        ".",
+        "9",
+        "a9'",
+        "'9",
+    ];
+    let mut rng = Rng(0x70c3_a11e_d00d_f00d);
+    for _ in 0..3000 {
+        let mut t = String::new();
+        for _ in 0..rng.below(24) {
+            t.push_str(pieces[rng.below(pieces.len())]);
+        }
+        cases.push(t);
+    }
+    for text in &cases {
+        let got: Vec<(String, Range<usize>)> = super::words(text)
+            .into_iter()
+            .map(|(w, r)| (w.into_owned(), r))
+            .collect();
+        assert_eq!(got, copied_words(text), "words of {text:?}");
+        let got: Vec<(String, Range<usize>)> = structure::tokens(text)
+            .into_iter()
+            .map(|t| (t.word.into_owned(), t.at))
+            .collect();
+        assert_eq!(got, copied_tokens(text), "tokens of {text:?}");
+    }
+}
+
+/// One automaton pass lists each pattern's occurrences as one `match_indices` search per
+/// pattern lists them (left to right, not overlapping), including patterns that overlap one
+/// another and repeat back to back, with and without a limit.
+#[test]
+fn one_pass_occurrences_equal_a_search_per_pattern() {
+    use aho_corasick::AhoCorasick;
+    let patterns = [
+        "aa",
+        "aaa",
+        ".ssh/",
+        "~/.ssh",
+        "id_rsa",
+        "a",
+        "\nsystem:",
+        "ssh",
+    ];
+    let ac = AhoCorasick::new(patterns).expect("automaton");
+    let mut rng = Rng(0x0cc0_7e55_e5ba_d5ee);
+    let pieces = ["a", "aa", "~/.ssh/id_rsa", ".ssh/", "\nsystem:", "x", " "];
+    for _ in 0..2000 {
+        let mut hay = String::new();
+        for _ in 0..rng.below(30) {
+            hay.push_str(pieces[rng.below(pieces.len())]);
+        }
+        for limit in [usize::MAX, 2] {
+            let want: Vec<Vec<usize>> = patterns
+                .iter()
+                .map(|p| hay.match_indices(p).take(limit).map(|(at, _)| at).collect())
+                .collect();
+            assert_eq!(structure::occurrences(&ac, &hay, limit), want, "{hay:?}");
+        }
+    }
+}

@@ -964,17 +964,19 @@ const CREDENTIAL_PATHS: &[&str] = &[
     "credentials.json",
 ];
 
-struct Token {
-    word: String,
-    at: Range<usize>,
+pub(super) struct Token<'a> {
+    pub(super) word: std::borrow::Cow<'a, str>,
+    pub(super) at: Range<usize>,
 }
 
 /// Tokens: runs of letters, digits, `_`, `-` inside a word and apostrophes, lowercased, with
-/// look-alike letters folded to ASCII (see [`fold`]).
-fn tokens(text: &str) -> Vec<Token> {
+/// look-alike letters folded to ASCII (see [`fold`]). A token spelt only in ASCII lowercase
+/// letters, digits, `_`, `-` and `'` is its own word, so it borrows the text's bytes; only the
+/// others (capitals, non-ASCII letters, typographic apostrophes) are copied and rewritten. An
+/// allocation per token was the largest cost of the analysis.
+pub(super) fn tokens(text: &str) -> Vec<Token<'_>> {
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
-    let mut word = String::new();
     let mut prev_word_char = false;
     for (i, c) in text
         .char_indices()
@@ -991,19 +993,34 @@ fn tokens(text: &str) -> Vec<Token> {
         if inner || hyphen {
             if start.is_none() {
                 start = Some(i);
-                word.clear();
-            }
-            for l in c.to_lowercase() {
-                word.push(fold(l));
             }
         } else if let Some(s) = start.take() {
+            let raw = &text[s..i];
             // Quotation marks around a word are not part of it ("'Please" is "please").
-            let lead = text[s..i].len() - text[s..i].trim_start_matches(['\'', '\u{2019}']).len();
-            let trail = text[s..i].len() - text[s..i].trim_end_matches(['\'', '\u{2019}']).len();
-            let trimmed = word.replace('\u{2019}', "'").trim_matches('\'').to_string();
-            if !trimmed.is_empty() {
+            let lead = raw.len() - raw.trim_start_matches(['\'', '\u{2019}']).len();
+            let trail = raw.len() - raw.trim_end_matches(['\'', '\u{2019}']).len();
+            let plain = raw.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'\'')
+            });
+            let word: std::borrow::Cow<'_, str> = if plain {
+                // Lowercasing and folding leave these bytes as they are, and the only
+                // apostrophes are ASCII ones, so the word is the trimmed slice itself.
+                raw.trim_matches('\'').into()
+            } else {
+                let mut word = String::with_capacity(raw.len());
+                for c in raw.chars() {
+                    for l in c.to_lowercase() {
+                        word.push(fold(l));
+                    }
+                }
+                word.replace('\u{2019}', "'")
+                    .trim_matches('\'')
+                    .to_string()
+                    .into()
+            };
+            if !word.is_empty() {
                 out.push(Token {
-                    word: trimmed,
+                    word,
                     at: s + lead..i - trail,
                 });
             }
@@ -1011,6 +1028,114 @@ fn tokens(text: &str) -> Vec<Token> {
         prev_word_char = inner;
     }
     out
+}
+
+/// What a word is in the labeller's vocabulary: a bit per list it is in ([`NOUNS_STRONG`],
+/// [`NOUNS_WEAK`], [`SENDING`], [`ACTING`]), 0 for every other word. One hash lookup per token
+/// (none for a token longer than every word of the lists) instead of comparing it with every
+/// word of four lists.
+fn vocabulary(word: &str) -> u8 {
+    type Table = (WordMap<u8>, usize);
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    let (table, longest) = TABLE.get_or_init(|| {
+        let mut t = WordMap::default();
+        for (bit, list) in [
+            (NOUN_STRONG, NOUNS_STRONG),
+            (NOUN_WEAK, NOUNS_WEAK),
+            (VERB_SENDING, SENDING),
+            (VERB_ACTING, ACTING),
+        ] {
+            for w in list {
+                *t.entry(*w).or_insert(0) |= bit;
+            }
+        }
+        let longest = t.keys().map(|w| w.len()).max().unwrap_or(0);
+        (t, longest)
+    });
+    if word.len() > *longest {
+        return 0;
+    }
+    table.get(word).copied().unwrap_or(0)
+}
+
+/// A map from the labeller's fixed words, looked up once per word of a text: FNV-1a hashes a
+/// short word in a few nanoseconds, where the standard library's SipHash (whose defence against
+/// chosen keys a table of constant words does not need) took a tenth of the analysis. A text
+/// cannot slow the lookups by its choice of words: it only asks, and the table's own keys are
+/// fixed.
+pub(super) type WordMap<V> =
+    std::collections::HashMap<&'static str, V, std::hash::BuildHasherDefault<Fnv>>;
+
+/// The FNV-1a hash (64 bits) of [`WordMap`].
+pub(super) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+const NOUN_STRONG: u8 = 1;
+const NOUN_WEAK: u8 = 2;
+const VERB_SENDING: u8 = 4;
+const VERB_ACTING: u8 = 8;
+
+/// The starts of each pattern's occurrences in `hay`, pattern by pattern, as
+/// `str::match_indices` lists them (left to right, none overlapping an earlier one of the same
+/// pattern), at most `limit` of each: one pass of `ac` (built with the standard match kind, so
+/// that it reports overlapping matches) instead of one search per pattern. The overlapping
+/// matches come in the order of their ends, which for the occurrences of one pattern (all of
+/// one length) is the order of their starts.
+pub(super) fn occurrences(ac: &AhoCorasick, hay: &str, limit: usize) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); ac.patterns_len()];
+    let mut ends = vec![0usize; ac.patterns_len()];
+    for m in ac.find_overlapping_iter(hay) {
+        let p = m.pattern().as_usize();
+        if m.start() >= ends[p] && out[p].len() < limit {
+            out[p].push(m.start());
+            ends[p] = m.end();
+        }
+    }
+    out
+}
+
+/// [`occurrences`] of `patterns` (an automaton built once per table and kept in `cell`), or, if
+/// the automaton cannot be built, one `match_indices` search per pattern: the same answer.
+pub(super) fn occurrences_of(
+    cell: &'static OnceLock<Option<AhoCorasick>>,
+    patterns: &[&str],
+    hay: &str,
+    limit: usize,
+) -> Vec<Vec<usize>> {
+    // A DFA without a prefilter walks every byte with one table lookup: the patterns' rarest
+    // bytes (`/`, `.`, `:`) are common in code and markup, where the default automaton's
+    // rare-byte prefilter stopped at most of them (a little slower on this repository's code).
+    let built = cell.get_or_init(|| {
+        AhoCorasickBuilder::new()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .prefilter(false)
+            .build(patterns)
+            .ok()
+    });
+    match built {
+        Some(ac) => occurrences(ac, hay, limit),
+        None => patterns
+            .iter()
+            .map(|p| hay.match_indices(p).take(limit).map(|(at, _)| at).collect())
+            .collect(),
+    }
 }
 
 /// A look-alike letter (Cyrillic, Greek) as the ASCII letter it imitates; others unchanged.
@@ -1079,10 +1204,6 @@ fn next_char(text: &str, at: usize) -> Option<char> {
     text[at..].chars().find(|c| !matches!(c, ' ' | '\t'))
 }
 
-fn is_noun(w: &str) -> bool {
-    NOUNS_STRONG.contains(&w) || NOUNS_WEAK.contains(&w)
-}
-
 /// Whether `w` is spelt like a tool name: `snake_case` with at least one underscore.
 fn tool_shaped(original: &str) -> bool {
     original.len() >= 4
@@ -1097,12 +1218,13 @@ fn tool_shaped(original: &str) -> bool {
 fn signals(text: &str, ctx: &Context) -> Signals {
     let toks = tokens(text);
     let mut s = Signals::default();
-    let w = |i: usize| toks.get(i).map_or("", |t| t.word.as_str());
+    let w = |i: usize| toks.get(i).map_or("", |t| &*t.word);
     for (i, t) in toks.iter().enumerate() {
-        let word = t.word.as_str();
+        let word = &*t.word;
+        let kind = vocabulary(word);
         let strong =
-            NOUNS_STRONG.contains(&word) || (word == "model" && i > 0 && w(i - 1) == "language");
-        if is_noun(word) {
+            kind & NOUN_STRONG != 0 || (word == "model" && i > 0 && w(i - 1) == "language");
+        if kind & (NOUN_STRONG | NOUN_WEAK) != 0 {
             // A role label or vocative: "SYSTEM: you …", "Assistant, …", "AI agent: …".
             let mut first = i;
             while first > 0 && i - first < 3 && PRE_VOCATIVE.contains(&w(first - 1)) {
@@ -1110,7 +1232,7 @@ fn signals(text: &str, ctx: &Context) -> Signals {
             }
             let punct = next_char(text, t.at.end);
             if clause_start(text, toks[first].at.start) {
-                let after = toks.get(i + 1).map_or("", |n| n.word.as_str());
+                let after = toks.get(i + 1).map_or("", |n| &*n.word);
                 let role = match punct {
                     Some(':') => strong || AFTER_ROLE.contains(&after) || is_verb(after),
                     Some(',') | Some('!') => word != "system",
@@ -1156,7 +1278,7 @@ fn signals(text: &str, ctx: &Context) -> Signals {
             }
         }
         // Directive verbs in the imperative.
-        if is_verb(word) {
+        if kind & (VERB_SENDING | VERB_ACTING) != 0 {
             let lead = i > 0
                 && (IMPERATIVE_LEAD.contains(&w(i - 1))
                     || (w(i - 1).ends_with("ly") && clause_start(text, toks[i - 1].at.start)));
@@ -1178,7 +1300,7 @@ fn signals(text: &str, ctx: &Context) -> Signals {
                 };
                 for k in i + 1..(i + 5).min(toks.len()) {
                     let original = &text[toks[k].at.clone()];
-                    let name = toks[k].word.as_str();
+                    let name = &*toks[k].word;
                     let catalogue = ctx.tools.iter().any(|n| n == name)
                         && ctx.answering.as_deref() != Some(name);
                     let paren = next_char(text, toks[k].at.end) == Some('(');
@@ -1251,8 +1373,10 @@ fn signals(text: &str, ctx: &Context) -> Signals {
             s.urls.push(at - local..at + 1 + dlen);
         }
     }
-    for path in CREDENTIAL_PATHS {
-        for (at, _) in lower.match_indices(path).take(64) {
+    static PATHS: OnceLock<Option<AhoCorasick>> = OnceLock::new();
+    let found = occurrences_of(&PATHS, CREDENTIAL_PATHS, &lower, 64);
+    for (path, starts) in CREDENTIAL_PATHS.iter().zip(found) {
+        for at in starts {
             let end = at + path.len();
             // A public key, a host list or an example is not a secret.
             let whole = lower[end..]
@@ -1290,7 +1414,7 @@ fn signals(text: &str, ctx: &Context) -> Signals {
 }
 
 fn is_verb(w: &str) -> bool {
-    SENDING.contains(&w) || ACTING.contains(&w)
+    vocabulary(w) & (VERB_SENDING | VERB_ACTING) != 0
 }
 
 /// The regions of `text` a person reading the rendered page does not see, with their kind:
