@@ -710,10 +710,11 @@ pub fn may_have_findings_among(text: &str, labels: &[Label]) -> bool {
 
 /// [`may_have_findings_among`] for [`findings_in`] with `ctx`.
 pub fn may_have_findings_in(text: &str, labels: &[Label], ctx: &Context) -> bool {
-    if labels.iter().any(|l| l.structural()) && structure::may_have_signals(text, ctx) {
-        return true;
-    }
-    may_have_table_findings(text, labels)
+    let mut facts = None;
+    let pass = quick_pass(text, labels);
+    (labels.iter().any(|l| l.structural())
+        && structure::may_have_signals_after(pass.classes, text, ctx, &mut facts))
+        || may_have_table_findings_after(pass.table, text, labels, &mut facts)
 }
 
 /// The labels among `labels` that [`findings_in`] gives `text` with `ctx`, each once, in the
@@ -725,9 +726,10 @@ pub fn may_have_findings_in(text: &str, labels: &[Label], ctx: &Context) -> bool
 /// check of [`corroborated`] (weak phrases label only with a second signal).
 pub fn labels_among_in(text: &str, labels: &[Label], ctx: &Context) -> Vec<Label> {
     let mut facts = None;
+    let pass = quick_pass(text, labels);
     let signals = labels.iter().any(|l| l.structural())
-        && structure::may_have_signals_with(text, ctx, &mut facts);
-    if !signals && !may_have_table_findings_with(text, labels, &mut facts) {
+        && structure::may_have_signals_after(pass.classes, text, ctx, &mut facts);
+    if !signals && !may_have_table_findings_after(pass.table, text, labels, &mut facts) {
         return Vec::new();
     }
     let table = table_labels(text, labels, false);
@@ -787,27 +789,96 @@ pub fn json_may_have_labels(raw: &str, labels: &[Label], ctx: &Context) -> bool 
         }
     }
     let mut facts = None;
+    let pass = quick_pass(raw, labels);
     (labels.iter().any(|l| l.structural())
-        && structure::may_have_signals_with(raw, ctx, &mut facts))
-        || may_have_table_findings_with(raw, labels, &mut facts)
+        && structure::may_have_signals_after(pass.classes, raw, ctx, &mut facts))
+        || may_have_table_findings_after(pass.table, raw, labels, &mut facts)
 }
 
-/// The part of [`may_have_findings_in`] after the structural prefilter: `false` only when the
-/// tables, hidden characters and encoded payloads give none of `labels`.
-fn may_have_table_findings(text: &str, labels: &[Label]) -> bool {
-    may_have_table_findings_with(text, labels, &mut None)
+/// What one pass of the quick expressions over a text found (see [`quick_pass`]): the classes
+/// of the structural prefilter's anchors it holds ([`structure::VERB`], …), and whether the
+/// table's expression for the labels asked for matched.
+pub(super) struct QuickPass {
+    pub(super) classes: u8,
+    pub(super) table: bool,
 }
 
-/// [`may_have_table_findings`] with the byte pass shared with the structural prefilter (see
-/// `structure::may_have_signals_with`).
-fn may_have_table_findings_with(
+/// The quick expressions of the labeller in one pass over `text`: the structural prefilter's
+/// anchors by class ([`structure::anchor_expressions`]) and the union of the table's phrases,
+/// markers and payload run for the table labels among `labels` ([`quick_parts`]), as one set of
+/// expressions whose automaton walks the text once and says which of them matched anywhere.
+/// Before, the anchors had an automaton of their own and the table its own expression: two
+/// passes at about the same speed each. The set is compiled once per set of labels and kept
+/// for the process (a process has one policy, so one or two sets; past [`QUICK_SETS`] sets, one
+/// is compiled for the call and dropped). A set is built from constant tables and always
+/// compiles; should one not, the answer is "maybe" for everything, so the full scan answers
+/// instead of a wrong "nothing".
+pub(super) fn quick_pass(text: &str, labels: &[Label]) -> QuickPass {
+    type Cache = std::sync::Mutex<Vec<(u16, &'static Option<regex::bytes::RegexSet>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let set = table_labels_of(labels);
+    let build = || quick_set(set);
+    let run = |expressions: Option<&regex::bytes::RegexSet>| {
+        let Some(expressions) = expressions else {
+            return QuickPass {
+                classes: structure::VERB
+                    | structure::ADDRESS
+                    | structure::TARGET
+                    | structure::HIDDEN,
+                table: true,
+            };
+        };
+        let matched = expressions.matches(text.as_bytes());
+        let classes = structure::anchor_expressions()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| matched.matched(*i))
+            .fold(0, |seen, (_, (class, _))| seen | class);
+        QuickPass {
+            classes,
+            table: matched.matched(structure::anchor_expressions().len()),
+        }
+    };
+    let cache = CACHE.get_or_init(Default::default);
+    let found = {
+        let Ok(mut sets) = cache.lock() else {
+            return run(build().as_ref());
+        };
+        match sets.iter().find(|(k, _)| *k == set.0) {
+            Some((_, re)) => Some(*re),
+            None if sets.len() < QUICK_SETS => {
+                let re: &'static Option<regex::bytes::RegexSet> = Box::leak(Box::new(build()));
+                sets.push((set.0, re));
+                Some(re)
+            }
+            None => None,
+        }
+    };
+    match found {
+        Some(re) => run(re.as_ref()),
+        None => run(build().as_ref()),
+    }
+}
+
+/// How many sets of labels keep their compiled quick expressions (see [`quick_pass`]).
+const QUICK_SETS: usize = 64;
+
+/// The part of [`may_have_findings_in`] after the structural prefilter, given whether the
+/// table's expression matched (`table`, from [`quick_pass`]): `false` only when the tables,
+/// hidden characters and encoded payloads give none of `labels`. The byte facts are shared with
+/// the structural prefilter (see `structure::may_have_signals_after`).
+fn may_have_table_findings_after(
+    table: bool,
     text: &str,
     labels: &[Label],
     facts: &mut Option<structure::ByteFacts>,
 ) -> bool {
+    if table {
+        return true;
+    }
     let f = *facts.get_or_insert_with(|| structure::ByteFacts::of(text));
     // Look-alike letters are folded before the phrases are matched, which the ASCII
-    // expressions below cannot do: such a text gets the full scan.
+    // expressions cannot do: such a text gets the full scan.
     if f.non_ascii
         && labels.iter().any(|l| {
             matches!(
@@ -819,70 +890,16 @@ fn may_have_table_findings_with(
     {
         return true;
     }
-    if labels.contains(&Label::HiddenCharacters)
+    labels.contains(&Label::HiddenCharacters)
         && (f.non_ascii || f.control)
         && text
             .chars()
             .any(|c| sanitize::is_hidden(c) && !matches!(c, '\n' | '\t' | '\r'))
-    {
-        return true;
-    }
-    // One expression for all the labels asked for: one pass over the text instead of one per
-    // label. An expression is built from constant tables and always compiles; should one not,
-    // the full scan answers instead of a wrong "nothing".
-    with_quick_union(labels, |re| {
-        re.is_none_or(|re| re.is_match(text.as_bytes()))
-    })
 }
-
-/// Calls `f` with the union of the quick expressions of the table labels among `labels`
-/// ([`quick_parts`]; `None` when it does not compile). Compiled once per set of labels and kept
-/// for the process: a process has one policy, so one or two sets; past [`QUICK_SETS`] sets, an
-/// expression is compiled for the call and dropped.
-fn with_quick_union<T>(labels: &[Label], f: impl FnOnce(Option<&regex::bytes::Regex>) -> T) -> T {
-    type Cache = std::sync::Mutex<Vec<(u16, &'static Option<regex::bytes::Regex>)>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-    let mut set = LabelSet::default();
-    for l in labels {
-        if *l != Label::HiddenCharacters && !l.structural() {
-            set.add(*l);
-        }
-    }
-    let build = || {
-        let parts: Vec<String> = Label::ALL
-            .into_iter()
-            .filter(|l| set.has(*l))
-            .flat_map(quick_parts)
-            .collect();
-        quick_regex(&parts)
-    };
-    let cache = CACHE.get_or_init(Default::default);
-    let found = {
-        let Ok(mut sets) = cache.lock() else {
-            return f(build().as_ref());
-        };
-        match sets.iter().find(|(k, _)| *k == set.0) {
-            Some((_, re)) => Some(*re),
-            None if sets.len() < QUICK_SETS => {
-                let re: &'static Option<regex::bytes::Regex> = Box::leak(Box::new(build()));
-                sets.push((set.0, re));
-                Some(re)
-            }
-            None => None,
-        }
-    };
-    match found {
-        Some(re) => f(re.as_ref()),
-        None => f(build().as_ref()),
-    }
-}
-
-/// How many sets of labels keep their compiled quick expression (see [`with_quick_union`]).
-const QUICK_SETS: usize = 64;
 
 /// For one label: its phrases (their words with any run of non-word characters between them,
 /// as [`words`] splits them) and its markers, and for encoded payloads the run, as the
-/// alternatives of one expression (see [`quick_regex`]).
+/// alternatives of one expression (see [`quick_set`]).
 fn quick_parts(label: Label) -> Vec<String> {
     // ASCII-only classes keep the expression small and fast. They only make the test answer
     // "maybe" more often, never less: a character [`words`] counts as a word character but this
@@ -913,13 +930,38 @@ fn quick_parts(label: Label) -> Vec<String> {
     parts
 }
 
-/// The alternatives `parts` as one ASCII, case-insensitive expression; one that never matches
-/// when there is none; `None` when it does not compile.
-fn quick_regex(parts: &[String]) -> Option<regex::bytes::Regex> {
-    if parts.is_empty() {
-        return regex::bytes::Regex::new("[^\\s\\S]").ok();
+/// The table labels among `labels`: those the table's expression of [`quick_pass`] looks for.
+fn table_labels_of(labels: &[Label]) -> LabelSet {
+    let mut set = LabelSet::default();
+    for l in labels {
+        if *l != Label::HiddenCharacters && !l.structural() {
+            set.add(*l);
+        }
     }
-    regex::bytes::RegexBuilder::new(&format!("(?i-u){}", parts.join("|")))
+    set
+}
+
+/// The set of [`quick_pass`]: the structural anchors' expressions by class, and then the quick
+/// parts ([`quick_parts`]) of the table labels in `set` as one expression (one that never
+/// matches when there is none), all ASCII and case-insensitive; `None` when it does not
+/// compile.
+fn quick_set(set: LabelSet) -> Option<regex::bytes::RegexSet> {
+    let parts: Vec<String> = Label::ALL
+        .into_iter()
+        .filter(|l| set.has(*l))
+        .flat_map(quick_parts)
+        .collect();
+    let table = if parts.is_empty() {
+        "[^\\s\\S]".to_string()
+    } else {
+        parts.join("|")
+    };
+    let expressions = structure::anchor_expressions()
+        .iter()
+        .map(|(_, e)| e.as_str())
+        .chain(std::iter::once(table.as_str()))
+        .map(|e| format!("(?i-u){e}"));
+    regex::bytes::RegexSetBuilder::new(expressions)
         .unicode(false)
         .size_limit(32 << 20)
         .dfa_size_limit(16 << 20)

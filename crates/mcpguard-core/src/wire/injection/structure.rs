@@ -24,8 +24,9 @@
 //! hidden content that carries an address, a tool directive or a phrase of the list
 //! (`hidden-directive`); an encoded payload that decodes to any of these (`encoded-directive`).
 //!
-//! Cost: [`may_have_signals`] is one Aho-Corasick pass over the text for the anchor literals
-//! ([`anchors`]) plus, for a catalogue, one over the tool names; only a text that holds an
+//! Cost: [`may_have_signals`] is one pass of a set of expressions over the text for the anchor
+//! literals ([`anchors`]; the same pass looks for the phrase table, see `injection::quick_pass`)
+//! plus, for a catalogue, one over the tool names; only a text that holds an
 //! anchor gets the analysis, which is linear too: one tokenizing pass, constant work per token,
 //! then every hidden region and every decoded payload, each analysed once without further
 //! decoding. There is no count or byte cap that decoys could fill to hide a later region or
@@ -224,71 +225,57 @@ const ANCHORS: &[(u8, &[&str])] = &[
     ),
 ];
 
-/// The anchor automaton with each pattern's class and whether it counts only as a whole word.
-type Prefilter = (AhoCorasick, Vec<(u8, bool)>);
-
-/// The literal prefilter, built once.
-fn prefilter() -> Option<&'static Prefilter> {
-    static AC: OnceLock<Option<Prefilter>> = OnceLock::new();
-    AC.get_or_init(|| {
-        let table = anchor_table();
-        let classes = table.iter().map(|(c, w, _)| (*c, *w)).collect();
-        // A DFA: the anchors include single bytes ("_", "(", "@"), so no literal prefilter
-        // applies and the search walks every byte; a DFA walks it with one table lookup, where
-        // the default (a noncontiguous or contiguous NFA for this many patterns) follows
-        // failure transitions. The matches are the same whatever the kind.
-        AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(table.iter().map(|(_, _, a)| a))
-            .ok()
-            .map(|ac| (ac, classes))
+/// The anchors of each class as one expression (without the case flag, which the caller's set
+/// adds), in the order VERB, ADDRESS, TARGET, HIDDEN: the whole-word anchors between `\b`
+/// assertions, which in ASCII mode mean what the whole-word test always meant (no ASCII
+/// letter, digit or `_` on either side), the others anywhere. Built once.
+pub(super) fn anchor_expressions() -> &'static [(u8, String)] {
+    static ALL: OnceLock<Vec<(u8, String)>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        [VERB, ADDRESS, TARGET, HIDDEN]
+            .into_iter()
+            .map(|class| {
+                let of = |whole: bool| {
+                    anchor_table()
+                        .iter()
+                        .filter(|(c, w, _)| *c == class && *w == whole)
+                        .map(|(_, _, a)| regex::escape(a))
+                        .collect::<Vec<_>>()
+                };
+                let mut alternatives = Vec::new();
+                let words = of(true);
+                if !words.is_empty() {
+                    alternatives.push(format!(r"\b(?:{})\b", words.join("|")));
+                }
+                let anywhere = of(false);
+                if !anywhere.is_empty() {
+                    alternatives.push(format!("(?:{})", anywhere.join("|")));
+                }
+                (class, alternatives.join("|"))
+            })
+            .collect()
     })
-    .as_ref()
 }
 
-/// Whether the byte continues a token for the whole-word test (ASCII letters, digits and `_`;
-/// every other byte counts as a boundary, which can only make the prefilter say "maybe" more).
-fn word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-/// A quick test: `false` only when [`structural`] finds nothing in `text` with `ctx`. One
-/// overlapping pass of the anchor automaton (stopping as soon as the classes found suffice), one
-/// of the catalogue's names, one byte pass for tag characters, look-alike letters and base64
-/// runs.
+/// A quick test: `false` only when [`structural`] finds nothing in `text` with `ctx`. One pass
+/// of the anchors' expressions (see `injection::quick_pass`), one of the catalogue's names, and
+/// the byte facts for tag characters, look-alike letters and base64 runs.
 pub fn may_have_signals(text: &str, ctx: &Context) -> bool {
-    may_have_signals_with(text, ctx, &mut None)
+    let pass = super::quick_pass(text, &[]);
+    may_have_signals_after(pass.classes, text, ctx, &mut None)
 }
 
-/// [`may_have_signals`], with the byte pass's [`ByteFacts`] kept in `facts` (taken from there
-/// when a caller has them, stored there when this test needed them), so that the labeller's
-/// other quick tests reuse the same pass.
-pub(super) fn may_have_signals_with(
+/// [`may_have_signals`] given the anchor classes the quick pass saw in `text` (`classes`), with
+/// the byte facts kept in `facts` (taken from there when a caller has them, stored there when
+/// this test needed them), so that the labeller's other quick tests reuse the same facts.
+pub(super) fn may_have_signals_after(
+    classes: u8,
     text: &str,
     ctx: &Context,
     facts: &mut Option<ByteFacts>,
 ) -> bool {
-    let Some((ac, classes)) = prefilter() else {
+    if classes & HIDDEN != 0 || (classes & VERB != 0 && classes & (ADDRESS | TARGET) != 0) {
         return true;
-    };
-    let bytes = text.as_bytes();
-    let mut seen = 0u8;
-    for m in ac.find_overlapping_iter(text) {
-        let (class, whole) = classes
-            .get(m.pattern().as_usize())
-            .copied()
-            .unwrap_or((HIDDEN, false));
-        if whole
-            && (m.start() > 0 && word_byte(bytes[m.start() - 1])
-                || bytes.get(m.end()).is_some_and(|&b| word_byte(b)))
-        {
-            continue;
-        }
-        seen |= class;
-        if seen & HIDDEN != 0 || (seen & VERB != 0 && seen & (ADDRESS | TARGET) != 0) {
-            return true;
-        }
     }
     if ctx.matcher.as_ref().is_some_and(|m| m.is_match(text)) {
         return true;
