@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::gate::content::label_names;
-use crate::gate::pin::ReviewedTool;
 use crate::policy::Injection;
 
 /// The longest a live walk may take, whatever the per-call timeout: a host gives a call about a
@@ -209,22 +208,20 @@ impl Session {
     pub(super) fn release(&mut self, h: Held, pin: &Pin, out: &mut Vec<Out>) {
         match h.what {
             HeldWhat::List => {
+                // The tools served with a label note, for the audit record.
+                let mut noted: Vec<&str> = Vec::new();
                 let tools: Vec<Value> = match (&self.invalidated, &self.live) {
                     (None, Some(live)) => pin
                         .tools
                         .iter()
                         .filter(|t| live.drift(&pin.server_key, t).is_none())
-                        .map(|t| self.served_tool(t).clone())
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let noted: Vec<&str> = match (&self.invalidated, &self.live) {
-                    (None, Some(live)) => pin
-                        .tools
-                        .iter()
-                        .filter(|t| self.labelled_tools.contains_key(&t.name))
-                        .filter(|t| live.drift(&pin.server_key, t).is_none())
-                        .map(|t| t.name.as_str())
+                        .map(|t| match self.labelled_tools.get(&t.name) {
+                            Some(labelled) => {
+                                noted.push(&t.name);
+                                labelled.tool.clone()
+                            }
+                            None => t.tool.clone(),
+                        })
                         .collect(),
                     _ => Vec::new(),
                 };
@@ -265,14 +262,6 @@ impl Session {
                 self.dispatch_call(call, out);
             }
         }
-    }
-
-    /// The Tool object the host is served for a reviewed tool: the labelled form made at the
-    /// start when its descriptive text carries labels, else the reviewed object itself.
-    fn served_tool<'a>(&'a self, t: &'a ReviewedTool) -> &'a Value {
-        self.labelled_tools
-            .get(&t.name)
-            .map_or(&t.tool, |labelled| &labelled.tool)
     }
 
     /// Says once, when the review is bound, which served tools carry a label note on their
