@@ -11,10 +11,12 @@
 //! default policy (`Content::default()`): secret-shaped values redacted, instruction-like text
 //! labelled with the call's context (the fixture's tool names, the tool that answered, the
 //! call's argument values). A result either check would change is a false positive on the
-//! benign corpus. Tool descriptions (`*-tool-definition`, `definition-change`) are not changed
-//! by the proxy (the reviewed snapshot is served); they are reported apart, as what capture and
-//! `show` would name for the reviewer with the labels the policy counts. A case's
-//! `benignControl` is checked too (the dev corpus's matched controls).
+//! benign corpus. Tool definitions (`*-tool-definition`, `definition-change`) are checked as the
+//! proxy serves a reviewed tool (`Content::label_tool`: every description and title of the Tool
+//! object, with the fixture's tool names and the tool itself as context): a labelled one is
+//! served with a note, so on the benign corpus it is a false positive too. They are counted
+//! apart from results. A case's `benignControl` is checked too (the dev corpus's matched
+//! controls).
 //!
 //! Prints one line per changed result or labelled description, then the totals. Reads the
 //! corpus only; the held-out corpus is not vendored and must not be scored with this for
@@ -23,7 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use mcpguard::gate::content::{label_names, Content};
-use mcpguard::wire::injection::{self, Context};
+use mcpguard::wire::injection::Context;
 use serde_json::{json, Value};
 
 #[derive(Default)]
@@ -99,18 +101,14 @@ fn check(content: &Content, id: &str, fx: &Value, t: &mut Totals) {
             };
             for tool in tools {
                 let n = name(tool);
-                let text = tool["description"].as_str().unwrap_or_default();
                 let ctx = Context::new([n.as_str()]).answering(&n);
-                let mut found: Vec<&str> = injection::findings_in(text, &ctx)
-                    .iter()
-                    .filter(|f| content.counted().contains(&f.label))
-                    .map(|f| f.label.name())
-                    .collect();
-                found.dedup();
                 t.descriptions += 1;
-                if !found.is_empty() {
+                if let Some(labelled) = content.label_tool(tool, &ctx) {
                     t.labelled += 1;
-                    println!("description labelled: {id} ({kind}, tool {n:?}): {found:?}");
+                    println!(
+                        "description labelled: {id} ({kind}, tool {n:?}): {:?}",
+                        label_names(&labelled.found)
+                    );
                 }
             }
         }

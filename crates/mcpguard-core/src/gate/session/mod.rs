@@ -27,7 +27,7 @@
 //! It must not know threads, pipes, clocks (time comes in through `tick`), processes, the sandbox
 //! or the command line: every effect is an `Out` the driver (`process::proxy`) executes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -330,6 +330,11 @@ pub struct Session {
     /// The labeller's context for this session's catalogue (the reviewed tool names, with their
     /// automaton), built once: each result clones it (shared) and adds its tool and arguments.
     catalogue: crate::wire::injection::Context,
+    /// The reviewed tools whose descriptive text carries labels, by name, in the form the host
+    /// is served them (`Content::label_tool`): made once here, so that answering `tools/list`
+    /// costs what it did, and empty when the policy does not label or no description carries a
+    /// label, so that every other tool is served as it was reviewed.
+    labelled_tools: HashMap<String, crate::gate::content::LabelledTool>,
     /// Requests from the host that the server has not answered yet. The one table on the path
     /// of every pipelined request, so it keeps ascending ids in order (`wire::id_table`).
     host_requests: IdTable<Pending>,
@@ -394,9 +399,22 @@ impl Session {
             }
             _ => crate::wire::injection::Context::default(),
         };
+        let labelled_tools = match &config.mode {
+            Mode::Pinned(pin) if config.content.scans_injection() => pin
+                .tools
+                .iter()
+                .filter_map(|t| {
+                    let ctx = catalogue.clone().answering(&t.name);
+                    let labelled = config.content.label_tool(&t.tool, &ctx)?;
+                    Some((t.name.clone(), labelled))
+                })
+                .collect(),
+            _ => HashMap::new(),
+        };
         Session {
             config,
             catalogue,
+            labelled_tools,
             host_requests: IdTable::default(),
             server_requests: IdMap::default(),
             own_requests: IdMap::default(),

@@ -3,6 +3,8 @@
 //! it), and the release of held calls and lists when a walk completes or fails.
 
 use super::*;
+use crate::gate::content::label_names;
+use crate::policy::Injection;
 
 /// The longest a live walk may take, whatever the per-call timeout: a host gives a call about a
 /// minute (Claude Desktop cancels a stdio call after some 60 s), and the person may already have
@@ -184,6 +186,7 @@ impl Session {
             for d in drifted {
                 out.push(Out::Diag(Level::Warn, format!("{d}; it is not served")));
             }
+            self.announce_labelled_tools(&pin, &live, out);
         }
         self.live = Some(live);
         let (ready, waiting): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
@@ -205,17 +208,33 @@ impl Session {
     pub(super) fn release(&mut self, h: Held, pin: &Pin, out: &mut Vec<Out>) {
         match h.what {
             HeldWhat::List => {
+                // The tools served with a label note, for the audit record.
+                let mut noted: Vec<&str> = Vec::new();
                 let tools: Vec<Value> = match (&self.invalidated, &self.live) {
                     (None, Some(live)) => pin
                         .tools
                         .iter()
                         .filter(|t| live.drift(&pin.server_key, t).is_none())
-                        .map(|t| t.tool.clone())
+                        .map(|t| match self.labelled_tools.get(&t.name) {
+                            Some(labelled) => {
+                                noted.push(&t.name);
+                                labelled.tool.clone()
+                            }
+                            None => t.tool.clone(),
+                        })
                         .collect(),
                     _ => Vec::new(),
                 };
                 self.audit(out, || AuditNote {
-                    detail: Some(format!("{} reviewed tools listed", tools.len())),
+                    detail: Some(if noted.is_empty() {
+                        format!("{} reviewed tools listed", tools.len())
+                    } else {
+                        format!(
+                            "{} reviewed tools listed; with a label note on the description: {}",
+                            tools.len(),
+                            noted.join(", ")
+                        )
+                    }),
                     ..AuditNote::new(EventKind::ListServed)
                 });
                 respond(out, &h.id, self.list_result(tools));
@@ -242,6 +261,37 @@ impl Session {
                 }
                 self.dispatch_call(call, out);
             }
+        }
+    }
+
+    /// Says once, when the review is bound, which served tools carry a label note on their
+    /// description and where the labels are (never the text): the session is made before
+    /// anything can be said, and the person should hear it before the model reads the list, as
+    /// a labelled result is warned about when it passes.
+    fn announce_labelled_tools(&self, pin: &Pin, live: &LiveCatalogue, out: &mut Vec<Out>) {
+        let setting = match self.config.content.injection {
+            Injection::Refuse => {
+                "results.injection = \"refuse\", which withholds results, not reviewed tools"
+            }
+            _ => "results.injection = \"label\"",
+        };
+        for t in &pin.tools {
+            let Some(labelled) = self.labelled_tools.get(&t.name) else {
+                continue;
+            };
+            if live.drift(&pin.server_key, t).is_some() {
+                continue;
+            }
+            let where_: Vec<&str> = labelled.found.iter().map(|f| f.pointer.as_str()).collect();
+            out.push(Out::Diag(
+                Level::Warn,
+                format!(
+                    "tool {:?}: its reviewed description carries instruction-like text ({} at {}); it is served with a note telling the model it is data ({setting})",
+                    t.name,
+                    label_names(&labelled.found).join(", "),
+                    where_.join(", ")
+                ),
+            ));
         }
     }
 
