@@ -65,6 +65,8 @@ pub struct Content {
     /// Per tool: the argument rules.
     rules: BTreeMap<String, Vec<Rule>>,
     pub refuse_metadata_urls: bool,
+    /// `arguments.confirm_credential_paths`: see [`Content::credential_argument`].
+    pub confirm_credential_paths: bool,
     pub injection: Injection,
     /// The labels `[results]` acts on.
     labels: Vec<Label>,
@@ -82,6 +84,7 @@ impl Default for Content {
                 allow: BTreeMap::new(),
                 rules: BTreeMap::new(),
                 refuse_metadata_urls: true,
+                confirm_credential_paths: true,
                 injection: Injection::Off,
                 labels: Vec::new(),
             })
@@ -182,6 +185,7 @@ impl Content {
                 allow,
                 rules: compiled,
                 refuse_metadata_urls: policy.arguments.refuse_metadata_urls,
+                confirm_credential_paths: policy.arguments.confirm_credential_paths,
                 injection: policy.results.injection,
                 labels,
             },
@@ -229,6 +233,23 @@ impl Content {
             return Some(ArgumentProblem::MetadataUrl { pointer, kind });
         }
         (!found.is_empty()).then_some(ArgumentProblem::Secrets(found))
+    }
+
+    /// The first string argument that names one of the user's credential files, as its pointer
+    /// and the credential table's entry it matched (never the value), when
+    /// `arguments.confirm_credential_paths` is on: such a call needs the person's confirmation
+    /// whatever the tool's class (`Policy::confirm_credential_file`).
+    pub fn credential_argument(&self, arguments: &Value) -> Option<(String, &'static str)> {
+        if !self.confirm_credential_paths {
+            return None;
+        }
+        let mut found = None;
+        walk_strings(arguments, &mut Vec::new(), &mut |segments, s| {
+            if found.is_none() {
+                found = injection::credential_file(s).map(|path| (pointer_of(segments), path));
+            }
+        });
+        found
     }
 
     /// Whether results need the secret scan at all, judged on the raw JSON text of the result.

@@ -113,20 +113,14 @@ impl Policy {
             Basis::Policy | Basis::Review => {
                 confirmation == ConfirmationRequirement::TrustedConfirmationRequired
             }
-            Basis::Unclassified | Basis::AuthorityChannel => true,
+            Basis::Unclassified | Basis::AuthorityChannel | Basis::CredentialPath => true,
         };
         let decision = if let Some(reason) = self.refusal(tool, reviewed.side_effect) {
             Decision::Refuse(reason)
         } else if !needs_confirmation {
             Decision::Forward
         } else {
-            match self.confirmation.mode {
-                ConfirmationMode::Elicit => Decision::Confirm,
-                ConfirmationMode::Allow => Decision::ForwardUnconfirmed,
-                ConfirmationMode::Deny => Decision::Refuse(format!(
-                    "the tool {tool:?} needs confirmation and the local policy refuses such calls (confirmation.mode = \"deny\"); classify it in [writes.tools.{tool}] or set confirmation.mode = \"elicit\""
-                )),
-            }
+            self.confirmation_decision(tool)
         };
         Classification {
             side_effect,
@@ -135,6 +129,42 @@ impl Policy {
             needs_confirmation,
             basis,
             decision,
+        }
+    }
+}
+
+impl Policy {
+    /// What the policy does with a call of `tool` that needs confirmation: ask, forward
+    /// unconfirmed or refuse, by `confirmation.mode`.
+    fn confirmation_decision(&self, tool: &str) -> Decision {
+        match self.confirmation.mode {
+            ConfirmationMode::Elicit => Decision::Confirm,
+            ConfirmationMode::Allow => Decision::ForwardUnconfirmed,
+            ConfirmationMode::Deny => Decision::Refuse(format!(
+                "the tool {tool:?} needs confirmation and the local policy refuses such calls (confirmation.mode = \"deny\"); classify it in [writes.tools.{tool}] or set confirmation.mode = \"elicit\""
+            )),
+        }
+    }
+
+    /// `class` for a call of `tool` one of whose arguments names a credential file
+    /// (`arguments.confirm_credential_paths`, found by `Content::credential_argument`): a call
+    /// the policy would forward unasked needs confirmation instead, as a write would; a refusal
+    /// stays a refusal, and a call that is asked about already is asked about as it was.
+    pub fn confirm_credential_file(&self, tool: &str, class: Classification) -> Classification {
+        if class.needs_confirmation || matches!(class.decision, Decision::Refuse(_)) {
+            return class;
+        }
+        let decision = match self.confirmation_decision(tool) {
+            Decision::Refuse(_) => Decision::Refuse(format!(
+                "the call of {tool:?} names one of your credential files, which needs confirmation, and the local policy refuses such calls (confirmation.mode = \"deny\"); set confirmation.mode = \"elicit\" to be asked, or arguments.confirm_credential_paths = false"
+            )),
+            other => other,
+        };
+        Classification {
+            needs_confirmation: true,
+            basis: Basis::CredentialPath,
+            decision,
+            ..class
         }
     }
 }
@@ -164,6 +194,9 @@ pub enum Basis {
     /// Classified as a read (by the policy or the review), but an `authority` input channel
     /// makes it a write.
     AuthorityChannel,
+    /// An argument names one of the user's credential files
+    /// (`arguments.confirm_credential_paths`), which needs confirmation whatever the class.
+    CredentialPath,
 }
 
 /// What the gate does with the call once the snapshot checks have passed.

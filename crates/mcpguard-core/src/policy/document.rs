@@ -120,6 +120,10 @@ pub struct Arguments {
     /// Refuse a call any of whose string arguments is, or contains, a URL to a cloud metadata
     /// address (169.254.169.254, fd00:ec2::254, metadata.google.internal, …), for every tool.
     pub refuse_metadata_urls: bool,
+    /// A call any of whose string arguments names one of the user's credential files (a private
+    /// SSH key, `.env`, `.aws/credentials`, `.netrc`, …) needs the person's confirmation, once,
+    /// whatever the tool's class: a read of `~/.ssh/id_rsa` is the first step of sending it away.
+    pub confirm_credential_paths: bool,
     /// Per-tool settings, keyed by tool name; each replaces the table's value for that tool.
     pub tools: BTreeMap<String, ArgumentsTool>,
 }
@@ -129,6 +133,7 @@ impl Default for Arguments {
         Arguments {
             closed: true,
             refuse_metadata_urls: true,
+            confirm_credential_paths: true,
             tools: BTreeMap::new(),
         }
     }

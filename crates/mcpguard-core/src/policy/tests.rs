@@ -175,7 +175,7 @@ fn unknown_keys_are_rejected_where_they_stand() {
         ("[writes]\ndefualt = \"write\"\n", "t.toml:2:1:", "unknown key `defualt`; the valid keys here are `default`, `trust_reviews`, `tools`"),
         ("[writes.tools.echo]\nside_effect = \"read\"\nconfirmed = true\n", "t.toml:3:1:", "unknown key `confirmed`; the valid keys here are `side_effect`, `idempotency`"),
         ("[writes]\ntools = { echo = { side_effect = \"read\", retry = \"never\" } }\n", "t.toml:2:42:", "unknown key `retry`"),
-        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `refuse_metadata_urls`, `tools`"),
+        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `refuse_metadata_urls`, `confirm_credential_paths`, `tools`"),
         ("[arguments.tools.echo]\nclosed = false\nopen = true\n", "t.toml:3:1:", "unknown key `open`; the valid keys here are `closed`, `rules`"),
         ("[confirmation]\nmode = \"elicit\"\ntimeout_s = 5\n", "t.toml:3:1:", "unknown key `timeout_s`; the valid keys here are `mode`, `timeout`"),
         ("[capabilities]\nsampling = false\ncompletions = true\n", "t.toml:3:1:", "unknown key `completions`"),
@@ -1091,4 +1091,48 @@ fn connect_destinations_parse_and_only_a_name_draws_the_udp_warning() {
         let e = parse(&format!("[sandbox]\nconnect = [\"{bad}\"]\n"), "t.toml").unwrap_err();
         assert!(e.to_string().contains("HOST:PORT"), "{bad}: {e}");
     }
+}
+
+/// A call that names a credential file needs confirmation whatever the tool's class: a read
+/// the policy would forward is asked about (or refused or forwarded unconfirmed, by the mode,
+/// with the key named), while a refusal and a call already asked about stay as they were.
+#[test]
+fn a_credential_file_in_the_arguments_makes_a_read_need_confirmation() {
+    use SideEffect::*;
+    let reads =
+        "[writes.tools.r]\nside_effect = \"read\"\n[writes.tools.w]\nside_effect = \"create\"\n";
+    for (mode, want) in [
+        ("elicit", "confirm"),
+        ("allow", "unconfirmed"),
+        ("deny", "refuse"),
+    ] {
+        let p = parse(&format!("{reads}[confirmation]\nmode = \"{mode}\"\n"), "t").unwrap();
+        let read = p.classify("r", Reviewed::NONE);
+        assert_eq!(kind(&read.decision), "forward");
+        let c = p.confirm_credential_file("r", read);
+        assert_eq!(
+            (
+                c.side_effect,
+                c.needs_confirmation,
+                c.basis,
+                kind(&c.decision)
+            ),
+            (Some(Read), true, Basis::CredentialPath, want),
+            "{mode}"
+        );
+        if let Decision::Refuse(why) = &c.decision {
+            assert!(why.contains("arguments.confirm_credential_paths"), "{why}");
+        }
+        // A write is asked about for what it is.
+        let write = p.classify("w", Reviewed::NONE);
+        assert_eq!(p.confirm_credential_file("w", write.clone()), write);
+    }
+    let refusing = parse("[writes]\ndefault = \"refuse\"\n", "t").unwrap();
+    let refused = refusing.classify("unknown", Reviewed::NONE);
+    assert_eq!(kind(&refused.decision), "refuse");
+    assert_eq!(
+        refusing.confirm_credential_file("unknown", refused.clone()),
+        refused
+    );
+    assert!(Policy::default().arguments.confirm_credential_paths);
 }

@@ -694,6 +694,22 @@ fn table_scan(text: &str, skip: &mut dyn FnMut(Label) -> bool, push: &mut TableP
     }
 }
 
+/// The first of the user's credential files that `text` names, as the entry of the labeller's
+/// credential table it matched (`.ssh/`, `id_rsa`, `.env`, `.aws/credentials`, …; a public
+/// key, a host list or an example file is not one): the same reading the structural analysis
+/// makes of a credential destination. The entry, never the text, is what a caller may quote.
+pub fn credential_file(text: &str) -> Option<&'static str> {
+    // A text with no dot, slash or the letters of a key's name cannot name one: most argument
+    // values are skipped without a copy.
+    if !text.bytes().any(|b| matches!(b, b'.' | b'/' | b'_')) {
+        return None;
+    }
+    structure::credential_files(&text.to_ascii_lowercase())
+        .into_iter()
+        .min_by_key(|(at, _)| at.start)
+        .map(|(_, path)| path)
+}
+
 /// A quick test: `false` only when [`findings`] would find nothing in `text`. One linear pass of
 /// a regular expression per label, built from the same phrase and marker tables (plus a byte
 /// scan for hidden characters), so a caller that scans every tool result pays for [`findings`]

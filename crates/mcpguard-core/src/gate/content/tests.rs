@@ -332,3 +332,40 @@ fn ordinary_descriptions_and_names_are_not_labelled_and_off_labels_nothing() {
     let off = content("[results]\ninjection = \"off\"\n");
     assert_eq!(off.label_tool(&tool(POISONED), &catalogue()), None);
 }
+
+/// The argument check names the first argument that names a credential file, by pointer and
+/// the table's entry (never the value), skips public keys, host lists, examples and words
+/// that only contain `.env`, and is off with `arguments.confirm_credential_paths = false`.
+#[test]
+fn an_argument_naming_a_credential_file_is_found_by_pointer() {
+    let c = content("");
+    for (args, want) in [
+        (json!({"path": "~/.ssh/id_rsa"}), Some(("/path", ".ssh/"))),
+        (json!({"path": "/home/alice/.env"}), Some(("/path", ".env"))),
+        (
+            json!({"q": "x", "files": ["a.txt", "C:/Users/a/.AWS/credentials"]}),
+            Some(("/files/1", ".aws/credentials")),
+        ),
+        (json!({"cmd": "cat ~/.netrc"}), Some(("/cmd", ".netrc"))),
+        (json!("id_ed25519"), Some(("", "id_ed25519"))),
+        (json!({"path": "~/.ssh/id_rsa.pub"}), None),
+        (json!({"path": "~/.ssh/known_hosts"}), None),
+        (json!({"path": "/srv/app/.env.example"}), None),
+        (
+            json!({"note": "set the environment in process.env before the run"}),
+            None,
+        ),
+        (
+            json!({"path": "/home/alice/project/src/main.ts", "n": 3}),
+            None,
+        ),
+    ] {
+        let got = c.credential_argument(&args);
+        assert_eq!(got.as_ref().map(|(p, e)| (p.as_str(), *e)), want, "{args}");
+    }
+    let off = content("[arguments]\nconfirm_credential_paths = false\n");
+    assert_eq!(
+        off.credential_argument(&json!({"path": "~/.ssh/id_rsa"})),
+        None
+    );
+}

@@ -245,7 +245,19 @@ impl Session {
         mrtr: Mrtr,
         out: &mut Vec<Out>,
     ) {
-        let class = self.config.policy.classify(&tool, reviewed);
+        let mut class = self.config.policy.classify(&tool, reviewed);
+        let credential = self.config.content.credential_argument(&arguments);
+        if let Some((pointer, path)) = &credential {
+            class = self.config.policy.confirm_credential_file(&tool, class);
+            // The table's entry and the pointer only: the value is the call's, not the log's.
+            out.push(Out::Diag(
+                Level::Warn,
+                format!(
+                    "call {id} of {tool:?}: argument {} names a credential file ({path}); it needs the person's confirmation (arguments.confirm_credential_paths = false in the policy turns this off)",
+                    if pointer.is_empty() { "at the top level" } else { pointer.as_str() }
+                ),
+            ));
+        }
         let mut call = Call {
             id,
             tool,
@@ -253,6 +265,7 @@ impl Session {
             progress,
             approval: Approval::NotNeeded,
             authority: reviewed.authority,
+            credential: credential.is_some(),
         };
         // What a person approves must be what the server receives, to the digit.
         if matches!(class.decision, Decision::Confirm) && !self.arguments_exact(&call, out) {

@@ -191,14 +191,23 @@ impl Session {
         } else {
             "no out-of-band channel is running in this mcpguard (its start-up diagnostics say why)"
         };
+        // A call asked about for a credential file is not helped by classifying its tool.
+        let other_ways = if class.basis == crate::policy::Basis::CredentialPath {
+            "or set arguments.confirm_credential_paths = false to let such calls through unasked"
+                .to_string()
+        } else {
+            format!(
+                "classify the tool as a read in its review (`mcpguard review --side-effect read`) or the policy ([writes.tools.{}]) if it is one, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                call.tool
+            )
+        };
         let r = Refusal::new(
             code::APPROVAL_REQUIRED,
             Category::Authorization,
             format!(
-                "refused {:?}: {} and needs a person's approval, but mcpguard cannot ask anyone: {host_why}, and {oob_why}; add \"terminal\" to [confirmation] channels and answer with `mcpguard approvals`, use a host that supports elicitation, classify the tool as a read in its review (`mcpguard review --side-effect read`) or the policy ([writes.tools.{}]) if it is one, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
+                "refused {:?}: {} and needs a person's approval, but mcpguard cannot ask anyone: {host_why}, and {oob_why}; add \"terminal\" to [confirmation] channels and answer with `mcpguard approvals`, use a host that supports elicitation, {other_ways}",
                 call.tool,
                 write_reason(class),
-                call.tool
             ),
         );
         self.refuse_call(&call.id, &call.tool, r, out);
@@ -758,6 +767,10 @@ pub(super) fn write_reason(class: &Classification) -> String {
         }
         (Basis::AuthorityChannel, _) => {
             "The review marks an argument as an authority input, so the call is treated as a write"
+                .into()
+        }
+        (Basis::CredentialPath, _) => {
+            "An argument names one of your credential files (a private key, .env, cloud or tool credentials), which is asked about whatever the tool does (arguments.confirm_credential_paths)"
                 .into()
         }
         (Basis::Policy, Some(effect)) => format!(

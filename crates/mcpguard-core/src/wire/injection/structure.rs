@@ -1360,8 +1360,28 @@ fn signals(text: &str, ctx: &Context) -> Signals {
             s.urls.push(at - local..at + 1 + dlen);
         }
     }
+    s.credentials = credential_files(&lower)
+        .into_iter()
+        .map(|(at, _)| at)
+        .collect();
+    for value in &ctx.arguments {
+        if let Some(at) = text.find(value.as_str()) {
+            s.arguments.push(at..at + value.len());
+        }
+    }
+    s
+}
+
+/// The user's credential files that `lower` (a text lowercased in ASCII) names, each with the
+/// entry of [`CREDENTIAL_PATHS`] it matched, path by path in the table's order (at most 64 of
+/// each): private SSH keys and the `.ssh` folder, cloud and tool credentials, `.env` files as a
+/// file name. A public key, a host list or an example file is not one. What the analysis
+/// counts as a credential destination, and what `arguments.confirm_credential_paths` asks the
+/// person about.
+pub(super) fn credential_files(lower: &str) -> Vec<(Range<usize>, &'static str)> {
+    let mut out = Vec::new();
     static PATHS: OnceLock<Option<AhoCorasick>> = OnceLock::new();
-    let found = occurrences_of(&PATHS, CREDENTIAL_PATHS, &lower, 64);
+    let found = occurrences_of(&PATHS, CREDENTIAL_PATHS, lower, 64);
     for (path, starts) in CREDENTIAL_PATHS.iter().zip(found) {
         for at in starts {
             let end = at + path.len();
@@ -1389,15 +1409,10 @@ fn signals(text: &str, ctx: &Context) -> Signals {
             {
                 continue;
             }
-            s.credentials.push(at..end);
+            out.push((at..end, *path));
         }
     }
-    for value in &ctx.arguments {
-        if let Some(at) = text.find(value.as_str()) {
-            s.arguments.push(at..at + value.len());
-        }
-    }
-    s
+    out
 }
 
 fn is_verb(w: &str) -> bool {
