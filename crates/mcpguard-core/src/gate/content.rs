@@ -65,8 +65,10 @@ pub struct Content {
     /// Per tool: the argument rules.
     rules: BTreeMap<String, Vec<Rule>>,
     pub refuse_metadata_urls: bool,
-    /// `arguments.confirm_credential_paths`: see [`Content::credential_argument`].
+    /// `arguments.confirm_credential_paths`: see [`Content::asked_argument`].
     pub confirm_credential_paths: bool,
+    /// `arguments.confirm_remote_code`: see [`Content::asked_argument`].
+    pub confirm_remote_code: bool,
     pub injection: Injection,
     /// The labels `[results]` acts on.
     labels: Vec<Label>,
@@ -85,10 +87,40 @@ impl Default for Content {
                 rules: BTreeMap::new(),
                 refuse_metadata_urls: true,
                 confirm_credential_paths: true,
+                confirm_remote_code: true,
                 injection: Injection::Off,
                 labels: Vec::new(),
             })
     }
+}
+
+/// What makes an argument ask the person about its call whatever the tool's class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// It names one of the user's credential files (`arguments.confirm_credential_paths`).
+    CredentialFile,
+    /// It downloads code and runs it (`arguments.confirm_remote_code`).
+    RemoteCode,
+}
+
+impl Asked {
+    /// The policy key that turns this question off.
+    pub fn key(self) -> &'static str {
+        match self {
+            Asked::CredentialFile => "arguments.confirm_credential_paths",
+            Asked::RemoteCode => "arguments.confirm_remote_code",
+        }
+    }
+}
+
+/// An argument found by [`Content::asked_argument`]: where it is and what it is, never its
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedArgument {
+    pub pointer: String,
+    pub kind: Asked,
+    /// The credential table's entry it matched, or the shape of the command, in words.
+    pub what: &'static str,
 }
 
 /// Why a call's arguments are refused.
@@ -186,6 +218,7 @@ impl Content {
                 rules: compiled,
                 refuse_metadata_urls: policy.arguments.refuse_metadata_urls,
                 confirm_credential_paths: policy.arguments.confirm_credential_paths,
+                confirm_remote_code: policy.arguments.confirm_remote_code,
                 injection: policy.results.injection,
                 labels,
             },
@@ -235,19 +268,35 @@ impl Content {
         (!found.is_empty()).then_some(ArgumentProblem::Secrets(found))
     }
 
-    /// The first string argument that names one of the user's credential files, as its pointer
-    /// and the credential table's entry it matched (never the value), when
-    /// `arguments.confirm_credential_paths` is on: such a call needs the person's confirmation
-    /// whatever the tool's class (`Policy::confirm_credential_file`).
-    pub fn credential_argument(&self, arguments: &Value) -> Option<(String, &'static str)> {
-        if !self.confirm_credential_paths {
+    /// The first string argument that makes a call need the person's confirmation whatever
+    /// the tool's class (`Policy::confirm_argument`): one that names one of the user's credential
+    /// files (`arguments.confirm_credential_paths`) or downloads code and runs it
+    /// (`arguments.confirm_remote_code`). Its pointer and what it is, in words (the credential
+    /// table's entry, the shape of the command), never the value.
+    pub fn asked_argument(&self, arguments: &Value) -> Option<AskedArgument> {
+        if !self.confirm_credential_paths && !self.confirm_remote_code {
             return None;
         }
         let mut found = None;
         walk_strings(arguments, &mut Vec::new(), &mut |segments, s| {
-            if found.is_none() {
-                found = injection::credential_file(s).map(|path| (pointer_of(segments), path));
+            if found.is_some() {
+                return;
             }
+            let why = if self.confirm_credential_paths {
+                injection::credential_file(s).map(|path| (Asked::CredentialFile, path))
+            } else {
+                None
+            };
+            let why = why.or_else(|| {
+                self.confirm_remote_code
+                    .then(|| rules::remote_code_in(s).map(|shape| (Asked::RemoteCode, shape)))
+                    .flatten()
+            });
+            found = why.map(|(kind, what)| AskedArgument {
+                pointer: pointer_of(segments),
+                kind,
+                what,
+            });
         });
         found
     }

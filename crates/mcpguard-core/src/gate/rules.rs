@@ -1,6 +1,8 @@
 //! Local rules for argument values: the policy's `[arguments.tools.<name>.rules]` (paths within
 //! folders, URL schemes and hosts, no shell metacharacters, a pattern, a length) and the rule
-//! every call gets (`arguments.refuse_metadata_urls`: no URL to a cloud metadata address).
+//! every call gets (`arguments.refuse_metadata_urls`: no URL to a cloud metadata address), and
+//! the shapes of a download run as code that every call is asked about
+//! (`arguments.confirm_remote_code`).
 //!
 //! A reviewed `inputSchema` says what shape an argument has; it rarely says which values the
 //! person running mcpguard means to allow, and a model can be talked into any value the schema
@@ -552,6 +554,52 @@ pub fn metadata_url_in(s: &str) -> Option<&'static str> {
         from = sep + 3;
     }
     None
+}
+
+/// The shape of a command that downloads code and runs it, anywhere in `s`: a download piped
+/// into a shell or an interpreter (`curl … | sh`, `wget -qO- … | sudo bash`, `iwr … | iex`), or
+/// a command substitution that downloads (`$(curl …)`, `` `wget …` ``). `None` for every other
+/// text, a download alone (`curl … | jq .`) or a substitution of anything else (`$(date)`)
+/// included. Linear-time expressions, compiled once.
+pub fn remote_code_in(s: &str) -> Option<&'static str> {
+    static SHAPES: std::sync::OnceLock<Option<[(Regex, &'static str); 2]>> =
+        std::sync::OnceLock::new();
+    // Only a text that names a downloader can hold either shape.
+    let lower = s.to_ascii_lowercase();
+    if ![
+        "curl",
+        "wget",
+        "iwr",
+        "invoke-webrequest",
+        "invoke-restmethod",
+        "irm",
+    ]
+    .iter()
+    .any(|d| lower.contains(d))
+    {
+        return None;
+    }
+    let shapes = SHAPES.get_or_init(|| {
+        const DOWNLOADER: &str = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)";
+        let piped = Regex::new(&format!(
+            r"\b{DOWNLOADER}\b[^\n|;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:sh|bash|zsh|dash|ksh|fish|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell)\b"
+        ))
+        .ok()?;
+        let substituted = Regex::new(&format!(r"(?:\$\(|`)\s*{DOWNLOADER}\b")).ok()?;
+        Some([
+            (piped, "a download piped into a shell or an interpreter"),
+            (substituted, "a command substitution that downloads"),
+        ])
+    });
+    match shapes {
+        Some(shapes) => shapes
+            .iter()
+            .find(|(re, _)| re.is_match(&lower))
+            .map(|(_, what)| *what),
+        // The expressions are constant and compile; should they not, a text naming a downloader
+        // is asked about rather than let through.
+        None => Some("a download (the check's expressions did not compile)"),
+    }
 }
 
 #[cfg(test)]

@@ -250,6 +250,9 @@ impl Policy {
         if !self.arguments.closed {
             w.push("arguments.closed = false: calls may carry arguments the reviewed inputSchema does not declare, and the server gets them unseen by the reviewer".to_string());
         }
+        if !self.arguments.confirm_remote_code {
+            w.push("arguments.confirm_remote_code = false: a call may download code and run it (curl ... | sh) without anyone being asked".to_string());
+        }
         if !self.arguments.confirm_credential_paths {
             w.push("arguments.confirm_credential_paths = false: a call may name one of your credential files (~/.ssh/id_rsa, .env, .aws/credentials) without anyone being asked".to_string());
         }

@@ -113,7 +113,10 @@ impl Policy {
             Basis::Policy | Basis::Review => {
                 confirmation == ConfirmationRequirement::TrustedConfirmationRequired
             }
-            Basis::Unclassified | Basis::AuthorityChannel | Basis::CredentialPath => true,
+            Basis::Unclassified
+            | Basis::AuthorityChannel
+            | Basis::CredentialPath
+            | Basis::RemoteCode => true,
         };
         let decision = if let Some(reason) = self.refusal(tool, reviewed.side_effect) {
             Decision::Refuse(reason)
@@ -146,23 +149,29 @@ impl Policy {
         }
     }
 
-    /// `class` for a call of `tool` one of whose arguments names a credential file
-    /// (`arguments.confirm_credential_paths`, found by `Content::credential_argument`): a call
-    /// the policy would forward unasked needs confirmation instead, as a write would; a refusal
-    /// stays a refusal, and a call that is asked about already is asked about as it was.
-    pub fn confirm_credential_file(&self, tool: &str, class: Classification) -> Classification {
+    /// `class` for a call of `tool` one of whose arguments asks the person whatever the
+    /// tool's class (`basis`: [`Basis::CredentialPath`] or [`Basis::RemoteCode`], found by
+    /// `Content::asked_argument`): a call the policy would forward unasked needs confirmation
+    /// instead, as a write would; a refusal stays a refusal, and a call that is asked about
+    /// already is asked about as it was.
+    pub fn confirm_argument(
+        &self,
+        tool: &str,
+        class: Classification,
+        basis: Basis,
+    ) -> Classification {
         if class.needs_confirmation || matches!(class.decision, Decision::Refuse(_)) {
             return class;
         }
-        let decision = match self.confirmation_decision(tool) {
-            Decision::Refuse(_) => Decision::Refuse(format!(
-                "the call of {tool:?} names one of your credential files, which needs confirmation, and the local policy refuses such calls (confirmation.mode = \"deny\"); set confirmation.mode = \"elicit\" to be asked, or arguments.confirm_credential_paths = false"
+        let decision = match (self.confirmation_decision(tool), basis.argument()) {
+            (Decision::Refuse(_), Some((does, key))) => Decision::Refuse(format!(
+                "the call of {tool:?} {does}, which needs confirmation, and the local policy refuses such calls (confirmation.mode = \"deny\"); set confirmation.mode = \"elicit\" to be asked, or {key} = false"
             )),
-            other => other,
+            (other, _) => other,
         };
         Classification {
             needs_confirmation: true,
-            basis: Basis::CredentialPath,
+            basis,
             decision,
             ..class
         }
@@ -197,6 +206,27 @@ pub enum Basis {
     /// An argument names one of the user's credential files
     /// (`arguments.confirm_credential_paths`), which needs confirmation whatever the class.
     CredentialPath,
+    /// An argument downloads code and runs it (`arguments.confirm_remote_code`), which needs
+    /// confirmation whatever the class.
+    RemoteCode,
+}
+
+impl Basis {
+    /// For the bases that come from one call's arguments: what the argument does, in words,
+    /// and the policy key that turns the question off.
+    pub fn argument(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Basis::CredentialPath => Some((
+                "names one of your credential files",
+                "arguments.confirm_credential_paths",
+            )),
+            Basis::RemoteCode => Some((
+                "downloads code and runs it",
+                "arguments.confirm_remote_code",
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// What the gate does with the call once the snapshot checks have passed.

@@ -124,6 +124,9 @@ pub struct Arguments {
     /// SSH key, `.env`, `.aws/credentials`, `.netrc`, …) needs the person's confirmation, once,
     /// whatever the tool's class: a read of `~/.ssh/id_rsa` is the first step of sending it away.
     pub confirm_credential_paths: bool,
+    /// A call any of whose string arguments downloads code and runs it (`curl … | sh`,
+    /// `$(wget …)`) needs the person's confirmation, once, whatever the tool's class.
+    pub confirm_remote_code: bool,
     /// Per-tool settings, keyed by tool name; each replaces the table's value for that tool.
     pub tools: BTreeMap<String, ArgumentsTool>,
 }
@@ -134,6 +137,7 @@ impl Default for Arguments {
             closed: true,
             refuse_metadata_urls: true,
             confirm_credential_paths: true,
+            confirm_remote_code: true,
             tools: BTreeMap::new(),
         }
     }

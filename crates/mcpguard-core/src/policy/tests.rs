@@ -175,7 +175,7 @@ fn unknown_keys_are_rejected_where_they_stand() {
         ("[writes]\ndefualt = \"write\"\n", "t.toml:2:1:", "unknown key `defualt`; the valid keys here are `default`, `trust_reviews`, `tools`"),
         ("[writes.tools.echo]\nside_effect = \"read\"\nconfirmed = true\n", "t.toml:3:1:", "unknown key `confirmed`; the valid keys here are `side_effect`, `idempotency`"),
         ("[writes]\ntools = { echo = { side_effect = \"read\", retry = \"never\" } }\n", "t.toml:2:42:", "unknown key `retry`"),
-        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `refuse_metadata_urls`, `confirm_credential_paths`, `tools`"),
+        ("[arguments]\nclose = true\n", "t.toml:2:1:", "unknown key `close`; the valid keys here are `closed`, `refuse_metadata_urls`, `confirm_credential_paths`, `confirm_remote_code`, `tools`"),
         ("[arguments.tools.echo]\nclosed = false\nopen = true\n", "t.toml:3:1:", "unknown key `open`; the valid keys here are `closed`, `rules`"),
         ("[confirmation]\nmode = \"elicit\"\ntimeout_s = 5\n", "t.toml:3:1:", "unknown key `timeout_s`; the valid keys here are `mode`, `timeout`"),
         ("[capabilities]\nsampling = false\ncompletions = true\n", "t.toml:3:1:", "unknown key `completions`"),
@@ -1109,7 +1109,7 @@ fn a_credential_file_in_the_arguments_makes_a_read_need_confirmation() {
         let p = parse(&format!("{reads}[confirmation]\nmode = \"{mode}\"\n"), "t").unwrap();
         let read = p.classify("r", Reviewed::NONE);
         assert_eq!(kind(&read.decision), "forward");
-        let c = p.confirm_credential_file("r", read);
+        let c = p.confirm_argument("r", read, Basis::CredentialPath);
         assert_eq!(
             (
                 c.side_effect,
@@ -1125,13 +1125,16 @@ fn a_credential_file_in_the_arguments_makes_a_read_need_confirmation() {
         }
         // A write is asked about for what it is.
         let write = p.classify("w", Reviewed::NONE);
-        assert_eq!(p.confirm_credential_file("w", write.clone()), write);
+        assert_eq!(
+            p.confirm_argument("w", write.clone(), Basis::RemoteCode),
+            write
+        );
     }
     let refusing = parse("[writes]\ndefault = \"refuse\"\n", "t").unwrap();
     let refused = refusing.classify("unknown", Reviewed::NONE);
     assert_eq!(kind(&refused.decision), "refuse");
     assert_eq!(
-        refusing.confirm_credential_file("unknown", refused.clone()),
+        refusing.confirm_argument("unknown", refused.clone(), Basis::CredentialPath),
         refused
     );
     assert!(Policy::default().arguments.confirm_credential_paths);

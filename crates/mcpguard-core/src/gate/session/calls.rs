@@ -4,7 +4,8 @@
 //! timeouts on `tick`.
 
 use super::*;
-use crate::gate::content::ArgumentProblem;
+use crate::gate::content::{ArgumentProblem, Asked};
+use crate::policy::Basis;
 
 impl Session {
     pub(super) fn host_tools_call(
@@ -246,15 +247,21 @@ impl Session {
         out: &mut Vec<Out>,
     ) {
         let mut class = self.config.policy.classify(&tool, reviewed);
-        let credential = self.config.content.credential_argument(&arguments);
-        if let Some((pointer, path)) = &credential {
-            class = self.config.policy.confirm_credential_file(&tool, class);
-            // The table's entry and the pointer only: the value is the call's, not the log's.
+        let asked = self.config.content.asked_argument(&arguments);
+        if let Some(a) = &asked {
+            let (basis, does) = match a.kind {
+                Asked::CredentialFile => (Basis::CredentialPath, "names a credential file"),
+                Asked::RemoteCode => (Basis::RemoteCode, "downloads code and runs it"),
+            };
+            class = self.config.policy.confirm_argument(&tool, class, basis);
+            // What it is in words and the pointer only: the value is the call's, not the log's.
             out.push(Out::Diag(
                 Level::Warn,
                 format!(
-                    "call {id} of {tool:?}: argument {} names a credential file ({path}); it needs the person's confirmation (arguments.confirm_credential_paths = false in the policy turns this off)",
-                    if pointer.is_empty() { "at the top level" } else { pointer.as_str() }
+                    "call {id} of {tool:?}: argument {} {does} ({}); it needs the person's confirmation ({} = false in the policy turns this off)",
+                    if a.pointer.is_empty() { "at the top level" } else { a.pointer.as_str() },
+                    a.what,
+                    a.kind.key()
                 ),
             ));
         }
@@ -265,7 +272,7 @@ impl Session {
             progress,
             approval: Approval::NotNeeded,
             authority: reviewed.authority,
-            credential: credential.is_some(),
+            credential: asked.is_some(),
         };
         // What a person approves must be what the server receives, to the digit.
         if matches!(class.decision, Decision::Confirm) && !self.arguments_exact(&call, out) {

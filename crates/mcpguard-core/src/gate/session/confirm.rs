@@ -192,9 +192,8 @@ impl Session {
             "no out-of-band channel is running in this mcpguard (its start-up diagnostics say why)"
         };
         // A call asked about for a credential file is not helped by classifying its tool.
-        let other_ways = if class.basis == crate::policy::Basis::CredentialPath {
-            "or set arguments.confirm_credential_paths = false to let such calls through unasked"
-                .to_string()
+        let other_ways = if let Some((_, key)) = class.basis.argument() {
+            format!("or set {key} = false to let such calls through unasked")
         } else {
             format!(
                 "classify the tool as a read in its review (`mcpguard review --side-effect read`) or the policy ([writes.tools.{}]) if it is one, or set confirmation.mode = \"allow\" to forward writes unconfirmed",
@@ -771,6 +770,10 @@ pub(super) fn write_reason(class: &Classification) -> String {
         }
         (Basis::CredentialPath, _) => {
             "An argument names one of your credential files (a private key, .env, cloud or tool credentials), which is asked about whatever the tool does (arguments.confirm_credential_paths)"
+                .into()
+        }
+        (Basis::RemoteCode, _) => {
+            "An argument downloads code and runs it (curl ... | sh, $(wget ...)), which is asked about whatever the tool does (arguments.confirm_remote_code)"
                 .into()
         }
         (Basis::Policy, Some(effect)) => format!(
