@@ -15,8 +15,11 @@
 //! proxy serves a reviewed tool (`Content::label_tool`: every description and title of the Tool
 //! object, with the fixture's tool names and the tool itself as context): a labelled one is
 //! served with a note, so on the benign corpus it is a false positive too. They are counted
-//! apart from results. A case's `benignControl` is checked too (the dev corpus's matched
-//! controls).
+//! apart from results. The arguments of every call (`tool-call`, `tool-call-sequence`) are
+//! checked as the proxy checks them before dispatch: a value it refuses (a cloud metadata URL,
+//! a secret-shaped value) or asks the person about whatever the tool's class (a credential
+//! file, a download run as code: `Content::asked_argument`) counts as a changed call. A case's
+//! `benignControl` is checked too (the dev corpus's matched controls).
 //!
 //! Prints one line per changed result or labelled description, then the totals. Reads the
 //! corpus only; the held-out corpus is not vendored and must not be scored with this for
@@ -34,6 +37,27 @@ struct Totals {
     changed: usize,
     descriptions: usize,
     labelled: usize,
+    calls: usize,
+    stopped: usize,
+}
+
+/// Checks one call's arguments as the proxy does before dispatch (see the module's comment).
+fn check_call(content: &Content, id: &str, call: &Value, t: &mut Totals) {
+    let tool = call["name"].as_str().unwrap_or_default();
+    let arguments = &call["arguments"];
+    t.calls += 1;
+    if let Some(problem) = content.check_arguments(tool, arguments) {
+        t.stopped += 1;
+        println!("call refused: {id} (tool {tool:?}): {problem:?}");
+    } else if let Some(asked) = content.asked_argument(arguments) {
+        t.stopped += 1;
+        println!(
+            "call asked about: {id} (tool {tool:?}): argument {} ({}, {})",
+            asked.pointer,
+            asked.what,
+            asked.kind.key()
+        );
+    }
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -66,6 +90,9 @@ fn check(content: &Content, id: &str, fx: &Value, t: &mut Totals) {
     let name = |tool: &Value| tool["name"].as_str().unwrap_or_default().to_string();
     match kind {
         "benign-tool-result" | "malicious-tool-result" | "tool-call" => {
+            if kind == "tool-call" {
+                check_call(content, id, &fx["call"], t);
+            }
             let tool = name(&fx["tool"]);
             let mut args = Vec::new();
             strings(&fx["call"]["arguments"], &mut args);
@@ -110,6 +137,11 @@ fn check(content: &Content, id: &str, fx: &Value, t: &mut Totals) {
                         label_names(&labelled.found)
                     );
                 }
+            }
+        }
+        "tool-call-sequence" => {
+            for call in fx["calls"].as_array().into_iter().flatten() {
+                check_call(content, id, call, t);
             }
         }
         _ => {}
@@ -157,17 +189,20 @@ fn main() {
         }
     };
     for (what, t) in [("fixtures", &fixtures), ("benign controls", &controls)] {
-        if t.results + t.descriptions == 0 {
+        if t.results + t.descriptions + t.calls == 0 {
             continue;
         }
         println!(
-            "{what}: {} of {} results changed ({:.2} %); {} of {} descriptions labelled ({:.2} %)",
+            "{what}: {} of {} results changed ({:.2} %); {} of {} descriptions labelled ({:.2} %); {} of {} calls refused or asked about ({:.2} %)",
             t.changed,
             t.results,
             rate(t.changed, t.results),
             t.labelled,
             t.descriptions,
-            rate(t.labelled, t.descriptions)
+            rate(t.labelled, t.descriptions),
+            t.stopped,
+            t.calls,
+            rate(t.stopped, t.calls)
         );
     }
 }
