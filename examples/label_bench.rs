@@ -55,7 +55,7 @@ fn check_call(content: &Content, id: &str, call: &Value, t: &mut Totals) {
             "call asked about: {id} (tool {tool:?}): argument {} ({}, {})",
             asked.pointer,
             asked.what,
-            asked.kind.key()
+            asked.kind.words().1
         );
     }
 }

@@ -104,12 +104,20 @@ pub enum Asked {
 }
 
 impl Asked {
-    /// The policy key that turns this question off.
-    pub fn key(self) -> &'static str {
+    /// The classification's basis for a call asked about for this argument, which also says
+    /// what the argument does and which key turns the question off (`Basis::argument`).
+    pub fn basis(self) -> crate::policy::Basis {
         match self {
-            Asked::CredentialFile => "arguments.confirm_credential_paths",
-            Asked::RemoteCode => "arguments.confirm_remote_code",
+            Asked::CredentialFile => crate::policy::Basis::CredentialPath,
+            Asked::RemoteCode => crate::policy::Basis::RemoteCode,
         }
+    }
+
+    /// What the argument does, in words, and the policy key that turns the question off.
+    pub fn words(self) -> (&'static str, &'static str) {
+        self.basis()
+            .argument()
+            .unwrap_or(("is asked about", "arguments"))
     }
 }
 

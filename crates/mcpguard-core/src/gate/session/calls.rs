@@ -4,8 +4,7 @@
 //! timeouts on `tick`.
 
 use super::*;
-use crate::gate::content::{ArgumentProblem, Asked};
-use crate::policy::Basis;
+use crate::gate::content::ArgumentProblem;
 
 impl Session {
     pub(super) fn host_tools_call(
@@ -249,19 +248,18 @@ impl Session {
         let mut class = self.config.policy.classify(&tool, reviewed);
         let asked = self.config.content.asked_argument(&arguments);
         if let Some(a) = &asked {
-            let (basis, does) = match a.kind {
-                Asked::CredentialFile => (Basis::CredentialPath, "names a credential file"),
-                Asked::RemoteCode => (Basis::RemoteCode, "downloads code and runs it"),
-            };
-            class = self.config.policy.confirm_argument(&tool, class, basis);
+            class = self
+                .config
+                .policy
+                .confirm_argument(&tool, class, a.kind.basis());
+            let (does, key) = a.kind.words();
             // What it is in words and the pointer only: the value is the call's, not the log's.
             out.push(Out::Diag(
                 Level::Warn,
                 format!(
-                    "call {id} of {tool:?}: argument {} {does} ({}); it needs the person's confirmation ({} = false in the policy turns this off)",
+                    "call {id} of {tool:?}: argument {} {does} ({}); it needs the person's confirmation ({key} = false in the policy turns this off)",
                     if a.pointer.is_empty() { "at the top level" } else { a.pointer.as_str() },
                     a.what,
-                    a.kind.key()
                 ),
             ));
         }
@@ -272,7 +270,7 @@ impl Session {
             progress,
             approval: Approval::NotNeeded,
             authority: reviewed.authority,
-            credential: asked.is_some(),
+            asked: asked.as_ref().map(|a| a.kind),
         };
         // What a person approves must be what the server receives, to the digit.
         if matches!(class.decision, Decision::Confirm) && !self.arguments_exact(&call, out) {

@@ -286,10 +286,10 @@ struct Call {
     approval: Approval,
     /// The review maps an argument to the `authority` channel: no standing approval covers it.
     authority: bool,
-    /// An argument names one of the user's credential files
-    /// (`arguments.confirm_credential_paths`): no standing approval covers it either, since the
-    /// person is asked about this file, not about the tool.
-    credential: bool,
+    /// An argument names one of the user's credential files or downloads code and runs it
+    /// (`gate::content::Asked`): no standing approval covers it either, since the person is
+    /// asked about this argument, not about the tool.
+    asked: Option<crate::gate::content::Asked>,
 }
 
 /// How a call came to be allowed, for the audit log and the dry-run summary.

@@ -35,7 +35,7 @@ impl Session {
     pub(super) fn scopes_for(&self, call: &Call) -> Vec<Scope> {
         let c = &self.config.policy.confirmation;
         let mut scopes = vec![Scope::Once];
-        if !call.authority && !call.credential {
+        if !call.authority && call.asked.is_none() {
             if c.allow_identical {
                 scopes.push(Scope::Identical);
             }
@@ -54,7 +54,7 @@ impl Session {
         arguments: &Value,
         out: &mut Vec<Out>,
     ) -> bool {
-        if call.authority || call.credential || self.invalidated.is_some() {
+        if call.authority || call.asked.is_some() || self.invalidated.is_some() {
             return false;
         }
         let now = self.clock_ms;
@@ -100,9 +100,9 @@ impl Session {
         if !self.scopes_for(call).contains(&scope) {
             let why = if call.authority {
                 "the review marks an argument of this tool as authority".to_string()
-            } else if call.credential {
-                "an argument names one of your credential files, which is asked about call by call"
-                    .to_string()
+            } else if let Some(asked) = call.asked {
+                let (does, key) = asked.words();
+                format!("an argument {does}, which is asked about call by call ({key})")
             } else if scope == Scope::Identical {
                 "the policy does not allow it (confirmation.allow_identical)".to_string()
             } else {

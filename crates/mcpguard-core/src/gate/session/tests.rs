@@ -1584,7 +1584,7 @@ fn standing_approvals_need_the_policy_never_cover_authority_and_die_with_the_rev
         progress: None,
         approval: Approval::NotNeeded,
         authority: true,
-        credential: false,
+        asked: None,
     };
     assert_eq!(t.s.scopes_for(&call), vec![crate::policy::Scope::Once]);
     let granted = t.s.grant(&call, "b", "x", crate::policy::Scope::Tool);
