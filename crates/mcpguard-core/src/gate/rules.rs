@@ -564,21 +564,29 @@ pub fn metadata_url_in(s: &str) -> Option<&'static str> {
 pub fn remote_code_in(s: &str) -> Option<&'static str> {
     static SHAPES: std::sync::OnceLock<Option<[(Regex, &'static str); 2]>> =
         std::sync::OnceLock::new();
-    // Only a text that names a downloader can hold either shape.
-    let lower = s.to_ascii_lowercase();
-    if ![
+    static NAMES: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::OnceLock::new();
+    const DOWNLOADERS: [&str; 6] = [
         "curl",
         "wget",
         "iwr",
         "invoke-webrequest",
         "invoke-restmethod",
         "irm",
-    ]
-    .iter()
-    .any(|d| lower.contains(d))
-    {
+    ];
+    // Only a text that names a downloader can hold either shape. This runs on every string
+    // argument of every call, so the names are looked for in the text as it is (ASCII case
+    // ignored) and only a text that has one is lowercased for the shapes.
+    let names = NAMES.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(DOWNLOADERS)
+            .ok()
+    });
+    if names.as_ref().is_some_and(|ac| !ac.is_match(s)) {
         return None;
     }
+    let lower = s.to_ascii_lowercase();
     let shapes = SHAPES.get_or_init(|| {
         const DOWNLOADER: &str = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)";
         let piped = Regex::new(&format!(
@@ -598,7 +606,10 @@ pub fn remote_code_in(s: &str) -> Option<&'static str> {
             .map(|(_, what)| *what),
         // The expressions are constant and compile; should they not, a text naming a downloader
         // is asked about rather than let through.
-        None => Some("a download (the check's expressions did not compile)"),
+        None => DOWNLOADERS
+            .iter()
+            .any(|d| lower.contains(d))
+            .then_some("a download (the check's expressions did not compile)"),
     }
 }
 
